@@ -1,0 +1,258 @@
+//! The [`Engine`] trait: every operation of the contract, implemented by the Redis and the
+//! embedded engine and checked by one conformance suite.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::limits::{MAX_RESERVE_TOPICS, MAX_WAIT, check_count, check_reason};
+use crate::{Delivery, Error, Job, JobId, JobState, Lease, NackOutcome, NewJob, Pushed, Result};
+use crate::{Schedule, Timestamp, Topic};
+
+/// How a reserve hands out jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DeliveryMode {
+    /// The job is leased for its ttr and comes back if not acked in time (the default).
+    #[default]
+    AtLeastOnce,
+    /// The job is removed from the engine as it is handed out: no lease, no ack, no retry.
+    /// A worker that crashes while handling it loses it. Only for those who ask for it.
+    AtMostOnce,
+}
+
+/// A reserve request: up to `max` jobs from one or more topics, waiting up to `wait`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reserve {
+    /// The topics to take from (1 to 64, no repeats). Each call starts with a different one,
+    /// so that a busy topic does not starve the others.
+    pub topics: Vec<Topic>,
+    /// The most jobs to return (1 to 1000). A reserve returns as soon as it has at least one.
+    pub max: usize,
+    /// How long to wait for a first job (0 = do not wait, at most 1 h).
+    pub wait: Duration,
+    /// At-least-once (leases) or at-most-once (remove on reserve).
+    pub mode: DeliveryMode,
+}
+
+impl Reserve {
+    /// One job from one topic, without waiting, at-least-once.
+    pub fn new(topic: Topic) -> Self {
+        Reserve::topics([topic])
+    }
+
+    /// Takes from several topics (one job, no wait, at-least-once until set otherwise).
+    pub fn topics(topics: impl IntoIterator<Item = Topic>) -> Self {
+        Reserve {
+            topics: topics.into_iter().collect(),
+            max: 1,
+            wait: Duration::ZERO,
+            mode: DeliveryMode::AtLeastOnce,
+        }
+    }
+
+    /// Sets the most jobs to return.
+    pub fn max(mut self, max: usize) -> Self {
+        self.max = max;
+        self
+    }
+
+    /// Sets how long to wait for a first job.
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// Sets the delivery mode.
+    pub fn mode(mut self, mode: DeliveryMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Checks the ranges.
+    pub fn validate(&self) -> Result<()> {
+        if self.topics.is_empty() || self.topics.len() > MAX_RESERVE_TOPICS {
+            return Err(Error::invalid(
+                "topics",
+                format!(
+                    "a reserve takes 1 to {MAX_RESERVE_TOPICS} topics, not {}",
+                    self.topics.len()
+                ),
+            ));
+        }
+        for (i, t) in self.topics.iter().enumerate() {
+            if self.topics[..i].contains(t) {
+                return Err(Error::invalid(
+                    "topics",
+                    format!("topic {t} is listed twice"),
+                ));
+            }
+        }
+        check_count("max", self.max)?;
+        if self.wait > MAX_WAIT {
+            return Err(Error::invalid(
+                "wait",
+                format!(
+                    "{} ms is over the maximum of 1 h; call reserve again in a loop",
+                    self.wait.as_millis()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Options of a nack.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Nack {
+    /// Retry after this delay instead of the job's back-off policy.
+    pub delay: Option<Duration>,
+    /// Why it failed; kept with the job (at most 4 KiB).
+    pub reason: Option<String>,
+}
+
+impl Nack {
+    /// Checks the ranges.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(d) = self.delay {
+            crate::limits::check_delay(d)?;
+        }
+        check_reason(self.reason.as_deref())
+    }
+}
+
+/// An opaque position in a listing, returned by [`Engine::list`] to fetch the next page.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Cursor(pub String);
+
+/// One page of a listing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Page {
+    /// The jobs of this page, in the state's order.
+    pub jobs: Vec<Job>,
+    /// Where the next page starts; `None` when this was the last.
+    pub next: Option<Cursor>,
+}
+
+/// Counts and health of one topic.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct TopicStats {
+    /// Jobs waiting for their due time (including those due but not yet moved to ready).
+    pub delayed: u64,
+    /// Due jobs waiting for a reserver.
+    pub ready: u64,
+    /// Leased jobs.
+    pub reserved: u64,
+    /// Dead jobs.
+    pub dead: u64,
+    /// How long the longest-waiting due job has been waiting (now minus its due time), or
+    /// `None` when no job is due. A growing value means no one is reserving.
+    pub oldest_overdue: Option<Duration>,
+    /// The earliest due time among delayed jobs.
+    pub next_due: Option<Timestamp>,
+}
+
+/// The engine contract. Both engines implement every method with the same semantics; the
+/// conformance suite in `delayq-testkit` checks them against each other's behaviour.
+///
+/// Every method validates its input first and returns an `Invalid*` error (or
+/// [`Error::BodyTooLarge`]) without changing anything. Time is the engine's clock.
+#[async_trait]
+pub trait Engine: Send + Sync + 'static {
+    /// Pushes one job. Idempotent on `(topic, id)`: if a live job with this id exists
+    /// (delayed, ready, reserved or dead), nothing changes and `created` is false.
+    async fn push(&self, job: NewJob) -> Result<Pushed>;
+
+    /// Pushes up to 1000 jobs in one round trip, answering in order. A duplicate inside the
+    /// batch is answered like a push of an existing job. Every job is validated before any
+    /// is written; jobs of one topic are written atomically together.
+    async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>>;
+
+    /// Like [`Engine::push`] but fails with [`Error::AlreadyExists`] when the id is taken.
+    async fn push_new(&self, job: NewJob) -> Result<Pushed> {
+        let (topic, id) = (job.topic.clone(), job.id.clone());
+        let pushed = self.push(job).await?;
+        if pushed.created {
+            Ok(pushed)
+        } else {
+            Err(Error::AlreadyExists { topic, id })
+        }
+    }
+
+    /// Reads a job in any state, or `None`.
+    async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>>;
+
+    /// Deletes (cancels) a job in any state. Returns false when there was no such job.
+    /// A deleted reserved job's lease is lost.
+    async fn delete(&self, topic: &Topic, id: &JobId) -> Result<bool>;
+
+    /// Moves a delayed or ready job to a new due time, keeping its id and attempts.
+    /// Returns the new due time. [`Error::WrongState`] for reserved or dead jobs.
+    async fn reschedule(&self, topic: &Topic, id: &JobId, when: Schedule) -> Result<Timestamp>;
+
+    /// Takes up to `max` due jobs, the lowest priority number first, then the earliest due
+    /// time, then push order. Waits up to `wait` for a first job; returns an empty vector on
+    /// timeout. Expired leases noticed on the way go back to delayed (or dead).
+    async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>>;
+
+    /// Acknowledges a delivery: the job is done and removed.
+    /// [`Error::LeaseLost`] when the token is not the job's live lease.
+    async fn ack(&self, lease: &Lease) -> Result<()>;
+
+    /// Acknowledges up to 1000 deliveries in one round trip, answering each in order.
+    async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>>;
+
+    /// Reports a failed delivery. The job is retried after `nack.delay` or its back-off, or
+    /// goes dead when it has used all its attempts.
+    async fn nack(&self, lease: &Lease, nack: Nack) -> Result<NackOutcome>;
+
+    /// Gives a delivery back without counting it as an attempt: the job is ready again at
+    /// once, at its original due time (used by graceful shutdown).
+    async fn release(&self, lease: &Lease) -> Result<()>;
+
+    /// Extends the lease to now + `ttr` (or the job's ttr). Returns the new deadline.
+    async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp>;
+
+    /// Sends a reserved job to dead at once, whatever attempts it has left.
+    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()>;
+
+    /// Makes a dead job ready now with its attempts reset to 0.
+    /// [`Error::NotFound`] or [`Error::WrongState`] when it is not a dead job.
+    async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()>;
+
+    /// Kicks every dead job of a topic; returns how many.
+    async fn kick_all(&self, topic: &Topic) -> Result<u64>;
+
+    /// Lists a state page by page (`limit` 1 to 1000). Orders: delayed by (due time, id),
+    /// ready by (priority, due time, push order), reserved by (lease deadline, id), dead by
+    /// (time of death, id).
+    async fn list(
+        &self,
+        topic: &Topic,
+        state: JobState,
+        limit: usize,
+        after: Option<&Cursor>,
+    ) -> Result<Page>;
+
+    /// Counts per state and the age of the oldest overdue job.
+    async fn stats(&self, topic: &Topic) -> Result<TopicStats>;
+
+    /// Topics that have held jobs (until purged), sorted.
+    async fn topics(&self) -> Result<Vec<Topic>>;
+
+    /// Removes every job of a topic in every state; returns how many.
+    async fn purge(&self, topic: &Topic) -> Result<u64>;
+
+    /// The engine's clock.
+    async fn now(&self) -> Result<Timestamp>;
+}
+
+/// Checks the arguments of [`Engine::ack_batch`].
+pub fn check_ack_batch(leases: &[Lease]) -> Result<()> {
+    check_count("leases", leases.len())
+}
+
+/// Checks the arguments of [`Engine::push_batch`].
+pub fn check_push_batch(jobs: &[NewJob], limits: &crate::Limits) -> Result<()> {
+    check_count("jobs", jobs.len())?;
+    jobs.iter().try_for_each(|j| j.validate(limits))
+}

@@ -1,0 +1,188 @@
+//! The one error type of the contract: every engine returns it, every message says what to do.
+
+use crate::{JobId, JobState, Topic};
+
+/// A boxed error from a lower layer (a Redis client, SQLite, the OS).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The result of every engine operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything an engine operation can fail with.
+///
+/// The variants are distinct so that callers can match on them: a worker retries on
+/// [`Error::Unavailable`], gives up a job on [`Error::LeaseLost`], and reports the
+/// `Invalid*` variants to whoever sent the input. Bad input is rejected before anything
+/// is written, so an `Invalid*` error or [`Error::BodyTooLarge`] always means "nothing changed".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The topic name is empty, too long or has a character outside `[A-Za-z0-9_.:-]`.
+    #[error(
+        "invalid topic {topic:?}: {reason}; use 1 to 128 characters from A-Z, a-z, 0-9, '_', '.', ':' and '-'"
+    )]
+    InvalidTopic {
+        /// The rejected name (cut to 160 characters).
+        topic: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// The job id is empty, too long or has a character outside visible ASCII.
+    #[error(
+        "invalid job id {id:?}: {reason}; use 1 to 200 visible ASCII characters (0x21 to 0x7e), or let delayq generate one"
+    )]
+    InvalidId {
+        /// The rejected id (cut to 240 characters).
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// The delay or absolute due time is out of range.
+    #[error("invalid delay: {reason}")]
+    InvalidDelay {
+        /// What is wrong and what range is accepted.
+        reason: String,
+    },
+
+    /// The lease length (time to run) is out of range.
+    #[error("invalid ttr {ttr_ms} ms: the lease length must be between 1 s and 24 h")]
+    InvalidTtr {
+        /// The rejected value in milliseconds.
+        ttr_ms: u64,
+    },
+
+    /// Another argument is out of range (max attempts, back-off, batch size, page size ...).
+    #[error("invalid {what}: {reason}")]
+    InvalidArgument {
+        /// Which argument.
+        what: &'static str,
+        /// What is wrong and what range is accepted.
+        reason: String,
+    },
+
+    /// The job body is larger than the configured limit.
+    #[error(
+        "job body is {size} bytes, over the limit of {limit} bytes; store large payloads elsewhere and push a reference, or raise the engine's body limit"
+    )]
+    BodyTooLarge {
+        /// The size of the rejected body.
+        size: usize,
+        /// The configured limit.
+        limit: usize,
+    },
+
+    /// No job with this id exists in this topic (it was never pushed, or was acked, deleted or purged).
+    #[error(
+        "job {id} not found in topic {topic}: it was never pushed, or it was acked, deleted or purged"
+    )]
+    NotFound {
+        /// The topic.
+        topic: Topic,
+        /// The id.
+        id: JobId,
+    },
+
+    /// The lease token is not the job's current lease: it expired, the job was acked, nacked,
+    /// released, buried or deleted, or it was redelivered to someone else.
+    #[error(
+        "lease lost on job {id} in topic {topic}: the lease expired or the job moved on (acked, redelivered, deleted); stop working on it, another delivery may already be running; renew long jobs with touch before the ttr runs out"
+    )]
+    LeaseLost {
+        /// The topic.
+        topic: Topic,
+        /// The id.
+        id: JobId,
+    },
+
+    /// A live job with this id already exists (returned by [`crate::Engine::push_new`]).
+    #[error(
+        "job {id} already exists in topic {topic}; push is idempotent on (topic, id): use another id, or delete the existing job first"
+    )]
+    AlreadyExists {
+        /// The topic.
+        topic: Topic,
+        /// The id.
+        id: JobId,
+    },
+
+    /// The job exists but is in a state where this operation does not apply
+    /// (for example rescheduling a reserved job, or kicking a job that is not dead).
+    #[error("cannot {operation} job {id} in topic {topic}: it is {state}; {hint}")]
+    WrongState {
+        /// The topic.
+        topic: Topic,
+        /// The id.
+        id: JobId,
+        /// The job's current state.
+        state: JobState,
+        /// The refused operation.
+        operation: &'static str,
+        /// What to do instead.
+        hint: &'static str,
+    },
+
+    /// The engine's store cannot be reached or failed (Redis down, disk full, connection reset).
+    /// Retrying later may succeed; the operation may or may not have been applied.
+    #[error(
+        "engine unavailable: {message}; check that the store is running and reachable, then retry"
+    )]
+    Unavailable {
+        /// What failed.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// The engine configuration is invalid (bad URL, unreadable data directory ...).
+    #[error("invalid configuration: {reason}")]
+    InvalidConfig {
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
+
+    /// The store answered something delayq did not expect: a bug or a store written by another
+    /// program or version. The message names what was unexpected.
+    #[error(
+        "internal error: {0}; this is a bug or the store holds data delayq did not write, please report it"
+    )]
+    Internal(String),
+}
+
+impl Error {
+    /// Builds [`Error::Unavailable`] from a lower-layer error.
+    pub fn unavailable(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Unavailable {
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// Builds [`Error::InvalidArgument`].
+    pub fn invalid(what: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            what,
+            reason: reason.into(),
+        }
+    }
+
+    /// True for errors that mean "the input was rejected and nothing changed".
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidTopic { .. }
+                | Error::InvalidId { .. }
+                | Error::InvalidDelay { .. }
+                | Error::InvalidTtr { .. }
+                | Error::InvalidArgument { .. }
+                | Error::BodyTooLarge { .. }
+        )
+    }
+
+    /// True when retrying the same call later may succeed (the store was unreachable).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Unavailable { .. })
+    }
+}

@@ -1,0 +1,279 @@
+//! The job model: what a producer pushes ([`NewJob`]), what an engine stores and returns
+//! ([`Job`]), and what a reserver holds ([`Delivery`], [`Lease`]).
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::limits::{
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, Limits, MAX_MAX_ATTEMPTS, check_at, check_delay, check_ttr,
+};
+use crate::{Backoff, Error, JobId, LeaseToken, Schedule, Timestamp, Topic};
+
+/// Where a job is in its life.
+///
+/// ```text
+/// push ──> Delayed ──(due)──> Ready ──reserve──> Reserved ──ack──> (gone)
+///             ^                 ^                  │  │
+///             └── nack / lease expired (back-off) ─┘  └─ attempts exhausted / bury ──> Dead
+///                               └──────────────── kick ─────────────────────────────────┘
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum JobState {
+    /// Waiting for its due time.
+    Delayed,
+    /// Due, waiting for a reserver.
+    Ready,
+    /// Leased to a reserver until the lease deadline.
+    Reserved,
+    /// Failed too often or buried; stays until kicked, deleted or purged.
+    Dead,
+}
+
+impl JobState {
+    /// Every state, in life-cycle order.
+    pub const ALL: [JobState; 4] = [
+        JobState::Delayed,
+        JobState::Ready,
+        JobState::Reserved,
+        JobState::Dead,
+    ];
+
+    /// The lowercase name (`delayed`, `ready`, `reserved`, `dead`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Delayed => "delayed",
+            JobState::Ready => "ready",
+            JobState::Reserved => "reserved",
+            JobState::Dead => "dead",
+        }
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for JobState {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        JobState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "state",
+                    format!("{s:?} is not one of delayed, ready, reserved, dead"),
+                )
+            })
+    }
+}
+
+/// A job to push. Built with [`NewJob::new`] and the `with_*` setters; the defaults are
+/// a generated id, due now, ttr 30 s, 3 attempts, [`Backoff::default`], priority 0.
+///
+/// ```
+/// use std::time::Duration;
+/// use delayq_core::{NewJob, Topic, JobId};
+/// let job = NewJob::new(Topic::new("orders")?, "cancel order 42")
+///     .with_id(JobId::new("order-42")?)
+///     .with_delay(Duration::from_secs(30 * 60))
+///     .with_max_attempts(5);
+/// # Ok::<(), delayq_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewJob {
+    /// The topic.
+    pub topic: Topic,
+    /// The id; also the idempotency key: pushing a live `(topic, id)` again changes nothing.
+    pub id: JobId,
+    /// The payload.
+    pub body: Bytes,
+    /// When it becomes due.
+    pub schedule: Schedule,
+    /// The lease length (time to run) of each delivery.
+    pub ttr: Duration,
+    /// How many deliveries before it goes dead (1 = no retry).
+    pub max_attempts: u32,
+    /// The delay before each retry.
+    pub backoff: Backoff,
+    /// Among due jobs, lower runs first.
+    pub priority: u32,
+}
+
+impl NewJob {
+    /// A job with a generated id and the defaults.
+    pub fn new(topic: Topic, body: impl Into<Bytes>) -> Self {
+        NewJob {
+            topic,
+            id: JobId::generate(),
+            body: body.into(),
+            schedule: Schedule::NOW,
+            ttr: DEFAULT_TTR,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            backoff: Backoff::default(),
+            priority: 0,
+        }
+    }
+
+    /// Sets the id (the idempotency key).
+    pub fn with_id(mut self, id: JobId) -> Self {
+        self.id = id;
+        self
+    }
+    /// Due `delay` after the engine receives the push.
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.schedule = Schedule::Delay(delay);
+        self
+    }
+    /// Due at an absolute time on the engine's clock.
+    pub fn with_ready_at(mut self, at: Timestamp) -> Self {
+        self.schedule = Schedule::At(at);
+        self
+    }
+    /// Sets the schedule.
+    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+    /// Sets the lease length (1 s to 24 h).
+    pub fn with_ttr(mut self, ttr: Duration) -> Self {
+        self.ttr = ttr;
+        self
+    }
+    /// Sets the number of deliveries before the job goes dead (1 to 10,000).
+    pub fn with_max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = n;
+        self
+    }
+    /// Sets the retry back-off.
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+    /// Sets the priority (lower runs first among due jobs).
+    pub fn with_priority(mut self, priority: u32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Checks everything that needs no clock. Engines call this before writing anything,
+    /// then check absolute times against their own clock.
+    pub fn validate(&self, limits: &Limits) -> Result<(), Error> {
+        if self.body.len() > limits.max_body {
+            return Err(Error::BodyTooLarge {
+                size: self.body.len(),
+                limit: limits.max_body,
+            });
+        }
+        match self.schedule {
+            Schedule::Delay(d) => check_delay(d)?,
+            Schedule::At(at) => check_at(at)?,
+        }
+        check_ttr(self.ttr)?;
+        check_max_attempts(self.max_attempts)?;
+        self.backoff.validate()
+    }
+}
+
+/// Checks `max_attempts`: 1 to 10,000.
+pub fn check_max_attempts(n: u32) -> Result<(), Error> {
+    if n == 0 || n > MAX_MAX_ATTEMPTS {
+        return Err(Error::invalid(
+            "max_attempts",
+            format!("{n} is outside 1 to {MAX_MAX_ATTEMPTS}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A stored job as an engine returns it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    /// The topic.
+    pub topic: Topic,
+    /// The id.
+    pub id: JobId,
+    /// The payload.
+    pub body: Bytes,
+    /// The current state.
+    pub state: JobState,
+    /// Among due jobs, lower runs first.
+    pub priority: u32,
+    /// When it is (or was) due, on the engine's clock.
+    pub ready_at: Timestamp,
+    /// The lease length of each delivery.
+    pub ttr: Duration,
+    /// Deliveries allowed before it goes dead.
+    pub max_attempts: u32,
+    /// The retry back-off.
+    pub backoff: Backoff,
+    /// Deliveries so far (a reserve counts one; a release gives it back).
+    pub attempts: u32,
+    /// When it was pushed.
+    pub created_at: Timestamp,
+    /// The lease deadline while reserved; when it went dead while dead.
+    pub deadline: Option<Timestamp>,
+    /// The reason given by the last nack or bury, or "lease expired".
+    pub last_error: Option<String>,
+}
+
+/// The identity of one delivery: what ack, nack, touch, bury and release need.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Lease {
+    /// The topic.
+    pub topic: Topic,
+    /// The id.
+    pub id: JobId,
+    /// The fencing token of this delivery.
+    pub token: LeaseToken,
+}
+
+/// A job handed to a reserver.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delivery {
+    /// The job, in state [`JobState::Reserved`] with `attempts` counting this delivery
+    /// (or already removed, in at-most-once mode).
+    pub job: Job,
+    /// The lease to ack, nack, touch, bury or release with; `None` in at-most-once mode.
+    pub lease: Option<Lease>,
+    /// How late the delivery is: engine time at reserve minus `ready_at`.
+    pub lateness: Duration,
+}
+
+impl Delivery {
+    /// The attempt number of this delivery (1 for the first).
+    pub fn attempt(&self) -> u32 {
+        self.job.attempts
+    }
+}
+
+/// The answer to a push.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pushed {
+    /// The job's id (generated or given).
+    pub id: JobId,
+    /// True when this push created the job; false when a live job with this id existed,
+    /// in which case nothing was changed.
+    pub created: bool,
+    /// The job's state after the push.
+    pub state: JobState,
+    /// The job's due time (of the existing job when `created` is false).
+    pub ready_at: Timestamp,
+}
+
+/// What a nack did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NackOutcome {
+    /// The job will be delivered again at this time.
+    Retry {
+        /// The next due time.
+        ready_at: Timestamp,
+    },
+    /// The job had used all its attempts and went dead.
+    Dead,
+}

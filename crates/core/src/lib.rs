@@ -1,0 +1,37 @@
+//! The delayq contract: the job model, its validation, the typed [`Error`] and the [`Engine`]
+//! trait that the Redis and the embedded engine implement.
+//!
+//! # Layout
+//!
+//! - `ids`: [`Topic`], [`JobId`], [`LeaseToken`], validated on construction.
+//! - `time`: [`Timestamp`] (engine-clock milliseconds) and [`Schedule`] (delay or absolute).
+//! - `backoff`: [`Backoff`], the retry policy and the formula both engines use.
+//! - `limits`: the ranges of the contract and [`Limits`].
+//! - `job`: [`NewJob`], [`Job`], [`JobState`], [`Delivery`], [`Lease`], [`Pushed`].
+//! - `engine`: the [`Engine`] trait and its request and answer types.
+//! - `error`: [`Error`].
+//!
+//! This crate does no I/O: no network, no files, no clock decisions (engines own the clock).
+#![deny(missing_docs)]
+
+mod backoff;
+mod engine;
+mod error;
+mod ids;
+mod job;
+pub mod limits;
+mod time;
+
+pub use backoff::Backoff;
+pub use engine::{
+    Cursor, DeliveryMode, Engine, Nack, Page, Reserve, TopicStats, check_ack_batch,
+    check_push_batch,
+};
+pub use error::{BoxError, Error, Result};
+pub use ids::{JobId, LeaseToken, MAX_ID_LEN, MAX_TOPIC_LEN, Topic};
+pub use job::{Delivery, Job, JobState, Lease, NackOutcome, NewJob, Pushed, check_max_attempts};
+pub use limits::Limits;
+pub use time::{Schedule, Timestamp, duration_ms};
+
+pub use async_trait::async_trait;
+pub use bytes::Bytes;

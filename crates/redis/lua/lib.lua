@@ -1,0 +1,195 @@
+-- lib.lua: helpers shared by every delayq script. It is prepended to each script at build
+-- time (scripts.rs, concat! of include_str!), so every script is one self-contained chunk
+-- and defines only locals (Redis forbids globals).
+--
+-- KEYS (the same seven for every script; all carry the topic's hash tag, so one script
+-- touches exactly one cluster slot):
+--   KEYS[1] jobs     HASH  id -> record (cmsgpack, see FIELDS below)
+--   KEYS[2] delayed  ZSET  id scored by due time (ms)
+--   KEYS[3] ready    ZSET  "<due:13 digits><seq:16 digits><id>" scored by priority
+--   KEYS[4] leases   ZSET  id scored by lease deadline (ms)
+--   KEYS[5] dead     ZSET  id scored by time of death (ms)
+--   KEYS[6] seq      STRING counter: push order and lease tokens
+--   KEYS[7] wake     ZSET  one member "w" scored by the earliest time a waiter should look
+--
+-- Invariants kept by every script:
+--   * a job id is in the jobs hash iff it is in exactly one of delayed, ready, leases, dead;
+--   * the record's state is WAITING iff the job is in delayed or ready, RESERVED iff in
+--     leases (with record deadline = score and a non-zero token), DEAD iff in dead;
+--   * time comes only from redis.call('TIME'); no argument carries "now";
+--   * every check that can refuse the call runs before the first write.
+
+local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+
+-- Status codes, mirrored by `Status` in codec.rs.
+local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY = 0, 1, 2, 3, 4
+
+-- Stored states. Delayed and ready share WAITING: promotion then moves only sorted-set
+-- members and never rewrites a record.
+local WAITING, RESERVED, DEAD = 1, 3, 4
+-- Public states, mirrored by codec.rs: 1 delayed, 2 ready, 3 reserved, 4 dead.
+local P_DELAYED, P_READY = 1, 2
+
+-- Record fields (positions in the cmsgpack sequence).
+local F_STATE, F_PRIO, F_READY_AT, F_SEQ, F_TTR, F_MAX, F_ATTEMPTS = 1, 2, 3, 4, 5, 6, 7
+local F_BO_BASE, F_BO_FACTOR, F_BO_MAX, F_BO_JITTER = 8, 9, 10, 11
+local F_CREATED, F_TOKEN, F_DEADLINE, F_ERR, F_BODY = 12, 13, 14, 15, 16
+
+-- 10 years of 365.25 days, as core's MAX_DELAY.
+local MAX_DELAY_MS = 315576000000
+
+-- Returns now in ms and in µs, from the Redis clock.
+local function clock()
+  local t = redis.call('TIME')
+  local sec, usec = tonumber(t[1]), tonumber(t[2])
+  return sec * 1000 + math.floor(usec / 1000), sec * 1000000 + usec
+end
+
+local function load(id)
+  local rec = redis.call('HGET', K_JOBS, id)
+  if not rec then return nil end
+  return { cmsgpack.unpack(rec) }
+end
+
+local function store(id, j)
+  redis.call('HSET', K_JOBS, id, cmsgpack.pack(unpack(j, 1, F_BODY)))
+end
+
+local function ready_member(id, j)
+  return string.format('%013d%016d', j[F_READY_AT], j[F_SEQ]) .. id
+end
+
+local function id_of_member(m)
+  return string.sub(m, 30)
+end
+
+local function head_score(key)
+  local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if h[2] then return tonumber(h[2]) end
+  return nil
+end
+
+-- The earliest timed event of the topic: the first delayed due time or lease deadline.
+local function timer_head()
+  local a, b = head_score(K_DELAYED), head_score(K_LEASES)
+  if a and b then return math.min(a, b) end
+  return a or b
+end
+
+-- Tells one blocked waiter (any process) to look at time `at`. ZADD LT keeps the earliest.
+local function signal(at)
+  redis.call('ZADD', K_WAKE, 'LT', at, 'w')
+end
+
+-- The next time a waiter should look: now when jobs are ready, else the timer head, else -1.
+local function next_wake(now)
+  if redis.call('ZCARD', K_READY) > 0 then return now end
+  return timer_head() or -1
+end
+
+-- Puts a WAITING job into ready (due) or delayed (not yet due), signalling a waiter when
+-- this makes the topic's next event earlier. The caller stores the record.
+local function place(id, j, now)
+  j[F_STATE] = WAITING
+  if j[F_READY_AT] <= now then
+    if redis.call('ZCARD', K_READY) == 0 then signal(now) end
+    redis.call('ZADD', K_READY, j[F_PRIO], ready_member(id, j))
+  else
+    local head = timer_head()
+    redis.call('ZADD', K_DELAYED, j[F_READY_AT], id)
+    if head == nil or j[F_READY_AT] < head then signal(j[F_READY_AT]) end
+  end
+end
+
+-- Removes a job from whichever set holds it. The caller deletes or rewrites the record.
+local function unplace(id, j)
+  local st = j[F_STATE]
+  if st == WAITING then
+    if redis.call('ZREM', K_DELAYED, id) == 0 then
+      redis.call('ZREM', K_READY, ready_member(id, j))
+    end
+  elseif st == RESERVED then
+    redis.call('ZREM', K_LEASES, id)
+  else
+    redis.call('ZREM', K_DEAD, id)
+  end
+end
+
+local function public_state(id, j)
+  local st = j[F_STATE]
+  if st == WAITING then
+    if redis.call('ZSCORE', K_DELAYED, id) then return P_DELAYED end
+    return P_READY
+  end
+  return st
+end
+
+-- The retry delay after `n` failed attempts: min(max, base * factor^(n-1)), reduced by up
+-- to jitter of itself. Mirrors Backoff::delay in delayq-core.
+local function backoff(j, n)
+  local ms, cap, factor = math.min(j[F_BO_BASE], j[F_BO_MAX]), j[F_BO_MAX], j[F_BO_FACTOR]
+  local i = 1
+  while i < n and ms < cap and factor > 1 do
+    ms = math.min(ms * factor, cap)
+    i = i + 1
+  end
+  local jitter = ms * (j[F_BO_JITTER] / 1000) * math.random()
+  return ms - math.floor(jitter)
+end
+
+-- A delivery failed (nack, or lease expired): retry after `delay` (or the back-off) or go
+-- dead when every attempt is used. `j` must already be out of every set. Returns the new
+-- due time, or nil when the job went dead.
+local function fail(id, j, now, delay, reason)
+  j[F_TOKEN] = 0
+  j[F_ERR] = reason or ''
+  if j[F_ATTEMPTS] >= j[F_MAX] then
+    j[F_STATE] = DEAD
+    j[F_DEADLINE] = now
+    redis.call('ZADD', K_DEAD, now, id)
+    store(id, j)
+    return nil
+  end
+  j[F_READY_AT] = now + (delay or backoff(j, j[F_ATTEMPTS]))
+  j[F_DEADLINE] = 0
+  place(id, j, now)
+  store(id, j)
+  return j[F_READY_AT]
+end
+
+-- Applies what time has made due: expired leases fail ("lease expired"), due delayed jobs
+-- move to ready; at most `limit` of each. Returns true when more may be left.
+local function tick(now, limit)
+  local expired = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, limit)
+  for _, id in ipairs(expired) do
+    redis.call('ZREM', K_LEASES, id)
+    local j = load(id)
+    if j then fail(id, j, now, nil, 'lease expired') end
+  end
+  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, limit)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', K_DELAYED, id)
+    local j = load(id)
+    if j then redis.call('ZADD', K_READY, j[F_PRIO], ready_member(id, j)) end
+  end
+  return #expired == limit or #due == limit
+end
+
+-- Checks that (id, token) is the job's live lease at `now`; returns the record or nil.
+local function leased(id, token, now)
+  local j = load(id)
+  if j and j[F_STATE] == RESERVED and j[F_TOKEN] == token and j[F_DEADLINE] > now then
+    return j
+  end
+  return nil
+end
+
+-- Appends a job to a reply: 17 values (id, public state, record fields 2..16), decoded by
+-- codec.rs `decode_job`. Never nil: Redis would cut the reply at the first nil.
+local function emit(out, id, j, pstate)
+  local n = #out
+  out[n + 1] = id
+  out[n + 2] = pstate
+  for f = F_PRIO, F_BODY do out[n + f + 1] = j[f] end
+end

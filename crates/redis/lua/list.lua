@@ -1,0 +1,69 @@
+-- list.lua: one page of the jobs in a state, after applying what is due.
+--
+-- KEYS: the seven topic keys of lib.lua.
+-- ARGV[1] public state (1 delayed, 2 ready, 3 reserved, 4 dead)
+-- ARGV[2] cursor score   ARGV[3] cursor member ('' = first page)
+-- ARGV[4] page size (1..1000)   ARGV[5] the most expired leases and due jobs to move first
+--
+-- Returns: { has next (1|0), next cursor score, next cursor member, then 17 values per job }
+--
+-- Orders (those of the sorted sets): delayed by (due, id), ready by (priority, due, push
+-- order), reserved by (deadline, id), dead by (time of death, id).
+--
+-- Invariants: a cursor stays valid when its job leaves the set in between (the page starts
+-- after the cursor's position); members are compared bytewise, never with the locale.
+
+local now = clock()
+tick(now, tonumber(ARGV[5]))
+local state = tonumber(ARGV[1])
+local key = ({ K_DELAYED, K_READY, K_LEASES, K_DEAD })[state]
+local after_score, after_member, limit = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+
+-- True when a <= b bytewise (Lua's own comparison follows the server's locale).
+local function bytes_le(a, b)
+  local la, lb = #a, #b
+  for i = 1, math.min(la, lb) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return la <= lb
+end
+
+local start = 0
+if after_member ~= '' then
+  local rank = redis.call('ZRANK', key, after_member)
+  local score = redis.call('ZSCORE', key, after_member)
+  if rank and tonumber(score) == after_score then
+    start = rank + 1
+  else
+    start = redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[2])
+    local scanning = true
+    while scanning do
+      local chunk = redis.call('ZRANGE', key, start, start + 99, 'WITHSCORES')
+      scanning = #chunk > 0
+      for k = 1, #chunk, 2 do
+        if tonumber(chunk[k + 1]) == after_score and bytes_le(chunk[k], after_member) then
+          start = start + 1
+        else
+          scanning = false
+          break
+        end
+      end
+    end
+  end
+end
+
+local page = redis.call('ZRANGE', key, start, start + limit - 1, 'WITHSCORES')
+local out = { 0, '', '' }
+for k = 1, #page, 2 do
+  local id = page[k]
+  if state == P_READY then id = id_of_member(page[k]) end
+  local j = load(id)
+  if j then emit(out, id, j, state) end
+end
+if #page == 2 * limit and redis.call('ZCARD', key) > start + limit then
+  out[1] = 1
+  out[2] = page[#page]
+  out[3] = page[#page - 1]
+end
+return out

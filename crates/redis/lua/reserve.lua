@@ -1,0 +1,52 @@
+-- reserve.lua: applies what is due (expired leases, due delayed jobs), then takes up to N
+-- ready jobs: the lowest priority number first, then the earliest due time, then push order.
+--
+-- KEYS: the seven topic keys of lib.lua.
+-- ARGV[1]  N, the most jobs to take (1..1000)
+-- ARGV[2]  mode: 0 = at-least-once (lease each job), 1 = at-most-once (remove each job)
+-- ARGV[3]  the most expired leases and due jobs to move first (bounded work per call)
+--
+-- Returns: { now µs, next wake ms (-1 = none), more (1|0), then 17 values per job (emit) }
+--   next wake is when a waiter should call again: now if jobs are still ready, else the
+--   earliest due time or lease deadline. more = 1 when jobs are left ready (or due work was
+--   left by the bound), so the caller can wake another local waiter.
+--
+-- Invariants: each ready job is handed out once: it leaves ready in the same script that
+-- leases (or removes) it; a lease token is fresh (INCR of the topic counter) and the
+-- deadline is now + ttr on the Redis clock; attempts counts this delivery. When it delivers,
+-- the script passes the baton: it signals the next wake time, so that some blocked waiter
+-- (in any process) learns of the next event even if this caller stops reserving.
+
+local now, now_us = clock()
+local n, at_most_once, budget = tonumber(ARGV[1]), ARGV[2] == '1', tonumber(ARGV[3])
+
+local left_behind = tick(now, math.max(budget, n))
+
+local members = redis.call('ZRANGE', K_READY, 0, n - 1)
+local out = { now_us, 0, 0 }
+for _, m in ipairs(members) do
+  local id = id_of_member(m)
+  redis.call('ZREM', K_READY, m)
+  local j = load(id)
+  if j then
+    j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
+    if at_most_once then
+      redis.call('HDEL', K_JOBS, id)
+      emit(out, id, j, RESERVED)
+    else
+      j[F_STATE] = RESERVED
+      j[F_TOKEN] = redis.call('INCR', K_SEQ)
+      j[F_DEADLINE] = now + j[F_TTR]
+      redis.call('ZADD', K_LEASES, j[F_DEADLINE], id)
+      store(id, j)
+      emit(out, id, j, RESERVED)
+    end
+  end
+end
+
+local wake = next_wake(now)
+if left_behind then wake = now end
+out[2] = wake
+if wake == now then out[3] = 1 end
+if (#members > 0 or left_behind) and wake >= 0 then signal(wake) end
+return out

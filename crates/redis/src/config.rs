@@ -1,0 +1,66 @@
+//! [`RedisConfig`]: where the Redis engine connects and how it behaves.
+
+use std::time::Duration;
+
+use delayq_core::Limits;
+
+/// Configuration of a [`crate::RedisEngine`].
+///
+/// ```
+/// use delayq_redis::RedisConfig;
+/// let cfg = RedisConfig::new("redis://user:secret@127.0.0.1:6379/0").with_prefix("myapp");
+/// assert_eq!(cfg.prefix, "myapp");
+/// ```
+#[derive(Clone, Debug)]
+pub struct RedisConfig {
+    /// `redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS.
+    pub url: String,
+    /// Prefix of every key (default `delayq`); lets several applications share one Redis.
+    pub prefix: String,
+    /// Input limits (body size).
+    pub limits: Limits,
+    /// How long a waiting reserver sleeps at most before it looks again without a signal
+    /// (default 5 s, jittered ±20 %). Bounds the delay when a wake-up signal is lost, and the
+    /// time until an expired lease of a crashed worker is noticed by an idle waiter.
+    pub safety_wake: Duration,
+    /// The most expired leases and the most due jobs one script call moves (default 1000),
+    /// so that one call never blocks Redis for long.
+    pub tick_batch: usize,
+    /// How long a command may take before the call fails with `Unavailable` (default 10 s).
+    pub response_timeout: Duration,
+    /// How long connecting may take (default 5 s).
+    pub connect_timeout: Duration,
+}
+
+impl RedisConfig {
+    /// The defaults for a URL.
+    pub fn new(url: impl Into<String>) -> Self {
+        RedisConfig {
+            url: url.into(),
+            prefix: "delayq".into(),
+            limits: Limits::default(),
+            safety_wake: Duration::from_secs(5),
+            tick_batch: 1000,
+            response_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Sets the key prefix.
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Sets the input limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets the safety wake interval.
+    pub fn with_safety_wake(mut self, d: Duration) -> Self {
+        self.safety_wake = d;
+        self
+    }
+}

@@ -1,0 +1,34 @@
+//! Mapping redis-rs errors onto the contract's [`Error`].
+
+use delayq_core::Error;
+use redis::{ErrorKind, RedisError, ServerErrorKind};
+
+/// Maps a redis-rs error raised while doing `what`.
+///
+/// Connection failures, timeouts, a loading, read-only or out-of-memory server become
+/// [`Error::Unavailable`] (retry later); an error raised inside a script means the data is
+/// not what the scripts wrote, which is [`Error::Internal`].
+pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
+    let detail = e.detail().unwrap_or("").to_string();
+    if e.code() == Some("OOM") {
+        return Error::unavailable(
+            format!(
+                "{what}: Redis is out of memory (maxmemory reached); free memory or raise maxmemory"
+            ),
+            e,
+        );
+    }
+    match e.kind() {
+        ErrorKind::Server(ServerErrorKind::ResponseError)
+            if detail.contains("user_script") || detail.contains("script:") =>
+        {
+            Error::Internal(format!("{what}: a delayq script failed: {e}"))
+        }
+        ErrorKind::Server(ServerErrorKind::NoPerm) => Error::InvalidConfig {
+            reason: format!(
+                "{what}: the Redis user lacks a permission delayq needs ({e}); allow EVALSHA, SCRIPT, TIME, SADD, SMEMBERS, BZPOPMIN, ZADD, CLIENT on the delayq:* keys"
+            ),
+        },
+        _ => Error::unavailable(format!("{what}: {e}"), e),
+    }
+}

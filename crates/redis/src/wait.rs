@@ -1,0 +1,431 @@
+//! Event-driven waiting for reservers: one waker task per engine instance.
+//!
+//! Local reservers that found nothing register interest in their topics and wait on a
+//! per-topic [`Notify`]. The waker task wakes one of them (`notify_one`) when
+//! - a topic's next event (due time or lease deadline, learnt from script replies or from a
+//!   signal) is reached on the local clock, mapped from Redis time by [`Clock`]; or
+//! - a signal arrives: the task keeps one BZPOPMIN on the wake keys of every topic with local
+//!   waiters, on its own connection with no response timeout (a blocking command on a
+//!   shared multiplexed connection would stall everyone on it). Scripts add to a wake key
+//!   when they create a new earliest event, so a blocked process learns of it at once.
+//!
+//! A woken reserver runs the reserve script, which hands out jobs and reports the next event;
+//! if jobs are left, the next local waiter is woken in turn. A waiter that leaves without a
+//! job while it knew of a future event hands the event back to Redis (a signal), so that a
+//! waiter elsewhere takes it over. Waiters also wake on their own every few seconds (the
+//! safety wake), which covers a signal lost with a crashed process or a dropped connection.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use delayq_core::Topic;
+use futures_util::future::select_all;
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Client, RedisResult, Value};
+use tokio::sync::{Notify, oneshot};
+
+use crate::clock::Clock;
+use crate::codec;
+use crate::keys::KeySpace;
+
+/// The shared half: what reservers call.
+#[derive(Clone)]
+pub(crate) struct Waiters {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes the task to look at `state` again.
+    poke: Notify,
+    clock: Clock,
+    keys: KeySpace,
+    /// How long one BZPOPMIN blocks before it is sent again.
+    block: Duration,
+}
+
+#[derive(Default)]
+struct State {
+    topics: HashMap<Topic, TopicWait>,
+    /// Events of topics whose last local waiter left without a job, to hand back to Redis.
+    handoffs: Vec<(Topic, u64)>,
+}
+
+struct TopicWait {
+    waiters: usize,
+    notify: Arc<Notify>,
+    /// The topic's next event: the local instant to wake at, and its Redis time.
+    next: Option<(Instant, u64)>,
+}
+
+impl TopicWait {
+    fn new() -> Self {
+        TopicWait {
+            waiters: 0,
+            notify: Arc::new(Notify::new()),
+            next: None,
+        }
+    }
+}
+
+impl Waiters {
+    /// Starts the waker task. It stops when `stop`'s sender is dropped.
+    pub(crate) fn start(
+        client: Client,
+        main: ConnectionManager,
+        keys: KeySpace,
+        block: Duration,
+        stop: oneshot::Receiver<()>,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            poke: Notify::new(),
+            clock: Clock::new(),
+            keys,
+            block,
+        });
+        tokio::spawn(run(shared.clone(), client, main, stop));
+        Waiters { shared }
+    }
+
+    /// Records a reserve script's reply for `topic`: Redis's now (µs), received at
+    /// `received`, and the topic's next event (`None` when it has none).
+    pub(crate) fn observe(
+        &self,
+        topic: &Topic,
+        redis_now_us: u64,
+        next_ms: Option<u64>,
+        received: Instant,
+    ) {
+        let clock = &self.shared.clock;
+        clock.observe(redis_now_us, received);
+        let mut st = self.shared.lock();
+        let Some(tw) = st.topics.get_mut(topic) else {
+            return;
+        };
+        tw.next = next_ms.map(|ms| {
+            // Due already (jobs left ready): wake the next local waiter now. Due later: never
+            // before Redis gets there, and never sooner than 1 ms, so an estimate that is a
+            // little early cannot turn into a busy loop of script calls.
+            if ms * 1000 <= redis_now_us {
+                (Instant::now(), ms)
+            } else {
+                let at = clock.local_instant(ms).unwrap_or(received);
+                (at.max(Instant::now() + Duration::from_millis(1)), ms)
+            }
+        });
+        drop(st);
+        self.shared.poke.notify_one();
+    }
+
+    /// A push from this process made a job due at `ready_at` (`due_now` when already due).
+    /// Wakes or re-arms local waiters without waiting for the signal's round trip.
+    pub(crate) fn pushed(&self, topic: &Topic, ready_at_ms: u64, due_now: bool) {
+        let clock = &self.shared.clock;
+        let mut st = self.shared.lock();
+        let Some(tw) = st.topics.get_mut(topic) else {
+            return;
+        };
+        if due_now {
+            tw.notify.notify_one();
+            return;
+        }
+        let Some(at) = clock.local_instant(ready_at_ms) else {
+            return;
+        };
+        if tw.next.is_none_or(|(cur, _)| at < cur) {
+            tw.next = Some((at, ready_at_ms));
+            drop(st);
+            self.shared.poke.notify_one();
+        }
+    }
+
+    /// Registers a waiter on `topics` until the guard is dropped.
+    pub(crate) fn register(&self, topics: &[Topic]) -> WaitGuard {
+        let mut st = self.shared.lock();
+        let mut new_topic = false;
+        let notifies = topics
+            .iter()
+            .map(|t| {
+                let tw = st.topics.entry(t.clone()).or_insert_with(TopicWait::new);
+                tw.waiters += 1;
+                new_topic |= tw.waiters == 1;
+                tw.notify.clone()
+            })
+            .collect();
+        drop(st);
+        if new_topic {
+            self.shared.poke.notify_one();
+        }
+        WaitGuard {
+            waiters: self.clone(),
+            topics: topics.to_vec(),
+            notifies,
+            delivered: false,
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A registered waiter. Dropping it unregisters.
+pub(crate) struct WaitGuard {
+    waiters: Waiters,
+    topics: Vec<Topic>,
+    notifies: Vec<Arc<Notify>>,
+    delivered: bool,
+}
+
+impl WaitGuard {
+    /// Resolves when one of the topics is notified.
+    pub(crate) async fn notified(&self) {
+        let futs: Vec<_> = self
+            .notifies
+            .iter()
+            .map(|n| Box::pin(n.notified()))
+            .collect();
+        select_all(futs).await;
+    }
+
+    /// Marks that this waiter got jobs: the reserve script already passed on the next event.
+    pub(crate) fn delivered(&mut self) {
+        self.delivered = true;
+    }
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        let shared = &self.waiters.shared;
+        let mut st = shared.lock();
+        let mut poke = false;
+        for t in &self.topics {
+            let Some(tw) = st.topics.get_mut(t) else {
+                continue;
+            };
+            tw.waiters = tw.waiters.saturating_sub(1);
+            if tw.waiters > 0 {
+                continue;
+            }
+            let next = tw.next;
+            st.topics.remove(t);
+            if let (false, Some((_, ms))) = (self.delivered, next) {
+                st.handoffs.push((t.clone(), ms));
+                poke = true;
+            }
+        }
+        drop(st);
+        if poke {
+            shared.poke.notify_one();
+        }
+    }
+}
+
+type Blocked = Pin<Box<dyn Future<Output = (MultiplexedConnection, RedisResult<Value>)> + Send>>;
+
+/// The dedicated blocking connection and its server-side client id.
+struct BlockingConn {
+    conn: MultiplexedConnection,
+    id: i64,
+}
+
+async fn connect_blocking(client: &Client) -> RedisResult<BlockingConn> {
+    // No response timeout: a BZPOPMIN legitimately takes as long as it blocks.
+    let cfg = AsyncConnectionConfig::new()
+        .set_response_timeout(None)
+        .set_connection_timeout(Some(Duration::from_secs(5)));
+    let mut conn = client
+        .get_multiplexed_async_connection_with_config(&cfg)
+        .await?;
+    let id: i64 = redis::cmd("CLIENT")
+        .arg("ID")
+        .query_async(&mut conn)
+        .await?;
+    Ok(BlockingConn { conn, id })
+}
+
+async fn run(
+    shared: Arc<Shared>,
+    client: Client,
+    mut main: ConnectionManager,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut idle: Option<BlockingConn> = None;
+    let mut in_flight: Option<(BTreeSet<Topic>, i64, Blocked)> = None;
+    let mut unblocked = false;
+    let mut retry_at: Option<Instant> = None;
+    let mut retry_delay = Duration::from_millis(100);
+
+    loop {
+        let (wanted, timer, handoffs) = {
+            let mut st = shared.lock();
+            let wanted: BTreeSet<Topic> = st.topics.keys().cloned().collect();
+            let timer = st
+                .topics
+                .values()
+                .filter_map(|tw| tw.next.map(|(at, _)| at))
+                .min();
+            (wanted, timer, std::mem::take(&mut st.handoffs))
+        };
+
+        for (topic, ms) in handoffs {
+            let r: RedisResult<Value> = redis::cmd("ZADD")
+                .arg(shared.keys.wake(&topic))
+                .arg("LT")
+                .arg(ms)
+                .arg("w")
+                .query_async(&mut main)
+                .await;
+            if let Err(e) = r {
+                tracing::debug!(topic = %topic, error = %e, "could not hand a wake-up back to Redis; the safety wake covers it");
+            }
+        }
+
+        // A blocked BZPOPMIN that misses a wanted topic is cut short so it can be re-sent.
+        if let Some((keys, id, _)) = &in_flight
+            && !unblocked
+            && !wanted.is_subset(keys)
+        {
+            unblocked = true;
+            let r: RedisResult<Value> = redis::cmd("CLIENT")
+                .arg("UNBLOCK")
+                .arg(*id)
+                .query_async(&mut main)
+                .await;
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "CLIENT UNBLOCK failed; the wait ends at its timeout");
+            }
+        }
+
+        if in_flight.is_none() && !wanted.is_empty() && retry_at.is_none_or(|t| t <= Instant::now())
+        {
+            let conn = match idle.take() {
+                Some(c) => Ok(c),
+                None => connect_blocking(&client).await,
+            };
+            match conn {
+                Ok(BlockingConn { mut conn, id }) => {
+                    retry_at = None;
+                    retry_delay = Duration::from_millis(100);
+                    let mut cmd = redis::cmd("BZPOPMIN");
+                    for t in &wanted {
+                        cmd.arg(shared.keys.wake(t));
+                    }
+                    cmd.arg(shared.block.as_secs_f64());
+                    let fut: Blocked = Box::pin(async move {
+                        let r = cmd.query_async(&mut conn).await;
+                        (conn, r)
+                    });
+                    unblocked = false;
+                    in_flight = Some((wanted.clone(), id, fut));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, retry_in_ms = retry_delay.as_millis() as u64, "cannot open the blocking connection for wake-up signals; waiters fall back to their safety wake");
+                    retry_at = Some(Instant::now() + retry_delay);
+                    retry_delay = (retry_delay * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+
+        let wake_at = match (timer, retry_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let sleep = async {
+            match wake_at {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let blocked = async {
+            match in_flight.as_mut() {
+                Some((_, _, fut)) => fut.await,
+                None => std::future::pending().await,
+            }
+        };
+
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = shared.poke.notified() => {}
+            _ = sleep => fire_due(&shared),
+            (conn, r) = blocked => {
+                let (_, id, _) = in_flight.take().unwrap_or_else(|| unreachable!("the in-flight wait just completed"));
+                match r {
+                    Ok(v) => {
+                        idle = Some(BlockingConn { conn, id });
+                        if let Some((topic, ms)) = parse_signal(&shared.keys, v) {
+                            on_signal(&shared, &mut main, topic, ms).await;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the blocking wait for wake-up signals failed; reconnecting");
+                        retry_at = Some(Instant::now() + retry_delay);
+                        retry_delay = (retry_delay * 2).min(Duration::from_secs(5));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Wakes one waiter of every topic whose next event has come.
+fn fire_due(shared: &Shared) {
+    let now = Instant::now();
+    let mut st = shared.lock();
+    for tw in st.topics.values_mut() {
+        if tw.next.is_some_and(|(at, _)| at <= now) {
+            tw.next = None;
+            tw.notify.notify_one();
+        }
+    }
+}
+
+/// A signal for `topic` at Redis time `ms`: arm the topic's timer, or hand the signal back
+/// when nobody here waits on the topic any more.
+async fn on_signal(shared: &Shared, main: &mut ConnectionManager, topic: Topic, ms: u64) {
+    let handback = {
+        let mut st = shared.lock();
+        match st.topics.get_mut(&topic) {
+            Some(tw) => {
+                let at = shared.clock.local_instant(ms).unwrap_or_else(Instant::now);
+                if tw.next.is_none_or(|(cur, _)| at < cur) {
+                    tw.next = Some((at, ms));
+                }
+                false
+            }
+            None => true,
+        }
+    };
+    if handback {
+        let r: RedisResult<Value> = redis::cmd("ZADD")
+            .arg(shared.keys.wake(&topic))
+            .arg("LT")
+            .arg(ms)
+            .arg("w")
+            .query_async(main)
+            .await;
+        if let Err(e) = r {
+            tracing::debug!(error = %e, "could not hand a wake-up back to Redis; the safety wake covers it");
+        }
+    }
+}
+
+/// Parses a BZPOPMIN reply `[key, member, score]` (nil on timeout or unblock).
+fn parse_signal(keys: &KeySpace, v: Value) -> Option<(Topic, u64)> {
+    let items = codec::array(v).ok()?;
+    let mut it = items.into_iter();
+    let key = codec::bytes(it.next()?).ok()?;
+    let _member = it.next()?;
+    let score = match it.next()? {
+        Value::Double(d) => d,
+        other => codec::string(other).ok()?.parse::<f64>().ok()?,
+    };
+    let topic = keys.topic_of_wake_key(&key)?;
+    Some((topic, score.max(0.0) as u64))
+}

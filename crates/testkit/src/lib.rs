@@ -1,0 +1,17 @@
+//! The test harness of delayq: servers owned by the test, and the engine conformance suite.
+//!
+//! # Layout
+//!
+//! - `redis_server`: [`RedisServer`], a `redis-server` on a free loopback port in a temporary
+//!   directory, killed on drop, its log printed when a test panics.
+//! - `harness`: [`Harness`], what an engine provides to be checked by the suite.
+//! - `conformance`: the cases, one async function per clause of the contract, and the
+//!   [`conformance_suite!`] macro that makes one `#[tokio::test]` of each.
+#![deny(missing_docs)]
+
+pub mod conformance;
+mod harness;
+mod redis_server;
+
+pub use harness::Harness;
+pub use redis_server::{Persistence, REDIS_SERVER_ENV, RedisOptions, RedisServer};

@@ -1,0 +1,278 @@
+//! [`RedisServer`]: a `redis-server` process owned by a test, on a free loopback port, in
+//! its own temporary directory, killed when dropped.
+//!
+//! No test ever connects to a Redis it did not start. A missing binary fails with a message
+//! that says what to install; it never skips.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// The environment variable that overrides the `redis-server` binary.
+pub const REDIS_SERVER_ENV: &str = "DELAYQ_REDIS_SERVER";
+
+/// How the server persists data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Persistence {
+    /// Nothing on disk (`--save "" --appendonly no`): the default for tests.
+    #[default]
+    None,
+    /// An append-only file fsynced after every write (`appendfsync always`).
+    AofAlways,
+    /// An append-only file fsynced once a second (`appendfsync everysec`).
+    AofEverySec,
+}
+
+/// Options of a test server.
+#[derive(Clone, Debug, Default)]
+pub struct RedisOptions {
+    /// Persistence mode.
+    pub persistence: Persistence,
+    /// Extra `--name value` arguments, e.g. `["--hz", "100"]`.
+    pub extra_args: Vec<String>,
+}
+
+/// A running `redis-server` owned by the test.
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: TempDir,
+    opts: RedisOptions,
+}
+
+impl RedisServer {
+    /// Starts a server with no persistence. Panics with the server log if it does not come up.
+    pub fn start() -> Self {
+        Self::start_with(RedisOptions::default())
+    }
+
+    /// Starts a server with options.
+    pub fn start_with(opts: RedisOptions) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("delayq-redis-")
+            .tempdir()
+            .unwrap_or_else(|e| {
+                panic!("cannot create a temporary directory for redis-server: {e}")
+            });
+        let mut server = RedisServer {
+            child: None,
+            port: 0,
+            dir,
+            opts,
+        };
+        let mut last_log = String::new();
+        // The port is free when probed but may be taken before redis binds it: retry.
+        for _ in 0..10 {
+            server.port = free_port();
+            match server.spawn_and_wait() {
+                Ok(()) => return server,
+                Err(log) => last_log = log,
+            }
+        }
+        panic!("redis-server did not start after 10 attempts; last log:\n{last_log}");
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's data directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
+    }
+
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Kills the server with SIGKILL (a crash: nothing is flushed beyond what the
+    /// persistence mode already wrote).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts the server again on the same port and directory (after [`Self::kill`], or
+    /// kills it first), so it reloads what it persisted.
+    pub fn restart(&mut self) {
+        self.kill();
+        if let Err(log) = self.spawn_and_wait() {
+            panic!(
+                "redis-server did not restart on port {}; log:\n{log}",
+                self.port
+            );
+        }
+    }
+
+    /// A new async connection (for assertions in tests).
+    pub async fn connection(&self) -> redis::aio::MultiplexedConnection {
+        let client = redis::Client::open(self.url())
+            .unwrap_or_else(|e| panic!("bad test URL {}: {e}", self.url()));
+        client
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot connect to the test redis-server: {e}\nlog:\n{}",
+                    self.log()
+                )
+            })
+    }
+
+    fn spawn_and_wait(&mut self) -> Result<(), String> {
+        let bin = binary();
+        let mut cmd = Command::new(&bin);
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg("redis.log")
+            .arg("--daemonize")
+            .arg("no")
+            .arg("--save")
+            .arg("");
+        match self.opts.persistence {
+            Persistence::None => {
+                cmd.arg("--appendonly").arg("no");
+            }
+            Persistence::AofAlways => {
+                cmd.arg("--appendonly")
+                    .arg("yes")
+                    .arg("--appendfsync")
+                    .arg("always");
+            }
+            Persistence::AofEverySec => {
+                cmd.arg("--appendonly")
+                    .arg("yes")
+                    .arg("--appendfsync")
+                    .arg("everysec");
+            }
+        }
+        cmd.args(&self.opts.extra_args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = cmd.spawn().unwrap_or_else(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                panic!(
+                    "redis-server not found ({}): the tests start their own Redis servers. Install it with \
+                     `sudo apt-get install -y redis-server` on Debian/Ubuntu (scripts/test.sh does this for you), \
+                     `brew install redis` on macOS, or set {REDIS_SERVER_ENV} to the binary's path",
+                    bin.display()
+                )
+            }
+            panic!("cannot start {}: {e}", bin.display())
+        });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if ping(self.port) {
+                return Ok(());
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+                .is_some();
+            if exited || Instant::now() > deadline {
+                self.kill();
+                return Err(self.log());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "--- redis-server log (port {}) ---\n{}",
+                self.port,
+                self.log()
+            );
+        }
+        self.kill();
+    }
+}
+
+fn binary() -> PathBuf {
+    std::env::var_os(REDIS_SERVER_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("redis-server"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("cannot find a free loopback port: {e}"))
+}
+
+/// True when a server on `port` answers PING with PONG (and is not loading its data).
+fn ping(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(
+        &(Ipv4Addr::LOCALHOST, port).into(),
+        Duration::from_millis(200),
+    ) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    if s.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    matches!(s.read(&mut buf), Ok(n) if buf[..n].starts_with(b"+PONG"))
+}
+
+impl RedisServer {
+    /// Every key and its `DUMP`, sorted by key: equal snapshots mean the data did not change.
+    /// Wake keys (`*:wake`) are left out: they carry hints for blocked waiters, not job
+    /// data, and a waiter process may pop one and hand it back at any moment.
+    pub async fn snapshot(&self) -> Vec<u8> {
+        let mut conn = self.connection().await;
+        let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS")
+            .arg("*")
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("KEYS failed: {e}"));
+        keys.retain(|k| !k.ends_with(b":wake"));
+        keys.sort();
+        let mut out = Vec::new();
+        for k in keys {
+            let dump: Option<Vec<u8>> = redis::cmd("DUMP")
+                .arg(&k)
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_else(|e| panic!("DUMP failed: {e}"));
+            out.extend_from_slice(&(k.len() as u64).to_le_bytes());
+            out.extend_from_slice(&k);
+            let dump = dump.unwrap_or_default();
+            out.extend_from_slice(&(dump.len() as u64).to_le_bytes());
+            out.extend_from_slice(&dump);
+        }
+        out
+    }
+}
