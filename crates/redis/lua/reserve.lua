@@ -20,7 +20,7 @@
 local now, now_us = clock()
 local n, at_most_once, budget = tonumber(ARGV[1]), ARGV[2] == '1', tonumber(ARGV[3])
 
-local left_behind = tick(now, math.max(budget, n))
+local left_behind, unchanged, delayed_head, lease_head = tick(now, math.max(budget, n))
 
 local members = redis.call('ZRANGE', K_READY, 0, n - 1)
 local out = { now_us, 0, 0 }
@@ -44,8 +44,16 @@ for _, m in ipairs(members) do
   end
 end
 
-local wake = next_wake(now)
-if left_behind then wake = now end
+-- Fewer than n taken means ready is now empty.
+local wake
+if left_behind or (#members == n and redis.call('ZCARD', K_READY) > 0) then
+  wake = now
+elseif unchanged and #members == 0 then
+  wake = delayed_head or -1
+  if lease_head and (wake < 0 or lease_head < wake) then wake = lease_head end
+else
+  wake = timer_head() or -1
+end
 out[2] = wake
 if wake == now then out[3] = 1 end
 if (#members > 0 or left_behind) and wake >= 0 then signal(wake) end

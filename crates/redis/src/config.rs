@@ -1,5 +1,6 @@
 //! [`RedisConfig`]: where the Redis engine connects and how it behaves.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use delayq_core::Limits;
@@ -20,8 +21,9 @@ pub struct RedisConfig {
     /// Input limits (body size).
     pub limits: Limits,
     /// How long a waiting reserver sleeps at most before it looks again without a signal
-    /// (default 5 s, jittered ±20 %). Bounds the delay when a wake-up signal is lost, and the
-    /// time until an expired lease of a crashed worker is noticed by an idle waiter.
+    /// (default 10 s, jittered ±20 %). It bounds the delay of a job whose wake-up signal was
+    /// lost with a crashed process; signals lost to a dropped connection are covered at once
+    /// (every waiter looks again when the wake connection comes back).
     pub safety_wake: Duration,
     /// The most expired leases and the most due jobs one script call moves (default 1000),
     /// so that one call never blocks Redis for long.
@@ -30,6 +32,12 @@ pub struct RedisConfig {
     pub response_timeout: Duration,
     /// How long connecting may take (default 5 s).
     pub connect_timeout: Duration,
+    /// For `rediss://` URLs: a PEM file with the CA certificate(s) that signed the server's
+    /// certificate, when it is not signed by a CA the system trusts.
+    pub tls_ca_file: Option<PathBuf>,
+    /// For `rediss://` URLs to servers that require client certificates (mutual TLS): PEM
+    /// files of the client certificate and its private key.
+    pub tls_client_cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl RedisConfig {
@@ -39,10 +47,12 @@ impl RedisConfig {
             url: url.into(),
             prefix: "delayq".into(),
             limits: Limits::default(),
-            safety_wake: Duration::from_secs(5),
+            safety_wake: Duration::from_secs(10),
             tick_batch: 1000,
             response_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
+            tls_ca_file: None,
+            tls_client_cert: None,
         }
     }
 
@@ -55,6 +65,12 @@ impl RedisConfig {
     /// Sets the input limits.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Trusts the CA certificate(s) in this PEM file for `rediss://` connections.
+    pub fn with_tls_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls_ca_file = Some(path.into());
         self
     }
 

@@ -82,16 +82,7 @@ impl RedisEngine {
                 reason: "safety_wake must be at least 100 ms".into(),
             });
         }
-        if config.url.starts_with("rediss://") {
-            // redis-rs leaves the choice of TLS crypto provider to the application; ring needs
-            // no C toolchain. An application that installed its own provider keeps it.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
-        let client = Client::open(config.url.as_str()).map_err(|e| Error::InvalidConfig {
-            reason: format!(
-                "cannot parse the Redis URL: {e}; use redis://[user:password@]host[:port][/db] or rediss:// for TLS"
-            ),
-        })?;
+        let client = client(&config)?;
         let cm_config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(config.response_timeout))
             .set_connection_timeout(Some(config.connect_timeout))
@@ -284,6 +275,54 @@ impl RedisEngine {
     }
 }
 
+/// Builds the redis-rs client from the URL and the TLS files.
+fn client(config: &RedisConfig) -> Result<Client> {
+    let tls = config.url.starts_with("rediss://");
+    let bad_url = |e: redis::RedisError| Error::InvalidConfig {
+        reason: format!(
+            "cannot use the Redis URL: {e}; use redis://[user:password@]host[:port][/db], or rediss:// for TLS"
+        ),
+    };
+    if !tls {
+        if config.tls_ca_file.is_some() || config.tls_client_cert.is_some() {
+            return Err(Error::InvalidConfig {
+                reason: "TLS certificate files are set but the URL is not rediss://; use a rediss:// URL".into(),
+            });
+        }
+        return Client::open(config.url.as_str()).map_err(bad_url);
+    }
+    // redis-rs leaves the choice of TLS crypto provider to the application; ring needs no C
+    // toolchain. An application that installed its own provider keeps it.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    if config.tls_ca_file.is_none() && config.tls_client_cert.is_none() {
+        return Client::open(config.url.as_str()).map_err(bad_url);
+    }
+    let read = |path: &std::path::Path, what: &str| {
+        std::fs::read(path).map_err(|e| Error::InvalidConfig {
+            reason: format!("cannot read the TLS {what} file {}: {e}", path.display()),
+        })
+    };
+    let root_cert = match &config.tls_ca_file {
+        Some(p) => Some(read(p, "CA certificate")?),
+        None => None,
+    };
+    let client_tls = match &config.tls_client_cert {
+        Some((cert, key)) => Some(redis::ClientTlsConfig {
+            client_cert: read(cert, "client certificate")?,
+            client_key: read(key, "client key")?,
+        }),
+        None => None,
+    };
+    Client::build_with_tls(
+        config.url.as_str(),
+        redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        },
+    )
+    .map_err(bad_url)
+}
+
 fn is_noscript(v: &Value) -> bool {
     matches!(v, Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript))
 }
@@ -311,7 +350,7 @@ async fn warn_on_eviction(conn: &mut ConnectionManager) {
         .await;
     match policy {
         Ok(kv) => {
-            if let Some(p) = kv.get(1).filter(|p| p.starts_with("allkeys-")) {
+            if let Some(p) = kv.get(1).filter(|p| may_evict_jobs(p)) {
                 tracing::warn!(
                     maxmemory_policy = %p,
                     "Redis may evict any key when it reaches maxmemory: delayq jobs would vanish silently; set maxmemory-policy noeviction"
@@ -322,6 +361,12 @@ async fn warn_on_eviction(conn: &mut ConnectionManager) {
             tracing::debug!(error = %e, "cannot read maxmemory-policy (CONFIG may be disabled)")
         }
     }
+}
+
+/// True for eviction policies that can remove delayq's keys. delayq's keys have no TTL, so
+/// the `volatile-*` policies never pick them; `allkeys-*` ones may.
+pub(crate) fn may_evict_jobs(policy: &str) -> bool {
+    policy.starts_with("allkeys-")
 }
 
 #[async_trait]
@@ -758,5 +803,25 @@ impl Engine for RedisEngine {
             .await
             .map_err(|e| map_redis_err("reading the Redis clock", e))?;
         Ok(Timestamp::from_millis(sec * 1000 + usec / 1000))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eviction_policies() {
+        for p in ["allkeys-lru", "allkeys-lfu", "allkeys-random"] {
+            assert!(may_evict_jobs(p), "{p}");
+        }
+        for p in [
+            "noeviction",
+            "volatile-lru",
+            "volatile-ttl",
+            "volatile-random",
+        ] {
+            assert!(!may_evict_jobs(p), "{p}");
+        }
     }
 }

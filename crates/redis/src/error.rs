@@ -24,6 +24,14 @@ pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
         {
             Error::Internal(format!("{what}: a delayq script failed: {e}"))
         }
+        ErrorKind::AuthenticationFailed => Error::InvalidConfig {
+            reason: format!(
+                "{what}: Redis refused the credentials ({e}); check the user and password in the URL (redis://user:password@host:port)"
+            ),
+        },
+        ErrorKind::InvalidClientConfig => Error::InvalidConfig {
+            reason: format!("{what}: {e}"),
+        },
         ErrorKind::Server(ServerErrorKind::NoPerm) => Error::InvalidConfig {
             reason: format!(
                 "{what}: the Redis user lacks a permission delayq needs ({e}); allow EVALSHA, SCRIPT, TIME, SADD, SMEMBERS, BZPOPMIN, ZADD, CLIENT on the delayq:* keys"

@@ -261,6 +261,9 @@ async fn run(
     let mut unblocked = false;
     let mut retry_at: Option<Instant> = None;
     let mut retry_delay = Duration::from_millis(100);
+    // Set when the blocking connection failed: signals may have been lost meanwhile, so every
+    // waiter looks again once it is back.
+    let mut resync = false;
 
     loop {
         let (wanted, timer, handoffs) = {
@@ -313,6 +316,9 @@ async fn run(
                 Ok(BlockingConn { mut conn, id }) => {
                     retry_at = None;
                     retry_delay = Duration::from_millis(100);
+                    if std::mem::take(&mut resync) {
+                        wake_all(&shared);
+                    }
                     let mut cmd = redis::cmd("BZPOPMIN");
                     for t in &wanted {
                         cmd.arg(shared.keys.wake(t));
@@ -365,6 +371,7 @@ async fn run(
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "the blocking wait for wake-up signals failed; reconnecting");
+                        resync = true;
                         retry_at = Some(Instant::now() + retry_delay);
                         retry_delay = (retry_delay * 2).min(Duration::from_secs(5));
                     }
@@ -383,6 +390,13 @@ fn fire_due(shared: &Shared) {
             tw.next = None;
             tw.notify.notify_one();
         }
+    }
+}
+
+/// Wakes one waiter of every topic (after signals may have been lost).
+fn wake_all(shared: &Shared) {
+    for tw in shared.lock().topics.values() {
+        tw.notify.notify_one();
     }
 }
 

@@ -34,12 +34,16 @@ pub struct RedisOptions {
     pub persistence: Persistence,
     /// Extra `--name value` arguments, e.g. `["--hz", "100"]`.
     pub extra_args: Vec<String>,
+    /// Also listen with TLS on a second port, with a certificate for `127.0.0.1` signed by a
+    /// CA generated for this server ([`RedisServer::tls_url`], [`RedisServer::tls_ca_file`]).
+    pub tls: bool,
 }
 
 /// A running `redis-server` owned by the test.
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
+    tls_port: u16,
     dir: TempDir,
     opts: RedisOptions,
 }
@@ -58,9 +62,13 @@ impl RedisServer {
             .unwrap_or_else(|e| {
                 panic!("cannot create a temporary directory for redis-server: {e}")
             });
+        if opts.tls {
+            write_tls_files(dir.path());
+        }
         let mut server = RedisServer {
             child: None,
             port: 0,
+            tls_port: 0,
             dir,
             opts,
         };
@@ -68,6 +76,9 @@ impl RedisServer {
         // The port is free when probed but may be taken before redis binds it: retry.
         for _ in 0..10 {
             server.port = free_port();
+            if server.opts.tls {
+                server.tls_port = free_port();
+            }
             match server.spawn_and_wait() {
                 Ok(()) => return server,
                 Err(log) => last_log = log,
@@ -79,6 +90,17 @@ impl RedisServer {
     /// `redis://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// `rediss://127.0.0.1:<tls port>` (only with [`RedisOptions::tls`]).
+    pub fn tls_url(&self) -> String {
+        assert!(self.opts.tls, "this server was started without TLS");
+        format!("rediss://127.0.0.1:{}", self.tls_port)
+    }
+
+    /// The PEM file of the CA that signed the server's TLS certificate.
+    pub fn tls_ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
     }
 
     /// The port.
@@ -169,6 +191,18 @@ impl RedisServer {
                     .arg("everysec");
             }
         }
+        if self.opts.tls {
+            cmd.arg("--tls-port")
+                .arg(self.tls_port.to_string())
+                .arg("--tls-cert-file")
+                .arg("server.pem")
+                .arg("--tls-key-file")
+                .arg("server.key")
+                .arg("--tls-ca-cert-file")
+                .arg("ca.pem")
+                .arg("--tls-auth-clients")
+                .arg("no");
+        }
         cmd.args(&self.opts.extra_args)
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
@@ -215,6 +249,27 @@ impl Drop for RedisServer {
             );
         }
         self.kill();
+    }
+}
+
+/// Writes `ca.pem`, `server.pem` and `server.key` (for 127.0.0.1 and localhost) into `dir`.
+fn write_tls_files(dir: &Path) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let fail = |e: rcgen::Error| -> ! { panic!("cannot generate the test TLS certificates: {e}") };
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap_or_else(|e| fail(e));
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap_or_else(|e| fail(e));
+    let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap_or_else(|e| fail(e));
+    let key = KeyPair::generate().unwrap_or_else(|e| fail(e));
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+        .and_then(|p| p.signed_by(&key, &ca))
+        .unwrap_or_else(|e| fail(e));
+    for (name, pem) in [
+        ("ca.pem", ca.pem()),
+        ("server.pem", cert.pem()),
+        ("server.key", key.serialize_pem()),
+    ] {
+        std::fs::write(dir.join(name), pem).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
     }
 }
 

@@ -1,0 +1,419 @@
+//! Redis-specific behaviour that the engine-agnostic suite cannot see: the exact key layout,
+//! the idle cost of blocked reservers, persistence and script reloading across a Redis
+//! restart, the safety wake covering a lost signal, ACL authentication and outages.
+
+#![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
+
+use std::time::{Duration, Instant};
+
+use delayq_core::{Engine, Error, JobId, JobState, Nack, NewJob, Reserve, Topic};
+use delayq_redis::{RedisConfig, RedisEngine};
+use delayq_testkit::{Persistence, RedisOptions, RedisServer};
+use redis::AsyncCommands;
+
+fn topic(s: &str) -> Topic {
+    Topic::new(s).unwrap()
+}
+
+fn id(s: &str) -> JobId {
+    JobId::new(s).unwrap()
+}
+
+async fn engine(server: &RedisServer) -> RedisEngine {
+    RedisEngine::connect(RedisConfig::new(server.url()))
+        .await
+        .unwrap()
+}
+
+/// Sum of `calls` over every command in `INFO commandstats`.
+async fn total_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|l| l.split("calls=").nth(1))
+        .filter_map(|rest| rest.split(',').next())
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+}
+
+/// The keys and their contents after one push, one reserve and one nack are exactly those
+/// ARCHITECTURE.md describes.
+#[tokio::test]
+async fn key_layout_matches_architecture() {
+    let server = RedisServer::start();
+    let e = engine(&server).await;
+    let t = topic("layout");
+    let a = e
+        .push(
+            NewJob::new(t.clone(), "a")
+                .with_id(id("a"))
+                .with_delay(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    let b = e
+        .push(
+            NewJob::new(t.clone(), "b")
+                .with_id(id("b"))
+                .with_priority(7)
+                .with_max_attempts(1),
+        )
+        .await
+        .unwrap();
+    let mut conn = server.connection().await;
+
+    let delayed: Vec<(String, f64)> = conn
+        .zrange_withscores("delayq:{layout}:delayed", 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(
+        delayed,
+        vec![("a".to_string(), a.ready_at.as_millis() as f64)]
+    );
+    let ready: Vec<(String, f64)> = conn
+        .zrange_withscores("delayq:{layout}:ready", 0, -1)
+        .await
+        .unwrap();
+    // Member: due time (13 digits), push order (16 digits), id; score: priority.
+    assert_eq!(
+        ready,
+        vec![(format!("{:013}{:016}b", b.ready_at.as_millis(), 2), 7.0)]
+    );
+    let fields: Vec<String> = conn.hkeys("delayq:{layout}:jobs").await.unwrap();
+    assert_eq!(fields.len(), 2);
+    let seq: u64 = conn.get("delayq:{layout}:seq").await.unwrap();
+    assert_eq!(seq, 2);
+
+    let d = e.reserve(&Reserve::new(t.clone())).await.unwrap().remove(0);
+    let lease = d.lease.clone().unwrap();
+    assert_eq!(
+        lease.token.0, 3,
+        "the lease token is the next value of the topic counter"
+    );
+    let leases: Vec<(String, f64)> = conn
+        .zrange_withscores("delayq:{layout}:leases", 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(
+        leases,
+        vec![("b".to_string(), d.job.deadline.unwrap().as_millis() as f64)]
+    );
+    let ready_len: u64 = conn.zcard("delayq:{layout}:ready").await.unwrap();
+    assert_eq!(ready_len, 0);
+
+    e.nack(&lease, Nack::default()).await.unwrap();
+    let dead: Vec<(String, f64)> = conn
+        .zrange_withscores("delayq:{layout}:dead", 0, -1)
+        .await
+        .unwrap();
+    let died = e
+        .get(&t, &id("b"))
+        .await
+        .unwrap()
+        .unwrap()
+        .deadline
+        .unwrap();
+    assert_eq!(dead, vec![("b".to_string(), died.as_millis() as f64)]);
+
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    keys.sort();
+    assert_eq!(
+        keys,
+        vec![
+            "delayq:topics",
+            "delayq:{layout}:dead",
+            "delayq:{layout}:delayed",
+            "delayq:{layout}:jobs",
+            "delayq:{layout}:seq",
+            "delayq:{layout}:wake",
+        ]
+    );
+    let topics: Vec<String> = conn.smembers("delayq:topics").await.unwrap();
+    assert_eq!(topics, vec!["layout"]);
+}
+
+/// 20 reservers blocked on empty topics for 10 s cost fewer than 1 Redis command per second
+/// each, measured with INFO commandstats, which also counts the calls made inside scripts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_reservers_cost_under_one_command_per_second() {
+    let server = RedisServer::start();
+    let engines = [engine(&server).await, engine(&server).await];
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let e = engines[i % 2].clone();
+        let t = topic(&format!("idle-{i}"));
+        tasks.push(tokio::spawn(async move {
+            e.reserve(&Reserve::new(t).wait(Duration::from_secs(30)))
+                .await
+        }));
+    }
+    let mut conn = server.connection().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = total_calls(&mut conn).await;
+    let window = Duration::from_secs(10);
+    tokio::time::sleep(window).await;
+    let after = total_calls(&mut conn).await;
+    // The INFO call that read `before` is counted in `after`.
+    let commands = after - before - 1;
+    let per_reserver_per_second = commands as f64 / 20.0 / window.as_secs_f64();
+    println!(
+        "idle cost: {commands} commands in {window:?} for 20 reservers = {per_reserver_per_second:.3} per reserver per second"
+    );
+    assert!(per_reserver_per_second < 1.0, "{per_reserver_per_second}");
+    for t in &tasks {
+        assert!(!t.is_finished(), "a reserver returned early");
+    }
+    for t in tasks {
+        t.abort();
+    }
+}
+
+/// With AOF fsync always, jobs and leases survive a kill -9 of Redis; the engine reconnects
+/// and reloads its scripts (single calls and pipelines alike).
+#[tokio::test]
+async fn jobs_survive_a_redis_crash_with_aof_and_scripts_reload() {
+    let mut server = RedisServer::start_with(RedisOptions {
+        persistence: Persistence::AofAlways,
+        ..RedisOptions::default()
+    });
+    let e = engine(&server).await;
+    let t = topic("aof");
+    e.push(
+        NewJob::new(t.clone(), "later")
+            .with_id(id("later"))
+            .with_delay(Duration::from_secs(3600)),
+    )
+    .await
+    .unwrap();
+    e.push(
+        NewJob::new(t.clone(), "now")
+            .with_id(id("now"))
+            .with_ttr(Duration::from_secs(60)),
+    )
+    .await
+    .unwrap();
+    let d = e.reserve(&Reserve::new(t.clone())).await.unwrap().remove(0);
+    let lease = d.lease.unwrap();
+
+    server.kill();
+    let down = e.push(NewJob::new(t.clone(), "x")).await;
+    assert!(
+        matches!(down, Err(ref err) if err.is_retryable()),
+        "{down:?}"
+    );
+    server.restart();
+
+    // The connection comes back on its own; the first calls may still see it down.
+    let start = Instant::now();
+    let pushed = loop {
+        match e
+            .push_batch(vec![
+                NewJob::new(t.clone(), "after").with_id(id("after")),
+                NewJob::new(topic("aof2"), "y"),
+            ])
+            .await
+        {
+            Ok(p) => break p,
+            Err(err) if err.is_retryable() && start.elapsed() < Duration::from_secs(10) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(err) => panic!("push after restart: {err}"),
+        }
+    };
+    assert!(
+        pushed.iter().all(|p| p.created),
+        "pipelined scripts were reloaded"
+    );
+    assert_eq!(
+        e.get(&t, &id("later")).await.unwrap().map(|j| j.state),
+        Some(JobState::Delayed)
+    );
+    assert_eq!(
+        e.get(&t, &id("now")).await.unwrap().map(|j| j.state),
+        Some(JobState::Reserved)
+    );
+    let acks = e.ack_batch(&[lease]).await.unwrap();
+    assert!(acks[0].is_ok(), "the lease survived the crash: {acks:?}");
+}
+
+/// SCRIPT FLUSH in the middle of a run (as after a failover): pipelines resend what came
+/// back NOSCRIPT, without running anything twice.
+#[tokio::test]
+async fn pipelines_recover_from_script_flush() {
+    let server = RedisServer::start();
+    let e = engine(&server).await;
+    let (a, b) = (topic("fa"), topic("fb"));
+    e.push(NewJob::new(a.clone(), "1").with_id(id("1")))
+        .await
+        .unwrap();
+    let mut conn = server.connection().await;
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let pushed = e
+        .push_batch(vec![
+            NewJob::new(a.clone(), "2").with_id(id("2")),
+            NewJob::new(b.clone(), "3").with_id(id("3")),
+        ])
+        .await
+        .unwrap();
+    assert!(pushed.iter().all(|p| p.created));
+    let got = e
+        .reserve(&Reserve::topics([a.clone(), b.clone()]).max(3))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 3);
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let leases: Vec<_> = got.iter().map(|d| d.lease.clone().unwrap()).collect();
+    let acks = e.ack_batch(&leases).await.unwrap();
+    assert!(acks.iter().all(|r| r.is_ok()), "{acks:?}");
+    let again = e.ack_batch(&leases).await.unwrap();
+    assert!(
+        again
+            .iter()
+            .all(|r| matches!(r, Err(Error::LeaseLost { .. }))),
+        "acked twice: {again:?}"
+    );
+}
+
+/// A job that becomes ready without any wake-up signal (as when the signal was lost with a
+/// crashed process) still reaches a blocked reserver, through the safety wake.
+#[tokio::test]
+async fn a_lost_wake_signal_is_covered_by_the_safety_wake() {
+    let server = RedisServer::start();
+    let config = RedisConfig::new(server.url()).with_safety_wake(Duration::from_millis(500));
+    let e = RedisEngine::connect(config).await.unwrap();
+    let t = topic("lost");
+    let waiter = {
+        let (e, t) = (e.clone(), t.clone());
+        tokio::spawn(async move {
+            e.reserve(&Reserve::new(t).wait(Duration::from_secs(5)))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Seed a ready job exactly as push.lua stores it, but without touching the wake key.
+    let mut conn = server.connection().await;
+    let seeded = Instant::now();
+    let _: () = redis::Script::new(
+        r"
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        redis.call('HSET', KEYS[1], 'seeded',
+          cmsgpack.pack(1, 0, now, 1, 30000, 3, 0, 1000, 2, 3600000, 100, now, 0, 0, '', 'body'))
+        redis.call('ZADD', KEYS[2], 0, string.format('%013d%016d', now, 1) .. 'seeded')
+        ",
+    )
+    .key("delayq:{lost}:jobs")
+    .key("delayq:{lost}:ready")
+    .invoke_async(&mut conn)
+    .await
+    .unwrap();
+    let got = waiter.await.unwrap().unwrap();
+    let took = seeded.elapsed();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].job.id, id("seeded"));
+    assert!(
+        took < Duration::from_secs(2),
+        "the safety wake took {took:?}"
+    );
+}
+
+/// The URL carries an ACL user and password; wrong credentials are a configuration error.
+#[tokio::test]
+async fn authenticates_with_an_acl_user_from_the_url() {
+    let server = RedisServer::start();
+    let mut conn = server.connection().await;
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "app", "on", ">s3cret", "~delayq:*", "+@all"])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let url = format!("redis://app:s3cret@127.0.0.1:{}", server.port());
+    let e = RedisEngine::connect(RedisConfig::new(url)).await.unwrap();
+    let t = topic("acl");
+    e.push(NewJob::new(t.clone(), "x")).await.unwrap();
+    assert_eq!(e.reserve(&Reserve::new(t)).await.unwrap().len(), 1);
+
+    let bad = format!("redis://app:wrong@127.0.0.1:{}", server.port());
+    let r = RedisEngine::connect(RedisConfig::new(bad)).await;
+    assert!(
+        matches!(r, Err(Error::InvalidConfig { ref reason }) if reason.contains("password")),
+        "{:?}",
+        r.err()
+    );
+}
+
+/// A bad URL is a configuration error; a Redis that is not there is unavailable.
+#[tokio::test]
+async fn bad_url_and_unreachable_redis() {
+    let r = RedisEngine::connect(RedisConfig::new("http://localhost")).await;
+    assert!(
+        matches!(r, Err(Error::InvalidConfig { .. })),
+        "{:?}",
+        r.err()
+    );
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut cfg = RedisConfig::new(format!("redis://127.0.0.1:{port}"));
+    cfg.connect_timeout = Duration::from_millis(500);
+    let start = Instant::now();
+    let r = RedisEngine::connect(cfg).await;
+    assert!(matches!(r, Err(Error::Unavailable { .. })), "{:?}", r.err());
+    assert!(start.elapsed() < Duration::from_secs(10));
+    let r = RedisEngine::connect(RedisConfig::new("redis://127.0.0.1:1").with_prefix("bad{prefix"))
+        .await;
+    assert!(
+        matches!(r, Err(Error::InvalidConfig { .. })),
+        "{:?}",
+        r.err()
+    );
+}
+
+/// `rediss://` with the CA that signed the server's certificate: the engine works over TLS;
+/// without trusting that CA, connecting fails.
+#[tokio::test]
+async fn connects_over_tls() {
+    let server = RedisServer::start_with(RedisOptions {
+        tls: true,
+        ..RedisOptions::default()
+    });
+    let config = RedisConfig::new(server.tls_url()).with_tls_ca_file(server.tls_ca_file());
+    let e = RedisEngine::connect(config).await.unwrap();
+    let t = topic("tls");
+    e.push(NewJob::new(t.clone(), "over tls")).await.unwrap();
+    let got = e
+        .reserve(&Reserve::new(t).wait(Duration::from_secs(2)))
+        .await
+        .unwrap();
+    assert_eq!(got[0].job.body.as_ref(), b"over tls");
+
+    let untrusted = RedisEngine::connect(RedisConfig::new(server.tls_url())).await;
+    assert!(
+        untrusted.is_err(),
+        "a certificate from an unknown CA was accepted"
+    );
+    let mixed =
+        RedisEngine::connect(RedisConfig::new(server.url()).with_tls_ca_file(server.tls_ca_file()))
+            .await;
+    assert!(
+        matches!(mixed, Err(Error::InvalidConfig { .. })),
+        "{:?}",
+        mixed.err()
+    );
+}
