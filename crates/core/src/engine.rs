@@ -149,6 +149,9 @@ pub struct TopicStats {
     pub oldest_overdue: Option<Duration>,
     /// The earliest due time among delayed jobs.
     pub next_due: Option<Timestamp>,
+    /// Leases that ran out without an answer (the worker died or overran its ttr), counted
+    /// since the topic was created or last purged.
+    pub expired_leases: u64,
 }
 
 /// The engine contract. Both engines implement every method with the same semantics; the
@@ -192,6 +195,10 @@ pub trait Engine: Send + Sync + 'static {
     /// Takes up to `max` due jobs, the lowest priority number first, then the earliest due
     /// time, then push order. Waits up to `wait` for a first job; returns an empty vector on
     /// timeout. Expired leases noticed on the way go back to delayed (or dead).
+    ///
+    /// Cancel safety: dropping the future while it waits loses nothing. Dropping it while a
+    /// round trip that hands out jobs is in flight may leave those jobs leased to no one until
+    /// their ttr runs out (at-least-once: they come back then; at-most-once: they are lost).
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>>;
 
     /// Acknowledges a delivery: the job is done and removed.
@@ -236,7 +243,7 @@ pub trait Engine: Send + Sync + 'static {
     /// Counts per state and the age of the oldest overdue job.
     async fn stats(&self, topic: &Topic) -> Result<TopicStats>;
 
-    /// Topics that have held jobs (until purged), sorted.
+    /// Every topic ever pushed to (a purge does not forget it), sorted.
     async fn topics(&self) -> Result<Vec<Topic>>;
 
     /// Removes every job of a topic in every state; returns how many.
@@ -255,4 +262,76 @@ pub fn check_ack_batch(leases: &[Lease]) -> Result<()> {
 pub fn check_push_batch(jobs: &[NewJob], limits: &crate::Limits) -> Result<()> {
     check_count("jobs", jobs.len())?;
     jobs.iter().try_for_each(|j| j.validate(limits))
+}
+
+/// A shared engine is an engine, so `Arc<dyn Engine>` (what `delayq::open` returns) can go
+/// wherever an `Engine` is expected.
+#[async_trait]
+impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
+    async fn push(&self, job: NewJob) -> Result<Pushed> {
+        (**self).push(job).await
+    }
+    async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
+        (**self).push_batch(jobs).await
+    }
+    async fn push_new(&self, job: NewJob) -> Result<Pushed> {
+        (**self).push_new(job).await
+    }
+    async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
+        (**self).get(topic, id).await
+    }
+    async fn delete(&self, topic: &Topic, id: &JobId) -> Result<bool> {
+        (**self).delete(topic, id).await
+    }
+    async fn reschedule(&self, topic: &Topic, id: &JobId, when: Schedule) -> Result<Timestamp> {
+        (**self).reschedule(topic, id, when).await
+    }
+    async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
+        (**self).reserve(req).await
+    }
+    async fn ack(&self, lease: &Lease) -> Result<()> {
+        (**self).ack(lease).await
+    }
+    async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+        (**self).ack_batch(leases).await
+    }
+    async fn nack(&self, lease: &Lease, nack: Nack) -> Result<NackOutcome> {
+        (**self).nack(lease, nack).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<()> {
+        (**self).release(lease).await
+    }
+    async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp> {
+        (**self).touch(lease, ttr).await
+    }
+    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
+        (**self).bury(lease, reason).await
+    }
+    async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
+        (**self).kick(topic, id).await
+    }
+    async fn kick_all(&self, topic: &Topic) -> Result<u64> {
+        (**self).kick_all(topic).await
+    }
+    async fn list(
+        &self,
+        topic: &Topic,
+        state: JobState,
+        limit: usize,
+        after: Option<&Cursor>,
+    ) -> Result<Page> {
+        (**self).list(topic, state, limit, after).await
+    }
+    async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
+        (**self).stats(topic).await
+    }
+    async fn topics(&self) -> Result<Vec<Topic>> {
+        (**self).topics().await
+    }
+    async fn purge(&self, topic: &Topic) -> Result<u64> {
+        (**self).purge(topic).await
+    }
+    async fn now(&self) -> Result<Timestamp> {
+        (**self).now().await
+    }
 }

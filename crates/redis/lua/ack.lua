@@ -1,6 +1,6 @@
 -- ack.lua: acknowledges up to N deliveries of one topic; each acked job is removed.
 --
--- KEYS: the seven topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1]  N
 -- ARGV[2i], ARGV[2i+1]  id and lease token of delivery i
 --

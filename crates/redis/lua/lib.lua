@@ -2,7 +2,7 @@
 -- time (scripts.rs, concat! of include_str!), so every script is one self-contained chunk
 -- and defines only locals (Redis forbids globals).
 --
--- KEYS (the same seven for every script; all carry the topic's hash tag, so one script
+-- KEYS (the same eight for every script; all carry the topic's hash tag, so one script
 -- touches exactly one cluster slot):
 --   KEYS[1] jobs     HASH  id -> record (cmsgpack, see FIELDS below)
 --   KEYS[2] delayed  ZSET  id scored by due time (ms)
@@ -11,6 +11,7 @@
 --   KEYS[5] dead     ZSET  id scored by time of death (ms)
 --   KEYS[6] seq      STRING counter: push order and lease tokens
 --   KEYS[7] wake     ZSET  one member "w" scored by the earliest time a waiter should look
+--   KEYS[8] counters HASH  "expired" -> leases that ran out since creation or purge
 --
 -- Invariants kept by every script:
 --   * a job id is in the jobs hash iff it is in exactly one of delayed, ready, leases, dead;
@@ -19,8 +20,8 @@
 --   * time comes only from redis.call('TIME'); no argument carries "now";
 --   * every check that can refuse the call runs before the first write.
 
-local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 
 -- Status codes, mirrored by `Status` in codec.rs.
 local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY = 0, 1, 2, 3, 4
@@ -166,6 +167,7 @@ local function tick(now, limit)
       local j = load(id)
       if j then fail(id, j, now, nil, 'lease expired') end
     end
+    if #expired > 0 then redis.call('HINCRBY', K_COUNTERS, 'expired', #expired) end
   end
   -- Read again: expired leases may have gone back to delayed with no back-off.
   if #expired > 0 then delayed_head = head_score(K_DELAYED) end

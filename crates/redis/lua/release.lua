@@ -1,7 +1,7 @@
 -- release.lua: gives a delivery back without counting it: the job is ready again at once,
 -- at its original due time, with attempts lowered by one (graceful shutdown uses this).
 --
--- KEYS: the seven topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token
 --
 -- Returns: { OK } | { LEASE_LOST }

@@ -1,7 +1,7 @@
 -- reserve.lua: applies what is due (expired leases, due delayed jobs), then takes up to N
 -- ready jobs: the lowest priority number first, then the earliest due time, then push order.
 --
--- KEYS: the seven topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1]  N, the most jobs to take (1..1000)
 -- ARGV[2]  mode: 0 = at-least-once (lease each job), 1 = at-most-once (remove each job)
 -- ARGV[3]  the most expired leases and due jobs to move first (bounded work per call)

@@ -1,10 +1,10 @@
 -- stats.lua: counts per state and the age of the oldest overdue job, after applying what is due.
 --
--- KEYS: the seven topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] the most expired leases and due jobs to move first
 --
 -- Returns: { now ms, delayed, ready, reserved, dead, oldest due time among due jobs (-1 =
---            none), earliest due time among delayed jobs (-1 = none) }
+--            none), earliest due time among delayed jobs (-1 = none), expired leases }
 --
 -- Invariants: writes only what any reserve would have written (tick). The oldest ready job
 -- is the head of one priority band; at most 64 bands are looked at, so with more distinct
@@ -32,4 +32,5 @@ return {
   redis.call('ZCARD', K_DELAYED), redis.call('ZCARD', K_READY),
   redis.call('ZCARD', K_LEASES), redis.call('ZCARD', K_DEAD),
   oldest or -1, delayed_head or -1,
+  tonumber(redis.call('HGET', K_COUNTERS, 'expired') or '0'),
 }

@@ -63,6 +63,8 @@ struct Inner {
     safety_wake: Duration,
     waiters: Waiters,
     rotate: AtomicUsize,
+    /// Topics this process has put in the registry (or seen there).
+    registered: std::sync::Mutex<std::collections::HashSet<Topic>>,
     /// Dropping it stops the waker task.
     _stop: oneshot::Sender<()>,
 }
@@ -113,6 +115,7 @@ impl RedisEngine {
                 safety_wake: config.safety_wake,
                 waiters,
                 rotate: AtomicUsize::new(0),
+                registered: std::sync::Mutex::new(std::collections::HashSet::new()),
                 _stop: stop_tx,
             }),
         })
@@ -133,20 +136,16 @@ impl RedisEngine {
             .map_err(|e| map_redis_err(what, e))
     }
 
-    /// Runs several script calls in one round trip, with extra commands ahead of them.
-    /// Pipelines do not reload scripts on NOSCRIPT (after a Redis restart or SCRIPT FLUSH),
-    /// so the calls that came back NOSCRIPT are resent after loading every script.
+    /// Runs several script calls in one round trip. Pipelines do not reload scripts on
+    /// NOSCRIPT (after a Redis restart or SCRIPT FLUSH), so the calls that came back NOSCRIPT
+    /// are resent after loading every script.
     async fn pipeline(
         &self,
-        pre: &[redis::Cmd],
         invs: &[ScriptInvocation<'_>],
         what: &'static str,
     ) -> Result<Vec<Value>> {
         let mut conn = self.inner.conn.clone();
         let mut pipe = redis::pipe();
-        for c in pre {
-            pipe.add_command(c.clone()).ignore();
-        }
         for inv in invs {
             pipe.invoke_script(inv);
         }
@@ -187,11 +186,13 @@ impl RedisEngine {
             .collect()
     }
 
-    /// One pass over the topics (rotating the first), without waiting.
-    async fn reserve_once(&self, req: &Reserve) -> Result<Vec<Delivery>> {
+    /// One pass over the topics (rotating the first), without waiting. Also answers what each
+    /// script said of its topic's next event, for a waiter that registers after this pass.
+    async fn reserve_once(&self, req: &Reserve) -> Result<(Vec<Delivery>, Vec<Observation>)> {
         let n = req.topics.len();
         let start = self.inner.rotate.fetch_add(1, Ordering::Relaxed) % n;
         let mut out = Vec::new();
+        let mut seen = Vec::new();
         for k in 0..n {
             let want = req.max - out.len();
             if want == 0 {
@@ -202,7 +203,16 @@ impl RedisEngine {
             inv.arg(want)
                 .arg(u8::from(req.mode == DeliveryMode::AtMostOnce))
                 .arg(self.inner.tick_batch);
-            let reply = codec::array(self.call(&inv, "reserving").await?)?;
+            let reply = match self.call(&inv, "reserving").await.and_then(codec::array) {
+                Ok(r) => r,
+                // Jobs already taken from earlier topics are leased (or removed): hand them
+                // out rather than drop them; the caller sees the failure on its next call.
+                Err(e) if !out.is_empty() => {
+                    tracing::warn!(topic = %topic, error = %e, "reserve failed on one topic; returning what the others gave");
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
             let received = Instant::now();
             if reply.len() < 3 {
                 return Err(Error::Internal("short reserve reply".into()));
@@ -210,6 +220,12 @@ impl RedisEngine {
             let now_us = codec::uint(&reply[0])?;
             let next = codec::opt_uint(&reply[1])?;
             self.inner.waiters.observe(topic, now_us, next, received);
+            seen.push(Observation {
+                topic: topic.clone(),
+                now_us,
+                next,
+                received,
+            });
             let jobs = decode_jobs(topic, reply.into_iter().skip(3).collect())?;
             for (job, token) in jobs {
                 let lateness =
@@ -226,7 +242,7 @@ impl RedisEngine {
                 });
             }
         }
-        Ok(out)
+        Ok((out, seen))
     }
 
     /// Runs a lease script and maps its status; returns the rest of the reply.
@@ -253,6 +269,39 @@ impl RedisEngine {
                 "{what}: unexpected status {other:?}"
             ))),
         }
+    }
+
+    /// Adds topics this process has not registered yet to the topic registry. Runs after the
+    /// push succeeded, so a refused push never registers a topic; the registry key has no
+    /// topic's hash tag, so no script may write it.
+    async fn register<'t>(&self, topics: impl Iterator<Item = &'t Topic>) -> Result<()> {
+        let new: Vec<Topic> = {
+            let known = self
+                .inner
+                .registered
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            topics.filter(|t| !known.contains(*t)).cloned().collect()
+        };
+        if new.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.inner.conn.clone();
+        let mut cmd = redis::cmd("SADD");
+        cmd.arg(self.inner.keys.registry());
+        for t in &new {
+            cmd.arg(t.as_str());
+        }
+        let _: i64 = cmd
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| map_redis_err("registering a topic", e))?;
+        self.inner
+            .registered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(new);
+        Ok(())
     }
 
     /// Checks absolute times of a multi-call batch against Redis's clock before any call
@@ -321,6 +370,30 @@ fn client(config: &RedisConfig) -> Result<Client> {
         },
     )
     .map_err(bad_url)
+}
+
+/// Splits a list cursor `<state>:<score>:<member>` made for the listing of `state`.
+fn parse_cursor(cursor: &str, state: u8) -> Result<(String, String)> {
+    let bad = |why: &str| Error::invalid("cursor", format!("{why}; start again without a cursor"));
+    let (st, rest) = cursor
+        .split_once(':')
+        .ok_or_else(|| bad("it is not a cursor returned by list"))?;
+    let (score, member) = rest
+        .split_once(':')
+        .filter(|(s, m)| !m.is_empty() && s.parse::<f64>().is_ok())
+        .ok_or_else(|| bad("it is not a cursor returned by list"))?;
+    if st.parse::<u8>().ok() != Some(state) {
+        return Err(bad("it was returned by the listing of another state"));
+    }
+    Ok((score.to_string(), member.to_string()))
+}
+
+/// What one reserve script said of its topic: Redis's clock and the next event.
+struct Observation {
+    topic: Topic,
+    now_us: u64,
+    next: Option<u64>,
+    received: Instant,
 }
 
 fn is_noscript(v: &Value) -> bool {
@@ -427,12 +500,7 @@ impl Engine for RedisEngine {
                 inv
             })
             .collect();
-        let mut register = redis::cmd("SADD");
-        register.arg(self.inner.keys.registry());
-        for t in by_topic.keys() {
-            register.arg(t.as_str());
-        }
-        let replies = self.pipeline(&[register], &invs, "pushing").await?;
+        let replies = self.pipeline(&invs, "pushing").await?;
 
         let mut answers: Vec<Option<Pushed>> = vec![None; jobs.len()];
         for ((topic, idx), reply) in chunks.iter().zip(replies) {
@@ -476,10 +544,12 @@ impl Engine for RedisEngine {
                 });
             }
         }
-        answers
+        let answers = answers
             .into_iter()
             .map(|a| a.ok_or_else(|| Error::Internal("a pushed job got no answer".into())))
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        self.register(by_topic.keys().copied()).await?;
+        Ok(answers)
     }
 
     async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
@@ -539,13 +609,19 @@ impl Engine for RedisEngine {
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
         req.validate()?;
         let deadline = Instant::now() + req.wait;
-        let first = self.reserve_once(req).await?;
+        let (first, seen) = self.reserve_once(req).await?;
         if !first.is_empty() || req.wait.is_zero() {
             return Ok(first);
         }
         // Only a reserver that found nothing registers, so busy workers never involve the
-        // waker. A signal sent before the registration is still in its wake key.
-        let mut guard = self.inner.waiters.register(&req.topics);
+        // waker. It starts from what its first pass learnt of each topic's next event; a
+        // signal sent meanwhile is still in its wake key.
+        let guard = self.inner.waiters.register(&req.topics);
+        for o in seen {
+            self.inner
+                .waiters
+                .observe(&o.topic, o.now_us, o.next, o.received);
+        }
         loop {
             let now = Instant::now();
             if now >= deadline {
@@ -558,9 +634,8 @@ impl Engine for RedisEngine {
                 _ = guard.notified() => {}
                 _ = tokio::time::sleep_until(deadline.min(safety).into()) => {}
             }
-            let out = self.reserve_once(req).await?;
+            let (out, _) = self.reserve_once(req).await?;
             if !out.is_empty() {
-                guard.delivered();
                 return Ok(out);
             }
         }
@@ -590,7 +665,7 @@ impl Engine for RedisEngine {
                 inv
             })
             .collect();
-        let replies = self.pipeline(&[], &invs, "acking").await?;
+        let replies = self.pipeline(&invs, "acking").await?;
         let mut out: Vec<Result<()>> = leases.iter().map(|_| Ok(())).collect();
         for ((_, idx), reply) in groups.iter().zip(replies) {
             let codes = codec::array(reply)?;
@@ -721,23 +796,13 @@ impl Engine for RedisEngine {
         after: Option<&Cursor>,
     ) -> Result<Page> {
         check_count("limit", limit)?;
+        let code = state_code(state);
         let (score, member) = match after {
             None => ("0".to_string(), String::new()),
-            Some(c) => {
-                let (s, m) =
-                    c.0.split_once(':')
-                        .filter(|(s, m)| !m.is_empty() && s.parse::<f64>().is_ok())
-                        .ok_or_else(|| {
-                            Error::invalid(
-                                "cursor",
-                                "it is not a cursor returned by list; start again without one",
-                            )
-                        })?;
-                (s.to_string(), m.to_string())
-            }
+            Some(c) => parse_cursor(&c.0, code)?,
         };
         let mut inv = self.invocation(&scripts::LIST, topic);
-        inv.arg(state_code(state))
+        inv.arg(code)
             .arg(score)
             .arg(member)
             .arg(limit)
@@ -753,7 +818,7 @@ impl Engine for RedisEngine {
             .collect();
         Ok(Page {
             jobs,
-            next: has_next.then(|| Cursor(format!("{next_score}:{next_member}"))),
+            next: has_next.then(|| Cursor(format!("{code}:{next_score}:{next_member}"))),
         })
     }
 
@@ -761,7 +826,7 @@ impl Engine for RedisEngine {
         let mut inv = self.invocation(&scripts::STATS, topic);
         inv.arg(self.inner.tick_batch);
         let r = codec::array(self.call(&inv, "reading stats").await?)?;
-        if r.len() != 7 {
+        if r.len() != 8 {
             return Err(Error::Internal("stats reply has the wrong length".into()));
         }
         let now = codec::uint(&r[0])?;
@@ -773,6 +838,7 @@ impl Engine for RedisEngine {
             oldest_overdue: codec::opt_uint(&r[5])?
                 .map(|due| Duration::from_millis(now.saturating_sub(due))),
             next_due: codec::opt_uint(&r[6])?.map(Timestamp::from_millis),
+            expired_leases: codec::uint(&r[7])?,
         })
     }
 

@@ -7,8 +7,9 @@
 use delayq_core::{Error, Topic};
 
 /// The names of a topic's keys, in the order every script receives them as KEYS.
-pub(crate) const TOPIC_KEY_NAMES: [&str; 7] =
-    ["jobs", "delayed", "ready", "leases", "dead", "seq", "wake"];
+pub(crate) const TOPIC_KEY_NAMES: [&str; 8] = [
+    "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters",
+];
 
 /// Builds keys under one prefix (default `delayq`).
 #[derive(Clone, Debug)]
@@ -29,8 +30,8 @@ impl KeySpace {
         })
     }
 
-    /// The seven keys of a topic, in script KEYS order.
-    pub(crate) fn topic(&self, topic: &Topic) -> [String; 7] {
+    /// The eight keys of a topic, in script KEYS order.
+    pub(crate) fn topic(&self, topic: &Topic) -> [String; 8] {
         TOPIC_KEY_NAMES.map(|name| format!("{}:{{{}}}:{name}", self.prefix, topic.as_str()))
     }
 
@@ -75,6 +76,7 @@ mod tests {
                 "delayq:{orders.cancel}:dead",
                 "delayq:{orders.cancel}:seq",
                 "delayq:{orders.cancel}:wake",
+                "delayq:{orders.cancel}:counters",
             ]
         );
         assert_eq!(ks.wake(&topic("orders.cancel")), keys[6]);

@@ -10,9 +10,9 @@
 //!   when they create a new earliest event, so a blocked process learns of it at once.
 //!
 //! A woken reserver runs the reserve script, which hands out jobs and reports the next event;
-//! if jobs are left, the next local waiter is woken in turn. A waiter that leaves without a
-//! job while it knew of a future event hands the event back to Redis (a signal), so that a
-//! waiter elsewhere takes it over. Waiters also wake on their own every few seconds (the
+//! if jobs are left, the next local waiter is woken in turn. When the last local waiter of a
+//! topic leaves while this process knew of the topic's next event, the event goes back to
+//! Redis (a signal), so that a waiter elsewhere, or the next one here, takes it over. Waiters also wake on their own every few seconds (the
 //! safety wake), which covers a signal lost with a crashed process or a dropped connection.
 
 use std::collections::{BTreeSet, HashMap};
@@ -164,7 +164,6 @@ impl Waiters {
             waiters: self.clone(),
             topics: topics.to_vec(),
             notifies,
-            delivered: false,
         }
     }
 }
@@ -180,7 +179,6 @@ pub(crate) struct WaitGuard {
     waiters: Waiters,
     topics: Vec<Topic>,
     notifies: Vec<Arc<Notify>>,
-    delivered: bool,
 }
 
 impl WaitGuard {
@@ -192,11 +190,6 @@ impl WaitGuard {
             .map(|n| Box::pin(n.notified()))
             .collect();
         select_all(futs).await;
-    }
-
-    /// Marks that this waiter got jobs: the reserve script already passed on the next event.
-    pub(crate) fn delivered(&mut self) {
-        self.delivered = true;
     }
 }
 
@@ -213,9 +206,12 @@ impl Drop for WaitGuard {
             if tw.waiters > 0 {
                 continue;
             }
-            let next = tw.next;
-            st.topics.remove(t);
-            if let (false, Some((_, ms))) = (self.delivered, next) {
+            // The last local waiter leaves: whatever this process knew of the topic's next
+            // event (perhaps from a signal it popped, which no one else will see) goes back
+            // to Redis, for a waiter elsewhere, or the next one here.
+            if let Some(tw) = st.topics.remove(t)
+                && let Some((_, ms)) = tw.next
+            {
                 st.handoffs.push((t.clone(), ms));
                 poke = true;
             }

@@ -597,6 +597,7 @@ pub async fn lease_expiry_redelivers_with_next_attempt<H: Harness>(h: &H) {
         second.job.ready_at >= deadline.plus(ms(300)),
         "redelivered before the back-off"
     );
+    assert_eq!(ok(e.stats(&t).await, "stats").expired_leases, 1);
     let reserved_at =
         Timestamp::from_millis(second.job.deadline.expect("deadline").as_millis() - 1000);
     assert!(reserved_at >= second.job.ready_at);
@@ -621,6 +622,10 @@ pub async fn lease_expiry_after_last_attempt_goes_dead<H: Harness>(h: &H) {
         let j = get(&e, &t, "a").await;
         if j.state == JobState::Dead {
             assert_eq!(j.last_error.as_deref(), Some("lease expired"));
+            assert_eq!(ok(e.stats(&t).await, "stats").expired_leases, 1);
+            ok(e.purge(&t).await, "purge");
+            let after = ok(e.stats(&t).await, "stats").expired_leases;
+            assert_eq!(after, 0, "a purge restarts the count");
             break;
         }
         assert!(
@@ -1200,6 +1205,38 @@ pub async fn blocked_reserve_wakes_on_push<H: Harness>(h: &H) {
     }
 }
 
+/// A reserve that starts right after another one took the first of several delayed jobs
+/// still wakes for the next one at its due time, even when the earlier waits consumed every
+/// wake-up signal (regression: issue 2, a Redis waiter lost the next due time when it left).
+pub async fn next_reserve_wakes_for_the_following_due_job<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let t = topic("chain");
+    ok(
+        e.push_batch(vec![
+            job(&t, "a").with_delay(ms(300)),
+            job(&t, "b").with_delay(ms(600)),
+            job(&t, "c").with_delay(ms(900)),
+        ])
+        .await,
+        "push",
+    );
+    ok(
+        e.reschedule(&t, &id("c"), Schedule::Delay(ms(1200))).await,
+        "reschedule",
+    );
+    assert!(ok(e.delete(&t, &id("b")).await, "delete"));
+    for expected in ["a", "c"] {
+        let d = reserve_one(&e, &t, Duration::from_secs(5)).await;
+        assert_eq!(d.job.id, id(expected));
+        assert!(
+            d.lateness <= ms(20),
+            "{expected} delivered {:?} after its due time",
+            d.lateness
+        );
+        ok(e.ack(&lease_of(&d)).await, "ack");
+    }
+}
+
 /// A new engine instance picks up delayed jobs and expired leases left by the old one.
 pub async fn new_instance_picks_up_delayed_and_expired<H: Harness>(h: &H) {
     let e = h.open().await;
@@ -1504,6 +1541,7 @@ macro_rules! conformance_suite {
             concurrent_reservers_deliver_each_job_once,
             blocked_reserve_wakes_on_due_time,
             blocked_reserve_wakes_on_push,
+            next_reserve_wakes_for_the_following_due_job,
             new_instance_picks_up_delayed_and_expired,
             bad_input_is_refused_and_changes_nothing,
             body_limit_is_configurable,
