@@ -1,0 +1,418 @@
+//! [`SqliteEngine`]: the [`Engine`] contract on SQLite, every write through one
+//! group-committing writer thread, reads on their own connections.
+
+use std::fs::File;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use delayq_core::limits::{
+    MAX_DELAY, at_too_far, check_at, check_count, check_delay, check_reason, check_ttr,
+    delay_ms_ceil,
+};
+use delayq_core::{
+    Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Limits, Nack, NackOutcome,
+    NewJob, Page, Pushed, Reserve, Result, Schedule, Timestamp, Topic, TopicStats, async_trait,
+    check_ack_batch, check_push_batch, duration_ms,
+};
+use rusqlite::Connection;
+use tokio::sync::{Notify, oneshot};
+
+use crate::checkpoint::Checkpointer;
+use crate::clock::Clock;
+use crate::config::SqliteConfig;
+use crate::cursor::Key;
+use crate::ops::{admin, lease, push, reserve};
+use crate::readers::Readers;
+use crate::shared::Shared;
+use crate::tx::Tx;
+use crate::writer::{Call, Request, Writer};
+use crate::{open, read};
+
+/// Dead jobs kicked per writer request by `kick_all`, so a large kick does not hold up the
+/// writer's other requests.
+const KICK_CHUNK: usize = 1000;
+
+/// The embedded engine. Cheap to clone; clones share one store, one writer thread and one
+/// timer. The store is closed (and its directory unlocked) when the last clone is dropped.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> delayq_core::Result<()> {
+/// use std::time::Duration;
+/// use delayq_core::{Engine, NewJob, Reserve, Topic};
+/// use delayq_sqlite::{SqliteConfig, SqliteEngine};
+///
+/// let dir = std::env::temp_dir().join(format!("delayq-doc-{}", std::process::id()));
+/// let engine = SqliteEngine::open(SqliteConfig::dir(&dir))?;
+/// let topic = Topic::new("orders")?;
+/// engine.push(NewJob::new(topic.clone(), "cancel 42").with_delay(Duration::from_millis(20))).await?;
+/// let jobs = engine.reserve(&Reserve::new(topic).wait(Duration::from_secs(5))).await?;
+/// for d in &jobs {
+///     if let Some(lease) = &d.lease {
+///         engine.ack(lease).await?;
+///     }
+/// }
+/// # drop(engine);
+/// # let _ = std::fs::remove_dir_all(&dir);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SqliteEngine {
+    inner: Arc<Inner>,
+    limits: Limits,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    sender: Option<mpsc::Sender<Request>>,
+    writer: Option<JoinHandle<()>>,
+    /// Read connections; `None` in memory, where the writer's connection serves reads.
+    readers: Option<Readers>,
+    /// `None` in memory, where there is no log.
+    checkpointer: Option<Checkpointer>,
+    rotate: AtomicUsize,
+    lock: Option<File>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Readers and the checkpointer first, so that the writer's connection is the last
+        // one and checkpoints the log as it closes; the lock last, so that no other engine
+        // opens the directory before this one has let go of it.
+        if let Some(r) = &self.readers {
+            r.close();
+        }
+        if let Some(c) = &mut self.checkpointer {
+            c.stop();
+        }
+        self.sender.take();
+        if let Some(w) = self.writer.take()
+            && w.join().is_err()
+        {
+            tracing::error!("the delayq writer thread panicked");
+        }
+        self.lock.take();
+    }
+}
+
+impl SqliteEngine {
+    /// Opens the store (creating it when missing), recovers every job it holds and starts
+    /// the writer thread. Blocks while it opens: call it at start-up, or from
+    /// `spawn_blocking`.
+    ///
+    /// Fails with [`Error::InvalidConfig`] when the directory cannot be created or written,
+    /// or holds a corrupt, foreign or newer database, and with [`Error::Unavailable`] when
+    /// another engine owns the directory or the disk is full.
+    pub fn open(config: SqliteConfig) -> Result<Self> {
+        config.validate()?;
+        let mut store = open::open_store(&config)?;
+        let shared = Arc::new(Shared::new(Clock::start()));
+        let label = store
+            .path
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from(":memory:"));
+        open::recover(&store.conn, &shared, &label)?;
+        let checkpointer = match &store.path {
+            Some(path) => Some(Checkpointer::start(path, &mut store.conn)?),
+            None => None,
+        };
+        let writer = Writer {
+            conn: store.conn,
+            shared: shared.clone(),
+            tick_batch: config.tick_batch,
+            max_group: config.max_group,
+            tick_pause: None,
+        };
+        let (sender, rx) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("delayq-sqlite-writer".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| Error::unavailable("cannot start the writer thread", e))?;
+        Ok(SqliteEngine {
+            inner: Arc::new(Inner {
+                shared,
+                sender: Some(sender),
+                writer: Some(handle),
+                readers: store.path.map(|p| Readers::new(p, config.readers)),
+                checkpointer,
+                rotate: AtomicUsize::new(0),
+                lock: store.lock,
+            }),
+            limits: config.limits,
+        })
+    }
+
+    /// Another handle on the same engine with other input limits.
+    pub fn with_limits(&self, limits: Limits) -> Self {
+        SqliteEngine {
+            inner: self.inner.clone(),
+            limits,
+        }
+    }
+
+    fn clock(&self) -> Clock {
+        self.inner.shared.clock
+    }
+
+    fn send(&self, r: Request) -> Result<()> {
+        self.inner
+            .sender
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(r)
+            .map_err(|_| stopped())
+    }
+
+    /// Runs `f` in the writer's next group transaction (again, if the group had to start
+    /// over without another request); answers after the commit.
+    async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&mut Tx<'_>) -> Result<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        self.send(Request::Write(Box::new(Call::new(f, tx))))?;
+        rx.await.map_err(|_| stopped())?
+    }
+
+    /// Runs `f` on a read connection, after letting the writer apply what is due (so the
+    /// states read are those time gives).
+    async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        if self.inner.readers.is_none() {
+            let (tx, rx) = oneshot::channel();
+            self.send(Request::Read(Box::new(move |conn: &Connection| {
+                let _ = tx.send(f(conn));
+            })))?;
+            return rx.await.map_err(|_| stopped())?;
+        }
+        let due = self.inner.shared.timers().earliest();
+        if due.is_some_and(|t| t <= self.clock().now_ms()) {
+            self.write(|_| Ok(())).await?;
+        }
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || match &inner.readers {
+            Some(readers) => readers.with(f),
+            None => Err(Error::Internal(
+                "a file-backed engine has no readers".into(),
+            )),
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("a read task failed: {e}")))?
+    }
+
+    /// One pass over the topics (the first one rotating per call), without waiting.
+    async fn reserve_once(&self, req: &Reserve) -> Result<Vec<Delivery>> {
+        let n = req.topics.len();
+        let start = self.inner.rotate.fetch_add(1, Ordering::Relaxed) % n;
+        let topics: Vec<Topic> = (0..n)
+            .map(|k| req.topics[(start + k) % n].clone())
+            .collect();
+        let (max, mode) = (req.max, req.mode);
+        self.write(move |tx| reserve::reserve(tx, &topics, max, mode))
+            .await
+    }
+
+    /// Refuses an absolute time more than 10 years after the engine's now.
+    fn check_not_too_far(&self, schedule: Schedule) -> Result<()> {
+        if let Schedule::At(at) = schedule {
+            let now = self.clock().now();
+            if at > now.plus(MAX_DELAY) {
+                return Err(at_too_far(at, now));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn stopped() -> Error {
+    Error::Unavailable {
+        message: "the engine's writer thread has stopped (see the log for a panic); open the engine again".into(),
+        source: None,
+    }
+}
+
+fn check_schedule(s: Schedule) -> Result<()> {
+    match s {
+        Schedule::Delay(d) => check_delay(d),
+        Schedule::At(at) => check_at(at),
+    }
+}
+
+#[async_trait]
+impl Engine for SqliteEngine {
+    async fn push(&self, job: NewJob) -> Result<Pushed> {
+        let mut out = self.push_batch(vec![job]).await?;
+        out.pop()
+            .ok_or_else(|| Error::Internal("push returned no answer".into()))
+    }
+
+    async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
+        check_push_batch(&jobs, &self.limits)?;
+        for j in &jobs {
+            self.check_not_too_far(j.schedule)?;
+        }
+        self.write(move |tx| push::push(tx, &jobs)).await
+    }
+
+    async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
+        let (topic, id) = (topic.clone(), id.clone());
+        self.read(move |conn| read::get(conn, &topic, &id)).await
+    }
+
+    async fn delete(&self, topic: &Topic, id: &JobId) -> Result<bool> {
+        let (topic, id) = (topic.clone(), id.clone());
+        self.write(move |tx| admin::delete(tx, &topic, &id)).await
+    }
+
+    async fn reschedule(&self, topic: &Topic, id: &JobId, when: Schedule) -> Result<Timestamp> {
+        check_schedule(when)?;
+        self.check_not_too_far(when)?;
+        let (topic, id) = (topic.clone(), id.clone());
+        self.write(move |tx| admin::reschedule(tx, &topic, &id, when))
+            .await
+    }
+
+    async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
+        req.validate()?;
+        if req.wait.is_zero() {
+            return self.reserve_once(req).await;
+        }
+        let deadline = Instant::now() + req.wait;
+        // Registered before the first look, and each wake-up enabled before each look, so
+        // that a job made ready in between is never missed.
+        let registration = self.inner.shared.waiters.register(&req.topics);
+        loop {
+            let mut wakes: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> = registration
+                .notifies()
+                .iter()
+                .map(|n: &Arc<Notify>| Box::pin(n.notified()))
+                .collect();
+            for w in &mut wakes {
+                w.as_mut().enable();
+            }
+            let out = self.reserve_once(req).await?;
+            if !out.is_empty() || Instant::now() >= deadline {
+                return Ok(out);
+            }
+            tokio::select! {
+                _ = futures_util::future::select_all(wakes) => {}
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+            }
+        }
+    }
+
+    async fn ack(&self, lease: &Lease) -> Result<()> {
+        let mut out = self.ack_batch(std::slice::from_ref(lease)).await?;
+        out.pop()
+            .unwrap_or_else(|| Err(Error::Internal("ack returned no answer".into())))
+    }
+
+    async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+        check_ack_batch(leases)?;
+        let leases = leases.to_vec();
+        self.write(move |tx| lease::ack_batch(tx, &leases)).await
+    }
+
+    async fn nack(&self, lease: &Lease, nack: Nack) -> Result<NackOutcome> {
+        nack.validate()?;
+        let lease = lease.clone();
+        let delay = nack.delay.map(delay_ms_ceil);
+        let reason = nack.reason.unwrap_or_default();
+        self.write(move |tx| lease::nack(tx, &lease, delay, &reason))
+            .await
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<()> {
+        let lease = lease.clone();
+        self.write(move |tx| lease::release(tx, &lease)).await
+    }
+
+    async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp> {
+        if let Some(ttr) = ttr {
+            check_ttr(ttr)?;
+        }
+        let lease = lease.clone();
+        let ttr = ttr.map(duration_ms);
+        self.write(move |tx| lease::touch(tx, &lease, ttr)).await
+    }
+
+    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
+        check_reason(reason.as_deref())?;
+        let lease = lease.clone();
+        let reason = reason.unwrap_or_default();
+        self.write(move |tx| lease::bury(tx, &lease, &reason)).await
+    }
+
+    async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
+        let (topic, id) = (topic.clone(), id.clone());
+        self.write(move |tx| admin::kick(tx, &topic, &id)).await
+    }
+
+    async fn kick_all(&self, topic: &Topic) -> Result<u64> {
+        // Each round is its own request. Jobs that die while the rounds run may be kicked
+        // too; the rounds stop at the first short one, or after as many as the dead jobs
+        // found at the start need, plus one, so a topic whose jobs keep dying cannot keep
+        // this call going.
+        let count_topic = topic.clone();
+        let dead = self
+            .read(move |conn| read::count(conn, &count_topic, JobState::Dead))
+            .await?;
+        let mut rounds = dead / KICK_CHUNK as u64 + 1;
+        let mut total = 0;
+        loop {
+            let t = topic.clone();
+            let kicked = self
+                .write(move |tx| admin::kick_some(tx, &t, KICK_CHUNK))
+                .await?;
+            total += kicked;
+            rounds -= 1;
+            if kicked < KICK_CHUNK as u64 || rounds == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    async fn list(
+        &self,
+        topic: &Topic,
+        state: JobState,
+        limit: usize,
+        after: Option<&Cursor>,
+    ) -> Result<Page> {
+        check_count("limit", limit)?;
+        let key = match after {
+            None => Key::first(state),
+            Some(c) => Key::decode(&c.0, state)?,
+        };
+        let topic = topic.clone();
+        self.read(move |conn| read::list(conn, &topic, state, limit, key))
+            .await
+    }
+
+    async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
+        let topic = topic.clone();
+        let clock = self.clock();
+        self.read(move |conn| read::stats(conn, &topic, clock.now_ms()))
+            .await
+    }
+
+    async fn topics(&self) -> Result<Vec<Topic>> {
+        self.read(read::topics).await
+    }
+
+    async fn purge(&self, topic: &Topic) -> Result<u64> {
+        let topic = topic.clone();
+        self.write(move |tx| admin::purge(tx, &topic)).await
+    }
+
+    async fn now(&self) -> Result<Timestamp> {
+        Ok(self.clock().now())
+    }
+}

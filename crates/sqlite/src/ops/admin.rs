@@ -1,0 +1,152 @@
+//! The operations on jobs by id and on whole topics, as the Redis engine's `kick.lua`,
+//! `reschedule.lua`, `delete.lua` and `purge.lua`.
+
+use delayq_core::{Error, JobId, Result, Schedule, Timestamp, Topic};
+use rusqlite::{OptionalExtension, params};
+
+use super::exec;
+use super::place::place;
+use super::push::due_time;
+use crate::error::db_err;
+use crate::row::{DEAD, DELAYED, META_COLS, Meta, READY, meta, state_of};
+use crate::shared::Effect;
+use crate::tx::Tx;
+
+/// The job `(topic, id)`, when it exists: (topic id, job).
+fn find(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<Option<(i64, Meta)>> {
+    let Some(tid) = tx.topic(topic)? else {
+        return Ok(None);
+    };
+    let job = tx
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {META_COLS} FROM jobs WHERE tid = ?1 AND id = ?2"
+        ))
+        .and_then(|mut s| {
+            s.query_row(params![tid, id.as_str()], |r| meta(r, 0))
+                .optional()
+        })
+        .map_err(|e| db_err("reading a job", e))?;
+    Ok(job.map(|j| (tid, j)))
+}
+
+fn not_found(topic: &Topic, id: &JobId) -> Error {
+    Error::NotFound {
+        topic: topic.clone(),
+        id: id.clone(),
+    }
+}
+
+/// Makes a dead job ready now: attempts 0, deadline cleared, last error kept.
+fn revive(tx: &mut Tx<'_>, tid: i64, jid: i64, now: u64) -> Result<()> {
+    let state = place(tx, tid, now, now);
+    exec(
+        tx,
+        "kicking a job",
+        "UPDATE jobs SET state = ?1, attempts = 0, ready_at = ?2, deadline = 0 WHERE jid = ?3",
+        params![state, now, jid],
+    )?;
+    Ok(())
+}
+
+/// Kicks one dead job. [`Error::NotFound`], or [`Error::WrongState`] when it is not dead.
+pub(crate) fn kick(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<()> {
+    let now = tx.now_ms();
+    let (tid, job) = find(tx, topic, id)?.ok_or_else(|| not_found(topic, id))?;
+    if job.state != DEAD {
+        return Err(Error::WrongState {
+            topic: topic.clone(),
+            id: id.clone(),
+            state: state_of(job.state)?,
+            operation: "kick",
+            hint: "only dead jobs can be kicked; reschedule a delayed or ready job instead",
+        });
+    }
+    revive(tx, tid, job.jid, now)
+}
+
+/// Kicks up to `limit` dead jobs of a topic, those that died first first. Returns how many
+/// were kicked.
+pub(crate) fn kick_some(tx: &mut Tx<'_>, topic: &Topic, limit: usize) -> Result<u64> {
+    let now = tx.now_ms();
+    let Some(tid) = tx.topic(topic)? else {
+        return Ok(0);
+    };
+    let jids: Vec<i64> = tx
+        .conn
+        .prepare_cached(
+            "SELECT jid FROM jobs WHERE tid = ?1 AND state = 4 ORDER BY deadline, id LIMIT ?2",
+        )
+        .and_then(|mut s| s.query_map(params![tid, limit], |r| r.get(0))?.collect())
+        .map_err(|e| db_err("finding dead jobs", e))?;
+    for &jid in &jids {
+        revive(tx, tid, jid, now)?;
+    }
+    Ok(jids.len() as u64)
+}
+
+/// Moves a delayed or ready job to a new due time, keeping its push order and attempts.
+/// The caller checked an absolute time against the clock.
+pub(crate) fn reschedule(
+    tx: &mut Tx<'_>,
+    topic: &Topic,
+    id: &JobId,
+    when: Schedule,
+) -> Result<Timestamp> {
+    let now = tx.now_ms();
+    let (tid, job) = find(tx, topic, id)?.ok_or_else(|| not_found(topic, id))?;
+    if job.state != DELAYED && job.state != READY {
+        return Err(Error::WrongState {
+            topic: topic.clone(),
+            id: id.clone(),
+            state: state_of(job.state)?,
+            operation: "reschedule",
+            hint: "only delayed and ready jobs can be rescheduled; nack a reserved job with a delay, kick a dead one",
+        });
+    }
+    let ready_at = due_time(when, now);
+    let state = place(tx, tid, ready_at, now);
+    exec(
+        tx,
+        "rescheduling a job",
+        "UPDATE jobs SET state = ?1, ready_at = ?2 WHERE jid = ?3",
+        params![state, ready_at, job.jid],
+    )?;
+    Ok(Timestamp::from_millis(ready_at))
+}
+
+/// Deletes a job in any state. Returns whether there was one.
+pub(crate) fn delete(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<bool> {
+    let Some(tid) = tx.topic(topic)? else {
+        return Ok(false);
+    };
+    let n = exec(
+        tx,
+        "deleting a job",
+        "DELETE FROM jobs WHERE tid = ?1 AND id = ?2",
+        params![tid, id.as_str()],
+    )?;
+    Ok(n > 0)
+}
+
+/// Deletes every job of a topic; the topic and its counter stay. Returns how many.
+pub(crate) fn purge(tx: &mut Tx<'_>, topic: &Topic) -> Result<u64> {
+    let Some(tid) = tx.topic(topic)? else {
+        return Ok(0);
+    };
+    let n = exec(
+        tx,
+        "purging a topic",
+        "DELETE FROM jobs WHERE tid = ?1",
+        [tid],
+    )?;
+    // The counters restart; the seq counter stays, so lease tokens stay fresh.
+    exec(
+        tx,
+        "purging a topic",
+        "UPDATE topics SET expired = 0 WHERE tid = ?1",
+        [tid],
+    )?;
+    tx.effect(Effect::Clear(tid));
+    Ok(n as u64)
+}

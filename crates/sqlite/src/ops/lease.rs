@@ -1,0 +1,122 @@
+//! The lease operations, as the Redis engine's `ack.lua`, `nack.lua`, `release.lua`,
+//! `touch.lua` and `bury.lua`: each is valid only while the job is reserved under this
+//! token and now is before its deadline; otherwise [`Error::LeaseLost`] and nothing changes.
+
+use delayq_core::{Error, Lease, NackOutcome, Result, Timestamp};
+use rusqlite::{OptionalExtension, params};
+
+use super::exec;
+use super::place::{fail, place};
+use crate::error::db_err;
+use crate::row::{META_COLS, Meta, RESERVED, meta};
+use crate::tx::Tx;
+
+/// The job of `lease` when the lease is live at `now`: (topic id, job).
+fn leased(tx: &mut Tx<'_>, lease: &Lease, now: u64) -> Result<(i64, Meta)> {
+    let lost = || Error::LeaseLost {
+        topic: lease.topic.clone(),
+        id: lease.id.clone(),
+    };
+    let Some(tid) = tx.topic(&lease.topic)? else {
+        return Err(lost());
+    };
+    let job = tx
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {META_COLS} FROM jobs WHERE tid = ?1 AND id = ?2"
+        ))
+        .and_then(|mut s| {
+            s.query_row(params![tid, lease.id.as_str()], |r| meta(r, 0))
+                .optional()
+        })
+        .map_err(|e| db_err("reading a leased job", e))?;
+    match job {
+        Some(j) if j.state == RESERVED && j.token == lease.token.0 && j.deadline > now => {
+            Ok((tid, j))
+        }
+        _ => Err(lost()),
+    }
+}
+
+/// Acknowledges each delivery: its job is removed. Answers each in order.
+pub(crate) fn ack_batch(tx: &mut Tx<'_>, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+    let now = tx.now_ms();
+    let mut out = Vec::with_capacity(leases.len());
+    for lease in leases {
+        match leased(tx, lease, now) {
+            Ok((_, job)) => {
+                exec(
+                    tx,
+                    "acking a job",
+                    "DELETE FROM jobs WHERE jid = ?1",
+                    [job.jid],
+                )?;
+                out.push(Ok(()));
+            }
+            Err(e @ Error::LeaseLost { .. }) => out.push(Err(e)),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+/// Fails a delivery: retried after `delay_ms` or the back-off, or dead when every attempt
+/// is used; `reason` ('' for none) is kept as the last error.
+pub(crate) fn nack(
+    tx: &mut Tx<'_>,
+    lease: &Lease,
+    delay_ms: Option<u64>,
+    reason: &str,
+) -> Result<NackOutcome> {
+    let now = tx.now_ms();
+    let (tid, job) = leased(tx, lease, now)?;
+    Ok(match fail(tx, tid, &job, now, delay_ms, reason)? {
+        Some(ready_at) => NackOutcome::Retry {
+            ready_at: Timestamp::from_millis(ready_at),
+        },
+        None => NackOutcome::Dead,
+    })
+}
+
+/// Gives a delivery back: attempts - 1, waiting again at its original due time (so ready,
+/// in its old place in the order), lease cleared.
+pub(crate) fn release(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
+    let now = tx.now_ms();
+    let (tid, job) = leased(tx, lease, now)?;
+    let state = place(tx, tid, job.ready_at, now);
+    exec(
+        tx,
+        "releasing a job",
+        "UPDATE jobs SET state = ?1, attempts = ?2, token = 0, deadline = 0 WHERE jid = ?3",
+        params![state, job.attempts.saturating_sub(1), job.jid],
+    )?;
+    Ok(())
+}
+
+/// Extends the lease to now + `ttr_ms` (or the job's ttr); the token stays. The timer
+/// entry needs no change: it is a lower bound and the deadline only moved later.
+pub(crate) fn touch(tx: &mut Tx<'_>, lease: &Lease, ttr_ms: Option<u64>) -> Result<Timestamp> {
+    let now = tx.now_ms();
+    let (_, job) = leased(tx, lease, now)?;
+    let deadline = now.saturating_add(ttr_ms.unwrap_or(job.ttr_ms));
+    exec(
+        tx,
+        "extending a lease",
+        "UPDATE jobs SET deadline = ?1 WHERE jid = ?2",
+        params![deadline, job.jid],
+    )?;
+    Ok(Timestamp::from_millis(deadline))
+}
+
+/// Sends a reserved job to dead at once, with `reason` ('' for none) as its last error.
+pub(crate) fn bury(tx: &mut Tx<'_>, lease: &Lease, reason: &str) -> Result<()> {
+    let now = tx.now_ms();
+    let (_, job) = leased(tx, lease, now)?;
+    exec(
+        tx,
+        "burying a job",
+        "UPDATE jobs SET state = 4, token = 0, deadline = ?1, last_error = ?2 WHERE jid = ?3",
+        params![now, reason, job.jid],
+    )?;
+    Ok(())
+}

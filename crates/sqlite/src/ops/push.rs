@@ -1,0 +1,93 @@
+//! Push, as the Redis engine's `lua/push.lua`: creates jobs, idempotent on `(topic, id)`.
+
+use delayq_core::limits::delay_ms_ceil;
+use delayq_core::{NewJob, Pushed, Result, Schedule, Timestamp, duration_ms};
+use rusqlite::{OptionalExtension, params};
+
+use super::exec;
+use super::place::place;
+use crate::error::db_err;
+use crate::row::{state_of, waiting_state};
+use crate::tx::Tx;
+
+/// The due time of `schedule` pushed (or rescheduled) at `now`: now + the delay rounded up
+/// to the millisecond, or the absolute time but never before now.
+pub(crate) fn due_time(schedule: Schedule, now: u64) -> u64 {
+    match schedule {
+        Schedule::Delay(d) => now.saturating_add(delay_ms_ceil(d)),
+        Schedule::At(at) => at.as_millis().max(now),
+    }
+}
+
+/// Creates each job whose id is free in its topic and answers in order. A job whose id
+/// exists (in any state, or earlier in the same batch) is left untouched and answered with
+/// `created: false`, its state and due time. The caller validated the batch, absolute times
+/// included, so nothing here refuses a job.
+pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
+    let now = tx.now_ms();
+    let mut out = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let tid = tx.topic_or_create(&job.topic)?;
+        let ready_at = due_time(job.schedule, now);
+        let seq = tx.peek_seq(tid)?;
+        let created = exec(
+            tx,
+            "inserting a job",
+            "INSERT INTO jobs (tid, id, state, priority, ready_at, seq, ttr_ms, max_attempts, \
+             attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, created_at, token, \
+             deadline, last_error, body) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, 0, 0, '', ?14) \
+             ON CONFLICT (tid, id) DO NOTHING",
+            params![
+                tid,
+                job.id.as_str(),
+                waiting_state(ready_at, now),
+                job.priority,
+                ready_at,
+                seq,
+                duration_ms(job.ttr),
+                job.max_attempts,
+                job.backoff.base_ms(),
+                job.backoff.factor(),
+                job.backoff.max_ms(),
+                job.backoff.jitter_permille(),
+                now,
+                job.body.as_ref(),
+            ],
+        )? == 1;
+        if created {
+            tx.next_seq(tid)?;
+            let state = place(tx, tid, ready_at, now);
+            out.push(Pushed {
+                id: job.id.clone(),
+                created,
+                state: state_of(state)?,
+                ready_at: Timestamp::from_millis(ready_at),
+            });
+            continue;
+        }
+        let (state, ready_at): (i64, u64) = tx
+            .conn
+            .prepare_cached("SELECT state, ready_at FROM jobs WHERE tid = ?1 AND id = ?2")
+            .and_then(|mut s| {
+                s.query_row(params![tid, job.id.as_str()], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+            })
+            .map_err(|e| db_err("reading an existing job", e))?
+            .ok_or_else(|| {
+                delayq_core::Error::Internal(format!(
+                    "job {} in topic {} was refused as existing but cannot be read",
+                    job.id, job.topic
+                ))
+            })?;
+        out.push(Pushed {
+            id: job.id.clone(),
+            created,
+            state: state_of(state)?,
+            ready_at: Timestamp::from_millis(ready_at),
+        });
+    }
+    Ok(out)
+}

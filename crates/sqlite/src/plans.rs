@@ -1,0 +1,129 @@
+//! Checks that no statement the engine runs scans the `jobs` table: every operation is run
+//! once on a traced connection, and each statement seen is explained.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use delayq_core::{DeliveryMode, JobId, JobState, Lease, NewJob, Schedule, Topic};
+use rusqlite::Connection;
+use rusqlite::trace::{TraceEvent, TraceEventCodes};
+
+use crate::clock::Clock;
+use crate::cursor::Key;
+use crate::ops::{admin, lease, push, reserve, tick};
+use crate::shared::Shared;
+use crate::tx::Tx;
+use crate::{open, read, schema};
+
+fn every_operation(conn: &Connection, shared: &Shared) {
+    let t = Topic::new("plans").expect("topic");
+    let id = |s: &str| JobId::new(s).expect("id");
+    let mut tx = Tx::new(conn, shared, 100);
+    let jobs = vec![
+        NewJob::new(t.clone(), "a").with_id(id("a")),
+        NewJob::new(t.clone(), "b").with_id(id("b")),
+        NewJob::new(t.clone(), "c")
+            .with_id(id("c"))
+            .with_max_attempts(1),
+        NewJob::new(t.clone(), "d")
+            .with_id(id("d"))
+            .with_delay(Duration::from_secs(60)),
+        NewJob::new(t.clone(), "a again").with_id(id("a")),
+    ];
+    push::push(&mut tx, &jobs).expect("push");
+    let got = reserve::reserve(
+        &mut tx,
+        std::slice::from_ref(&t),
+        3,
+        DeliveryMode::AtLeastOnce,
+    )
+    .expect("reserve");
+    let leases: Vec<Lease> = got.iter().filter_map(|d| d.lease.clone()).collect();
+    lease::touch(&mut tx, &leases[0], None).expect("touch");
+    lease::release(&mut tx, &leases[0]).expect("release");
+    lease::nack(&mut tx, &leases[1], Some(0), "again").expect("nack");
+    lease::bury(&mut tx, &leases[2], "poison").expect("bury");
+    admin::kick(&mut tx, &t, &id("c")).expect("kick");
+    let got = reserve::reserve(
+        &mut tx,
+        std::slice::from_ref(&t),
+        5,
+        DeliveryMode::AtLeastOnce,
+    )
+    .expect("reserve");
+    let leases: Vec<Lease> = got.iter().filter_map(|d| d.lease.clone()).collect();
+    lease::ack_batch(&mut tx, &leases[..1]).expect("ack");
+    tick::tick_topic(&mut tx, 1, u64::MAX / 4, 100).expect("tick");
+    admin::kick_some(&mut tx, &t, 10).expect("kick_some");
+    admin::reschedule(&mut tx, &t, &id("d"), Schedule::NOW).expect("reschedule");
+    reserve::reserve(
+        &mut tx,
+        std::slice::from_ref(&t),
+        5,
+        DeliveryMode::AtMostOnce,
+    )
+    .expect("reserve at most once");
+    admin::delete(&mut tx, &t, &id("d")).expect("delete");
+    tx.flush().expect("flush");
+    for state in JobState::ALL {
+        read::list(conn, &t, state, 1, Key::first(state)).expect("list");
+    }
+    read::list(conn, &t, JobState::Ready, 1, Key::Ready(1, 2, 3)).expect("list");
+    read::list(conn, &t, JobState::Delayed, 1, Key::TimeId(1, "x".into())).expect("list");
+    read::get(conn, &t, &id("a")).expect("get");
+    read::stats(conn, &t, 0).expect("stats");
+    read::topics(conn).expect("topics");
+    open::recover(conn, shared, Path::new(":memory:")).expect("recover");
+    let mut tx = Tx::new(conn, shared, 100);
+    admin::purge(&mut tx, &t).expect("purge");
+}
+
+#[test]
+fn no_statement_scans_the_jobs_table() {
+    let mut conn = Connection::open_in_memory().expect("open");
+    schema::migrate(&mut conn, Path::new(":memory:")).expect("migrate");
+    let seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let sink = seen.clone();
+    conn.trace_v2(
+        TraceEventCodes::SQLITE_TRACE_STMT,
+        Some(move |e: TraceEvent<'_>| {
+            if let TraceEvent::Stmt(_, sql) = e {
+                sink.lock().expect("lock").insert(sql.to_string());
+            }
+        }),
+    )
+    .expect("trace");
+    let shared = Shared::new(Clock::start());
+    every_operation(&conn, &shared);
+    conn.trace_v2(TraceEventCodes::empty(), None::<fn(TraceEvent<'_>)>)
+        .expect("untrace");
+
+    let statements = seen.lock().expect("lock").clone();
+    let mut explained = 0;
+    for sql in statements {
+        let upper = sql.trim_start().to_ascii_uppercase();
+        if !["SELECT", "UPDATE", "DELETE", "INSERT"]
+            .iter()
+            .any(|k| upper.starts_with(k))
+        {
+            continue;
+        }
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .and_then(|mut s| {
+                // Plans do not depend on the values; unbound parameters are NULL.
+                let nulls = vec![rusqlite::types::Null; s.parameter_count()];
+                s.query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))?
+                    .collect()
+            })
+            .unwrap_or_else(|e| panic!("explain {sql}: {e}"));
+        explained += 1;
+        assert!(
+            !plan.iter().any(|p| p.starts_with("SCAN jobs")),
+            "{sql}\nscans the jobs table: {plan:?}"
+        );
+    }
+    assert!(explained >= 25, "only {explained} statements were seen");
+}

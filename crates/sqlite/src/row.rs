@@ -1,0 +1,154 @@
+//! The `jobs` row: state codes, the column lists and their decoding into [`Job`] and
+//! [`Meta`], mirrored from `migrations/0001_init.sql`.
+
+use std::time::Duration;
+
+use delayq_core::{Backoff, Bytes, Error, Job, JobId, JobState, Result, Timestamp, Topic};
+use rusqlite::Row;
+
+/// Stored state codes (`jobs.state`).
+pub(crate) const DELAYED: i64 = 1;
+pub(crate) const READY: i64 = 2;
+pub(crate) const RESERVED: i64 = 3;
+pub(crate) const DEAD: i64 = 4;
+
+/// The code stored for a state.
+pub(crate) fn state_code(state: JobState) -> i64 {
+    match state {
+        JobState::Delayed => DELAYED,
+        JobState::Ready => READY,
+        JobState::Reserved => RESERVED,
+        JobState::Dead => DEAD,
+    }
+}
+
+/// The state of a stored code.
+pub(crate) fn state_of(code: i64) -> Result<JobState> {
+    Ok(match code {
+        DELAYED => JobState::Delayed,
+        READY => JobState::Ready,
+        RESERVED => JobState::Reserved,
+        DEAD => JobState::Dead,
+        other => return Err(Error::Internal(format!("unknown stored job state {other}"))),
+    })
+}
+
+/// The state a waiting job takes at `now`: ready when due, delayed before.
+pub(crate) fn waiting_state(ready_at: u64, now: u64) -> i64 {
+    if ready_at <= now { READY } else { DELAYED }
+}
+
+/// Every column a [`Job`] is read from, in [`job`]'s order.
+pub(crate) const JOB_COLS: &str = "id, state, priority, ready_at, seq, ttr_ms, max_attempts, \
+     attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, created_at, token, deadline, \
+     last_error, body";
+
+/// The columns of [`Meta`], in [`meta`]'s order.
+pub(crate) const META_COLS: &str = "jid, state, ready_at, ttr_ms, max_attempts, attempts, \
+     bo_base_ms, bo_factor, bo_max_ms, bo_jitter, token, deadline";
+
+/// What state changes need of a job: everything but its id, body and last error.
+#[derive(Clone, Debug)]
+pub(crate) struct Meta {
+    pub(crate) jid: i64,
+    pub(crate) state: i64,
+    pub(crate) ready_at: u64,
+    pub(crate) ttr_ms: u64,
+    pub(crate) max_attempts: u32,
+    pub(crate) attempts: u32,
+    pub(crate) backoff: Backoff,
+    pub(crate) token: u64,
+    pub(crate) deadline: u64,
+}
+
+/// Decodes [`META_COLS`] starting at column `at`.
+pub(crate) fn meta(r: &Row<'_>, at: usize) -> rusqlite::Result<Meta> {
+    Ok(Meta {
+        jid: r.get(at)?,
+        state: r.get(at + 1)?,
+        ready_at: r.get(at + 2)?,
+        ttr_ms: r.get(at + 3)?,
+        max_attempts: r.get(at + 4)?,
+        attempts: r.get(at + 5)?,
+        backoff: Backoff::from_parts(
+            r.get(at + 6)?,
+            r.get(at + 7)?,
+            r.get(at + 8)?,
+            r.get(at + 9)?,
+        ),
+        token: r.get(at + 10)?,
+        deadline: r.get(at + 11)?,
+    })
+}
+
+/// A job row as read, before its id is validated.
+pub(crate) struct RawJob {
+    pub(crate) id: String,
+    pub(crate) state: i64,
+    pub(crate) priority: u32,
+    pub(crate) ready_at: u64,
+    pub(crate) seq: u64,
+    pub(crate) ttr_ms: u64,
+    pub(crate) max_attempts: u32,
+    pub(crate) attempts: u32,
+    pub(crate) backoff: Backoff,
+    pub(crate) created_at: u64,
+    pub(crate) token: u64,
+    pub(crate) deadline: u64,
+    pub(crate) last_error: String,
+    pub(crate) body: Vec<u8>,
+}
+
+/// Decodes [`JOB_COLS`] starting at column `at`.
+pub(crate) fn job(r: &Row<'_>, at: usize) -> rusqlite::Result<RawJob> {
+    Ok(RawJob {
+        id: r.get(at)?,
+        state: r.get(at + 1)?,
+        priority: r.get(at + 2)?,
+        ready_at: r.get(at + 3)?,
+        seq: r.get(at + 4)?,
+        ttr_ms: r.get(at + 5)?,
+        max_attempts: r.get(at + 6)?,
+        attempts: r.get(at + 7)?,
+        backoff: Backoff::from_parts(
+            r.get(at + 8)?,
+            r.get(at + 9)?,
+            r.get(at + 10)?,
+            r.get(at + 11)?,
+        ),
+        created_at: r.get(at + 12)?,
+        token: r.get(at + 13)?,
+        deadline: r.get(at + 14)?,
+        last_error: r.get(at + 15)?,
+        body: r.get(at + 16)?,
+    })
+}
+
+impl RawJob {
+    /// The public job, in `state` (the listed or stored state).
+    pub(crate) fn into_job(self, topic: &Topic, state: JobState) -> Result<Job> {
+        let id = JobId::new(self.id)
+            .map_err(|e| Error::Internal(format!("a stored job id is invalid: {e}")))?;
+        Ok(Job {
+            topic: topic.clone(),
+            id,
+            body: Bytes::from(self.body),
+            state,
+            priority: self.priority,
+            ready_at: Timestamp::from_millis(self.ready_at),
+            ttr: Duration::from_millis(self.ttr_ms),
+            max_attempts: self.max_attempts,
+            backoff: self.backoff,
+            attempts: self.attempts,
+            created_at: Timestamp::from_millis(self.created_at),
+            deadline: (self.deadline > 0).then(|| Timestamp::from_millis(self.deadline)),
+            last_error: (!self.last_error.is_empty()).then_some(self.last_error),
+        })
+    }
+
+    /// The public job in its stored state.
+    pub(crate) fn into_stored_job(self, topic: &Topic) -> Result<Job> {
+        let state = state_of(self.state)?;
+        self.into_job(topic, state)
+    }
+}

@@ -1,0 +1,120 @@
+//! [`Tx`]: what one request sees while it runs inside the writer's transaction: the
+//! connection, the clock, topic lookups, the per-topic counter and the effects it records.
+
+use delayq_core::{Result, Topic};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::db_err;
+use crate::shared::{Effect, Shared};
+
+/// One request's view of the writer's transaction. Its writes are undone together (a
+/// savepoint) when the request fails; its effects are applied only after the commit.
+pub(crate) struct Tx<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) shared: &'a Shared,
+    /// The most expired leases and due jobs of a topic one tick moves.
+    pub(crate) tick_batch: usize,
+    effects: Vec<Effect>,
+    /// The `topics.seq` counters this request read or advanced: (tid, value, advanced).
+    seqs: Vec<(i64, u64, bool)>,
+}
+
+impl<'a> Tx<'a> {
+    pub(crate) fn new(conn: &'a Connection, shared: &'a Shared, tick_batch: usize) -> Self {
+        Tx {
+            conn,
+            shared,
+            tick_batch,
+            effects: Vec::new(),
+            seqs: Vec::new(),
+        }
+    }
+
+    /// Now on the engine clock, in milliseconds.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.shared.clock.now_ms()
+    }
+
+    /// Now on the engine clock, in microseconds.
+    pub(crate) fn now_us(&self) -> u64 {
+        self.shared.clock.now_us()
+    }
+
+    /// Records an effect of this request.
+    pub(crate) fn effect(&mut self, e: Effect) {
+        self.effects.push(e);
+    }
+
+    /// The id of an existing topic (committed, or created earlier in this transaction).
+    pub(crate) fn topic(&mut self, topic: &Topic) -> Result<Option<i64>> {
+        if let Some(tid) = self.shared.registry.tid(topic) {
+            return Ok(Some(tid));
+        }
+        self.conn
+            .prepare_cached("SELECT tid FROM topics WHERE name = ?1")
+            .and_then(|mut s| s.query_row([topic.as_str()], |r| r.get(0)).optional())
+            .map_err(|e| db_err("looking up a topic", e))
+    }
+
+    /// The id of a topic, creating it when it is new.
+    pub(crate) fn topic_or_create(&mut self, topic: &Topic) -> Result<i64> {
+        if let Some(tid) = self.topic(topic)? {
+            return Ok(tid);
+        }
+        self.conn
+            .prepare_cached("INSERT INTO topics (name, seq) VALUES (?1, 0)")
+            .and_then(|mut s| s.execute([topic.as_str()]))
+            .map_err(|e| db_err("creating a topic", e))?;
+        let tid = self.conn.last_insert_rowid();
+        self.effects.push(Effect::NewTopic(tid, topic.clone()));
+        Ok(tid)
+    }
+
+    /// The value the topic's counter would take next, without taking it.
+    pub(crate) fn peek_seq(&mut self, tid: i64) -> Result<u64> {
+        Ok(self.seq_slot(tid)?.1 + 1)
+    }
+
+    /// Advances the topic's counter and returns its new value (a push order or a lease token).
+    pub(crate) fn next_seq(&mut self, tid: i64) -> Result<u64> {
+        let slot = self.seq_slot(tid)?;
+        slot.1 += 1;
+        slot.2 = true;
+        Ok(slot.1)
+    }
+
+    fn seq_slot(&mut self, tid: i64) -> Result<&mut (i64, u64, bool)> {
+        let pos = match self.seqs.iter().position(|s| s.0 == tid) {
+            Some(pos) => pos,
+            None => {
+                let seq: u64 = self
+                    .conn
+                    .prepare_cached("SELECT seq FROM topics WHERE tid = ?1")
+                    .and_then(|mut s| s.query_row([tid], |r| r.get(0)))
+                    .map_err(|e| db_err("reading a topic counter", e))?;
+                self.seqs.push((tid, seq, false));
+                self.seqs.len() - 1
+            }
+        };
+        Ok(&mut self.seqs[pos])
+    }
+
+    /// Writes the advanced counters back; called once when the request succeeded.
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        for &(tid, seq, advanced) in &self.seqs {
+            if advanced {
+                self.conn
+                    .prepare_cached("UPDATE topics SET seq = ?1 WHERE tid = ?2")
+                    .and_then(|mut s| s.execute(params![seq, tid]))
+                    .map_err(|e| db_err("advancing a topic counter", e))?;
+            }
+        }
+        self.seqs.clear();
+        Ok(())
+    }
+
+    /// The effects recorded so far.
+    pub(crate) fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+}

@@ -1,0 +1,344 @@
+//! The writer thread: the one connection that writes, and the engine's timer.
+//!
+//! It sleeps on its request channel until a request arrives or the timer index's earliest
+//! entry is due (never polling). Then it drains up to `max_group` pending requests and runs
+//! them all in one `BEGIN IMMEDIATE … COMMIT` (group commit): first what time made due
+//! (expired leases, due jobs), then each request in its own savepoint, so a request that
+//! fails leaves no trace while the others commit. Callers are answered only after the
+//! commit, so an acknowledged write is on disk; if the commit fails, every request of the
+//! group gets [`Error::Unavailable`].
+//!
+//! In memory mode, reads run here too, after the group's commit.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+use delayq_core::{Error, Result};
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use crate::error::db_err;
+use crate::ops::tick::tick_topic;
+use crate::shared::{Effect, Shared};
+use crate::tx::Tx;
+
+/// How long the writer leaves due timers alone after a tick or a commit failed, so that a
+/// lasting failure (a full disk) does not turn into a busy loop.
+const TICK_PAUSE: Duration = Duration::from_secs(1);
+
+/// A request to the writer thread.
+pub(crate) enum Request {
+    /// A write, run in the next group transaction.
+    Write(Box<dyn WriteWork>),
+    /// A read on the writer's connection (memory mode), run after the group's commit.
+    Read(Box<dyn FnOnce(&Connection) + Send>),
+}
+
+/// A write request: run inside the group transaction, answered after it ends.
+pub(crate) trait WriteWork: Send {
+    /// Runs the request (again, if its group had to start over); returns whether its
+    /// writes are to be kept.
+    fn run(&mut self, tx: &mut Tx<'_>) -> bool;
+    /// Answers the caller: the group committed (`None`), or failed for this reason.
+    fn answer(self: Box<Self>, failed: Option<&str>);
+}
+
+/// A write request made of a function on [`Tx`] and the channel its answer goes to. The
+/// function may run more than once: when another request of its group loses the
+/// transaction, the group runs again without that request.
+pub(crate) struct Call<T, F> {
+    f: F,
+    out: Option<Result<T>>,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> Call<T, F> {
+    pub(crate) fn new(f: F, reply: oneshot::Sender<Result<T>>) -> Self {
+        Call {
+            f,
+            out: None,
+            reply,
+        }
+    }
+}
+
+impl<T, F> WriteWork for Call<T, F>
+where
+    T: Send,
+    F: Fn(&mut Tx<'_>) -> Result<T> + Send,
+{
+    fn run(&mut self, tx: &mut Tx<'_>) -> bool {
+        let out = (self.f)(tx).and_then(|v| tx.flush().map(|()| v));
+        let ok = out.is_ok();
+        self.out = Some(out);
+        ok
+    }
+
+    fn answer(self: Box<Self>, failed: Option<&str>) {
+        let out = match (self.out, failed) {
+            (Some(Ok(v)), None) => Ok(v),
+            // A refused request wrote nothing: its own error stands whatever the group did.
+            (Some(Err(e)), _) => Err(e),
+            (_, Some(why)) => Err(Error::Unavailable {
+                message: format!("the write was not committed: {why}"),
+                source: None,
+            }),
+            (None, None) => Err(Error::Internal(
+                "a write request was answered without being run".into(),
+            )),
+        };
+        // The caller may have gone away (a dropped future); its answer is then not needed.
+        let _ = self.reply.send(out);
+    }
+}
+
+/// The writer: its connection, the shared state and the group-commit settings.
+pub(crate) struct Writer {
+    pub(crate) conn: Connection,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) tick_batch: usize,
+    pub(crate) max_group: usize,
+    /// Due timers are left alone until then after a failed tick.
+    pub(crate) tick_pause: Option<Instant>,
+}
+
+impl Writer {
+    /// Serves requests until every sender is gone, then returns (closing the connection).
+    pub(crate) fn run(mut self, rx: Receiver<Request>) {
+        loop {
+            let first = match self.wake_at() {
+                None => match rx.recv() {
+                    Ok(r) => Some(r),
+                    Err(_) => return,
+                },
+                Some(at) => match at.checked_duration_since(Instant::now()) {
+                    None => None,
+                    Some(wait) if wait.is_zero() => None,
+                    Some(wait) => match rx.recv_timeout(wait) {
+                        Ok(r) => Some(r),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    },
+                },
+            };
+            let mut batch: Vec<Request> = first.into_iter().collect();
+            let mut closed = false;
+            while batch.len() < self.max_group {
+                match rx.try_recv() {
+                    Ok(r) => batch.push(r),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+            self.process(batch);
+            if closed {
+                return;
+            }
+        }
+    }
+
+    /// When the timer must fire: the earliest timer entry, or the end of a tick pause.
+    fn wake_at(&self) -> Option<Instant> {
+        let earliest = self.shared.timers().earliest()?;
+        let at = self.shared.clock.instant_of(earliest);
+        Some(match self.tick_pause {
+            Some(pause) if pause > at => pause,
+            _ => at,
+        })
+    }
+
+    /// Runs one group: what is due and every write in one transaction, then the reads.
+    fn process(&mut self, batch: Vec<Request>) {
+        let now = self.shared.clock.now_ms();
+        if self.tick_pause.is_some_and(|p| p <= Instant::now()) {
+            self.tick_pause = None;
+        }
+        let mut due: Vec<i64> = Vec::new();
+        if self.tick_pause.is_none() {
+            for (tid, _) in self.shared.timers().due(now) {
+                if !due.contains(&tid) {
+                    due.push(tid);
+                }
+            }
+        }
+        let mut writes = Vec::new();
+        let mut reads = Vec::new();
+        for r in batch {
+            match r {
+                Request::Write(w) => writes.push(w),
+                Request::Read(r) => reads.push(r),
+            }
+        }
+        if !writes.is_empty() || !due.is_empty() {
+            self.commit_group(now, &due, writes);
+        }
+        for read in reads {
+            read(&self.conn);
+        }
+    }
+
+    /// Commits `writes` (and what is due) in one transaction and answers them. When SQLite
+    /// loses the transaction while a request runs (a full disk, an I/O error), that request
+    /// is answered with its error and the others run again in a new transaction, so one
+    /// failing request does not fail its whole group.
+    fn commit_group(&mut self, now: u64, due: &[i64], writes: Vec<Box<dyn WriteWork>>) {
+        let mut pending = writes;
+        loop {
+            match self.try_group(now, due, &mut pending) {
+                Group::Committed(effects) => {
+                    self.shared.apply(effects);
+                    for w in pending {
+                        w.answer(None);
+                    }
+                    return;
+                }
+                Group::Failed(why) => {
+                    // The due timers were not moved on: leave them alone for a while rather
+                    // than retry a failing commit in a loop.
+                    self.tick_pause = Some(Instant::now() + TICK_PAUSE);
+                    for w in pending {
+                        w.answer(Some(&why));
+                    }
+                    return;
+                }
+                Group::Lost { at, why } => {
+                    pending.remove(at).answer(Some(&why));
+                    if pending.is_empty() && due.is_empty() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One attempt at a group transaction.
+    fn try_group(&mut self, now: u64, due: &[i64], pending: &mut [Box<dyn WriteWork>]) -> Group {
+        if !self.conn.is_autocommit() {
+            // Only a bug could leave a transaction open here; start clean rather than
+            // commit someone else's half.
+            self.rollback();
+        }
+        let mut effects = Vec::new();
+        let mut begun = self.sql("BEGIN IMMEDIATE");
+        if begun.is_ok() && !due.is_empty() {
+            self.tick(now, due, &mut effects);
+            if self.conn.is_autocommit() {
+                // The failed tick took the transaction with it: start the requests' own.
+                effects.clear();
+                begun = self.sql("BEGIN IMMEDIATE");
+            }
+        }
+        if let Err(e) = begun {
+            return Group::Failed(reason(db_err("starting a transaction", e)));
+        }
+        for (at, w) in pending.iter_mut().enumerate() {
+            match self.run_one(w.as_mut(), &mut effects) {
+                Ok(()) => {}
+                Err(Run::Lost(why)) => {
+                    self.rollback();
+                    return Group::Lost { at, why };
+                }
+                Err(Run::Failed(why)) => {
+                    self.rollback();
+                    return Group::Failed(why);
+                }
+            }
+        }
+        match self.sql("COMMIT") {
+            Ok(()) => Group::Committed(effects),
+            Err(e) => {
+                self.rollback();
+                Group::Failed(reason(db_err("committing", e)))
+            }
+        }
+    }
+
+    /// Runs one write in its own savepoint.
+    fn run_one(&self, w: &mut dyn WriteWork, effects: &mut Vec<Effect>) -> Result<(), Run> {
+        let failed = |e| Run::Failed(reason(db_err("running a write", e)));
+        self.sql("SAVEPOINT w").map_err(failed)?;
+        let mut tx = Tx::new(&self.conn, &self.shared, self.tick_batch);
+        let keep = w.run(&mut tx);
+        if self.conn.is_autocommit() {
+            return Err(Run::Lost(
+                "SQLite rolled the transaction back after an error".into(),
+            ));
+        }
+        if keep {
+            effects.extend(tx.take_effects());
+        } else {
+            self.sql("ROLLBACK TO w").map_err(failed)?;
+        }
+        self.sql("RELEASE w").map_err(failed)
+    }
+
+    /// Applies what time made due in the topics `due`, in a savepoint of its own: a failure
+    /// is logged and retried after [`TICK_PAUSE`] without failing the group's requests.
+    fn tick(&mut self, now: u64, due: &[i64], effects: &mut Vec<Effect>) {
+        if let Err(e) = self.sql("SAVEPOINT t") {
+            tracing::error!(error = %e, "cannot start applying due jobs and expired leases");
+            self.tick_pause = Some(Instant::now() + TICK_PAUSE);
+            return;
+        }
+        let mut tx = Tx::new(&self.conn, &self.shared, self.tick_batch);
+        let done = due
+            .iter()
+            .try_for_each(|&tid| tick_topic(&mut tx, tid, now, self.tick_batch))
+            .and_then(|()| tx.flush());
+        match done {
+            Ok(()) => effects.extend(tx.take_effects()),
+            Err(e) => {
+                tracing::error!(error = %e, "applying due jobs and expired leases failed; retrying in 1 s");
+                self.tick_pause = Some(Instant::now() + TICK_PAUSE);
+                if !self.conn.is_autocommit() {
+                    let _ = self.sql("ROLLBACK TO t");
+                }
+            }
+        }
+        if !self.conn.is_autocommit() {
+            let _ = self.sql("RELEASE t");
+        }
+    }
+
+    fn rollback(&self) {
+        if !self.conn.is_autocommit()
+            && let Err(e) = self.sql("ROLLBACK")
+        {
+            tracing::error!(error = %e, "rolling back a failed group commit failed");
+        }
+    }
+
+    fn sql(&self, sql: &str) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(sql)?.execute([]).map(|_| ())
+    }
+}
+
+/// How one attempt at a group transaction ended.
+enum Group {
+    /// Committed, with the effects to apply.
+    Committed(Vec<Effect>),
+    /// Failed as a whole (begin or commit failed): every request gets this reason.
+    Failed(String),
+    /// SQLite lost the transaction while request `at` ran.
+    Lost { at: usize, why: String },
+}
+
+/// How running one request in its savepoint went wrong.
+enum Run {
+    /// The transaction is gone (SQLite rolled it back after the request's error).
+    Lost(String),
+    /// A savepoint statement failed.
+    Failed(String),
+}
+
+/// The message of an error, for answering every request of a failed group.
+fn reason(e: Error) -> String {
+    match e {
+        Error::Unavailable { message, .. } => message,
+        other => other.to_string(),
+    }
+}
