@@ -1,0 +1,190 @@
+//! [`WorkerConfig`]: concurrency, long-poll, renewal, shutdown and retry settings, checked
+//! once when the worker is built.
+
+use std::time::Duration;
+
+use delayq_core::limits::MAX_WAIT;
+use delayq_core::{DeliveryMode, Error, Result};
+
+/// The largest accepted concurrency.
+pub const MAX_CONCURRENCY: usize = 100_000;
+/// The shortest accepted reserve wait: a worker long-polls, it never polls in a loop.
+pub const MIN_WAIT: Duration = Duration::from_millis(100);
+/// The accepted range of [`WorkerConfig::renew_fraction`]: more often would touch the lease
+/// in a tight loop, later would leave too little of the lease to renew in time.
+pub const RENEW_FRACTION_RANGE: std::ops::RangeInclusive<f64> = 0.05..=0.75;
+
+/// How a [`crate::Worker`] runs. Start from [`WorkerConfig::default`] and change what you
+/// need with the `with_*` setters.
+///
+/// ```
+/// use std::time::Duration;
+/// use delayq_worker::WorkerConfig;
+///
+/// let config = WorkerConfig::default()
+///     .with_concurrency(32)
+///     .with_grace(Duration::from_secs(10));
+/// assert_eq!(config.concurrency, 32);
+/// assert_eq!(config.wait, Duration::from_secs(5));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct WorkerConfig {
+    /// The most handlers running at once (default 10, at most 100,000). The worker never
+    /// holds more deliveries than this: a reserve asks for at most the free slots.
+    pub concurrency: usize,
+    /// How long one reserve waits for a job before asking again (default 5 s; 100 ms to 1 h).
+    /// Waiting is event-driven in the engine; this only bounds one request. Shutdown does
+    /// not wait for it: an open reserve is abandoned.
+    pub wait: Duration,
+    /// At-least-once (the default: leases, acks, renewal, retries) or at-most-once.
+    ///
+    /// **At-most-once loses jobs**: the engine removes each job as it hands it out, so a
+    /// handler that fails or panics, a worker that crashes or is killed, and a shutdown
+    /// that ends while handlers run all lose the jobs involved; failures are logged and
+    /// counted in [`crate::Report::dropped`], never retried. Use it only when losing a job
+    /// is better than running it twice.
+    pub mode: DeliveryMode,
+    /// When to renew a running job's lease, as a fraction of its ttr (default 1/3: a job
+    /// with a 30 s ttr is touched every 10 s; 0.05 to 0.75).
+    pub renew_fraction: f64,
+    /// The most a lease is extended beyond its first deadline by renewals (default 1 h).
+    /// After that the worker stops renewing and fires the job's cancellation token; the
+    /// handler has the rest of the lease to finish. Zero disables renewal, so a handler
+    /// runs at most one ttr.
+    pub max_extension: Duration,
+    /// How long shutdown waits for running handlers before it cancels them and releases
+    /// their jobs (default 20 s). After it, a handler gets 1 s more to return once its token
+    /// fired, and releasing takes one round trip: keep the sum below your orchestrator's kill
+    /// timeout (Kubernetes: 30 s).
+    pub grace: Duration,
+    /// The first pause after the engine is unavailable (default 100 ms). It doubles after
+    /// each failure up to [`WorkerConfig::retry_max`] and resets after a success.
+    pub retry_initial: Duration,
+    /// The longest pause between attempts while the engine is unavailable (default 5 s).
+    pub retry_max: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            concurrency: 10,
+            wait: Duration::from_secs(5),
+            mode: DeliveryMode::AtLeastOnce,
+            renew_fraction: 1.0 / 3.0,
+            max_extension: Duration::from_secs(3600),
+            grace: Duration::from_secs(20),
+            retry_initial: Duration::from_millis(100),
+            retry_max: Duration::from_secs(5),
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// Sets the most handlers running at once.
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// Sets how long one reserve waits.
+    pub fn with_wait(mut self, wait: Duration) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// Sets the delivery mode (see [`WorkerConfig::mode`]: at-most-once loses jobs).
+    pub fn with_mode(mut self, mode: DeliveryMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets when a lease is renewed, as a fraction of the ttr.
+    pub fn with_renew_fraction(mut self, fraction: f64) -> Self {
+        self.renew_fraction = fraction;
+        self
+    }
+
+    /// Sets the most a lease is extended by renewals.
+    pub fn with_max_extension(mut self, d: Duration) -> Self {
+        self.max_extension = d;
+        self
+    }
+
+    /// Sets the shutdown grace period.
+    pub fn with_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Sets the pauses while the engine is unavailable.
+    pub fn with_retry(mut self, initial: Duration, max: Duration) -> Self {
+        self.retry_initial = initial;
+        self.retry_max = max;
+        self
+    }
+
+    /// Checks the ranges; [`Error::InvalidConfig`] says what to change.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Err(Error::InvalidConfig { reason });
+        if self.concurrency == 0 || self.concurrency > MAX_CONCURRENCY {
+            return bad(format!(
+                "worker concurrency {} is outside 1 to {MAX_CONCURRENCY}",
+                self.concurrency
+            ));
+        }
+        if self.wait < MIN_WAIT || self.wait > MAX_WAIT {
+            return bad(format!(
+                "worker wait of {} ms is outside 100 ms to 1 h (the engine wakes a waiting reserve as soon as a job is due, so a long wait costs nothing)",
+                self.wait.as_millis()
+            ));
+        }
+        if !RENEW_FRACTION_RANGE.contains(&self.renew_fraction) {
+            return bad(format!(
+                "worker renew_fraction {} is outside 0.05 to 0.75 (1/3 renews three times per ttr)",
+                self.renew_fraction
+            ));
+        }
+        if self.retry_initial.is_zero() || self.retry_initial > self.retry_max {
+            return bad(format!(
+                "worker retry pauses must satisfy 0 < initial ({} ms) <= max ({} ms)",
+                self.retry_initial.as_millis(),
+                self.retry_max.as_millis()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert!(WorkerConfig::default().validate().is_ok());
+    }
+
+    #[test]
+    fn out_of_range_is_refused() {
+        let d = WorkerConfig::default;
+        let bad = [
+            d().with_concurrency(0),
+            d().with_concurrency(MAX_CONCURRENCY + 1),
+            d().with_wait(MAX_WAIT + Duration::from_millis(1)),
+            d().with_wait(Duration::ZERO),
+            d().with_renew_fraction(0.0),
+            d().with_renew_fraction(0.01),
+            d().with_renew_fraction(0.9),
+            d().with_renew_fraction(f64::NAN),
+            d().with_retry(Duration::ZERO, Duration::from_secs(1)),
+            d().with_retry(Duration::from_secs(2), Duration::from_secs(1)),
+        ];
+        for c in bad {
+            assert!(
+                matches!(c.validate(), Err(Error::InvalidConfig { .. })),
+                "{c:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The runtime's timing and outcome rules under paused tokio time, against the scripted
+//! [`FakeEngine`]: renewal and its limit, lease loss, the back-off of the reserve loop,
+//! at-most-once, and what shutdown acks or releases.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use delayq_core::{DeliveryMode, Error};
+use tokio::time::{Instant, sleep};
+
+use crate::fake::FakeEngine;
+use crate::{CancelReason, Handler, Job, JobError, Json, Payload, Report, Worker, WorkerConfig};
+
+const SEC: Duration = Duration::from_secs(1);
+
+async fn run_for<P: Payload, H: Handler<P>>(
+    engine: &FakeEngine,
+    config: WorkerConfig,
+    handler: H,
+    shutdown_after: Duration,
+) -> Report {
+    let worker = Worker::with_config(engine.clone(), [FakeEngine::topic()], config, handler)
+        .unwrap_or_else(|e| panic!("{e}"));
+    worker.run(sleep(shutdown_after)).await
+}
+
+/// When (since the handler started) and why each job's token fired.
+type Fired = Arc<Mutex<Vec<(String, Duration, Option<CancelReason>)>>>;
+
+fn record(fired: &Fired, job: &Job<Bytes>, since: Instant) {
+    let mut f = fired
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    f.push((job.id().to_string(), since.elapsed(), job.cancel_reason()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn renewal_stops_at_the_limit_then_the_lease_end_stops_the_handler() {
+    let engine = FakeEngine::default();
+    engine.deliver("long", 3 * SEC, true);
+    let fired = Fired::default();
+    let f = fired.clone();
+    let handler = move |job: Job<Bytes>| {
+        let f = f.clone();
+        async move {
+            let start = Instant::now();
+            job.cancelled().await;
+            record(&f, &job, start);
+            std::future::pending::<()>().await; // Ignores its token.
+            Ok::<(), JobError>(())
+        }
+    };
+    let config = WorkerConfig::default().with_max_extension(2 * SEC);
+    let started = Instant::now();
+    let report = run_for(&engine, config, handler, 20 * SEC).await;
+
+    let c = engine.calls();
+    let touches: Vec<Duration> = c.touches.iter().map(|t| *t - started).collect();
+    // Every third of the 3 s ttr (less the 60 ms reply margin), while a touch keeps the
+    // lease within 2 s beyond its first end.
+    assert_eq!(
+        touches,
+        vec![Duration::from_millis(940), Duration::from_millis(1940)]
+    );
+    let fired = fired
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    assert_eq!(fired.len(), 1);
+    assert_eq!(fired[0].1, Duration::from_millis(2940));
+    assert_eq!(fired[0].2, Some(CancelReason::RenewalLimit));
+    assert!(c.acks.is_empty() && c.nacks.is_empty());
+    assert!(c.releases.is_empty(), "a lease that ended is not released");
+    assert_eq!((report.failed, report.unfinished), (1, 0), "{report:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_lease_fires_the_token_and_is_never_settled() {
+    let engine = FakeEngine::default();
+    engine.deliver("lost", 3 * SEC, true);
+    engine.answer_touches([Err(Error::LeaseLost {
+        topic: FakeEngine::topic(),
+        id: delayq_core::JobId::new("lost").unwrap_or_else(|e| panic!("{e}")),
+    })]);
+    let fired = Fired::default();
+    let f = fired.clone();
+    let handler = move |job: Job<Bytes>| {
+        let f = f.clone();
+        async move {
+            let start = Instant::now();
+            job.cancelled().await;
+            record(&f, &job, start);
+            Ok::<(), JobError>(()) // Returns at once: still not acked.
+        }
+    };
+    let report = run_for(&engine, WorkerConfig::default(), handler, 10 * SEC).await;
+
+    let fired = fired
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    assert_eq!(fired[0].2, Some(CancelReason::LeaseLost));
+    let c = engine.calls();
+    assert_eq!(c.touches.len(), 1);
+    assert!(c.acks.is_empty() && c.nacks.is_empty());
+    assert_eq!((report.acked, report.failed), (0, 1), "{report:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn outcomes_map_to_ack_nack_and_bury() {
+    let engine = FakeEngine::default();
+    for id in ["ok", "plain", "later", "perm", "panic"] {
+        engine.deliver(id, 30 * SEC, true);
+    }
+    let handler = |job: Job<Bytes>| async move {
+        match job.id().as_str() {
+            "ok" => Ok(()),
+            "plain" => Err(JobError::from(std::io::Error::other("reset"))),
+            "later" => Err(JobError::retry_after(7 * SEC, "busy")),
+            "perm" => Err(JobError::permanent("bad input")),
+            _ => panic!("boom"),
+        }
+    };
+    let report = run_for(&engine, WorkerConfig::default(), handler, 5 * SEC).await;
+
+    let c = engine.calls();
+    assert_eq!(
+        c.acks.iter().map(|i| i.as_str()).collect::<Vec<_>>(),
+        ["ok"]
+    );
+    let mut nacks: Vec<(String, Option<Duration>, Option<String>)> = c
+        .nacks
+        .iter()
+        .map(|(i, n)| (i.to_string(), n.delay, n.reason.clone()))
+        .collect();
+    nacks.sort();
+    assert_eq!(
+        nacks,
+        vec![
+            ("later".into(), Some(7 * SEC), Some("busy".into())),
+            ("panic".into(), None, Some("handler panicked: boom".into())),
+            ("plain".into(), None, Some("reset".into())),
+        ]
+    );
+    assert_eq!(c.buries.len(), 1);
+    assert_eq!(c.buries[0].1.as_deref(), Some("bad input"));
+    assert_eq!(
+        (report.acked, report.retried, report.buried),
+        (1, 3, 1),
+        "{report:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_undecodable_body_is_buried_without_calling_the_handler() {
+    let engine = FakeEngine::default();
+    engine.deliver("garbled", 30 * SEC, true); // Its body, "body", is not JSON.
+    let calls = Arc::new(Mutex::new(0));
+    let n = calls.clone();
+    let handler = move |_job: Job<Json<u64>>| {
+        *n.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        async move { Ok::<(), JobError>(()) }
+    };
+    let report = run_for(&engine, WorkerConfig::default(), handler, 5 * SEC).await;
+
+    assert_eq!(
+        *calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+        0
+    );
+    let c = engine.calls();
+    assert_eq!(c.buries.len(), 1, "{report:?}");
+    let reason = c.buries[0].1.clone().unwrap_or_default();
+    assert!(
+        reason.starts_with(
+            "payload did not decode: cannot decode the job body (4 bytes) as JSON into u64"
+        ),
+        "{reason}"
+    );
+    assert_eq!(report.buried, 1, "{report:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unavailable_engine_is_retried_with_a_capped_back_off() {
+    let engine = FakeEngine::default();
+    engine.fail_reserves();
+    let handler = |_job: Job<Bytes>| async move { Ok::<(), JobError>(()) };
+    let config = WorkerConfig::default().with_retry(Duration::from_millis(100), 2 * SEC);
+    let started = Instant::now();
+    run_for(&engine, config, handler, 10 * SEC).await;
+
+    let c = engine.calls();
+    let at: Vec<u128> = c
+        .reserves
+        .iter()
+        .map(|t| (*t - started).as_millis())
+        .collect();
+    // 100 ms, doubling, capped at 2 s: no spinning.
+    assert_eq!(at, vec![0, 100, 300, 700, 1500, 3100, 5100, 7100, 9100]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_most_once_never_touches_leases_and_counts_failures_as_dropped() {
+    let engine = FakeEngine::default();
+    engine.deliver("fine", 3 * SEC, false);
+    engine.deliver("fails", 3 * SEC, false);
+    let handler = |job: Job<Bytes>| async move {
+        sleep(5 * SEC).await; // Longer than the ttr: nothing renews, nothing expires.
+        match job.id().as_str() {
+            "fine" => Ok(()),
+            _ => Err(JobError::retry("no retry in at-most-once")),
+        }
+    };
+    let config = WorkerConfig::default().with_mode(DeliveryMode::AtMostOnce);
+    let report = run_for(&engine, config, handler, 10 * SEC).await;
+
+    let c = engine.calls();
+    assert!(c.touches.is_empty() && c.acks.is_empty() && c.nacks.is_empty());
+    assert!(c.buries.is_empty() && c.releases.is_empty());
+    assert_eq!((report.acked, report.dropped), (1, 1), "{report:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_acks_what_finishes_and_releases_the_rest() {
+    let engine = FakeEngine::default();
+    for id in ["finishes", "obeys", "stubborn"] {
+        engine.deliver(id, 30 * SEC, true);
+    }
+    let fired = Fired::default();
+    let f = fired.clone();
+    let handler = move |job: Job<Bytes>| {
+        let f = f.clone();
+        async move {
+            let start = Instant::now();
+            match job.id().as_str() {
+                "finishes" => {
+                    sleep(2 * SEC).await; // Within the grace period.
+                    return Ok(());
+                }
+                "obeys" => {
+                    job.cancelled().await;
+                    record(&f, &job, start);
+                    return Err(JobError::retry("cancelled"));
+                }
+                _ => {
+                    job.cancelled().await;
+                    record(&f, &job, start);
+                    std::future::pending::<()>().await;
+                }
+            }
+            Ok::<(), JobError>(())
+        }
+    };
+    let config = WorkerConfig::default().with_grace(3 * SEC);
+    let report = run_for(&engine, config, handler, SEC).await;
+
+    let mut released: Vec<String> = report.released.iter().map(|(_, i)| i.to_string()).collect();
+    released.sort();
+    assert_eq!(released, ["obeys", "stubborn"], "{report:?}");
+    assert_eq!(
+        (report.acked, report.retried, report.unfinished),
+        (1, 0, 0),
+        "{report:?}"
+    );
+    let fired = fired
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Shutdown at 1 s, then the 3 s grace period.
+    assert!(
+        fired
+            .iter()
+            .all(|(_, at, why)| *at == 4 * SEC && *why == Some(CancelReason::Shutdown)),
+        "{fired:?}"
+    );
+    let c = engine.calls();
+    assert_eq!(c.acks.len(), 1);
+    assert!(c.nacks.is_empty());
+}

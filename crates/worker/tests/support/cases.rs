@@ -1,0 +1,584 @@
+//! The worker cases, each an async function generic over the [`Backend`]. Waits are bounded
+//! and poll the engine; no case asserts speed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use delayq_core::{Backoff, Engine, JobState, NewJob, Reserve, Topic};
+use delayq_worker::{
+    CancelReason, Handler, Job, JobError, Json, Payload, Report, Worker, WorkerConfig,
+};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::counting::{ACKED, Counting};
+use super::{Backend, eventually, id, topic, within};
+
+/// The environment variable that turns a test process into the child worker of
+/// [`killed_worker_jobs_come_back_after_the_ttr`]; its value is the store's address.
+const CHILD_ENV: &str = "DELAYQ_WORKER_TEST_CHILD";
+/// The prefix of the line the child prints when it starts holding a slow job.
+const HOLDING: &str = "DELAYQ-HOLDING ";
+
+const LONG: Duration = Duration::from_secs(30);
+
+/// A worker running in a background task until [`Running::stop`].
+struct Running {
+    stop: oneshot::Sender<()>,
+    report: JoinHandle<Report>,
+}
+
+impl Running {
+    fn start<E, P, H>(worker: Worker<E, P, H>) -> Self
+    where
+        E: Engine,
+        P: Payload,
+        H: Handler<P>,
+    {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let report = tokio::spawn(worker.run(async move {
+            let _ = stopped.await;
+        }));
+        Running { stop, report }
+    }
+
+    async fn stop(self) -> Report {
+        let _ = self.stop.send(());
+        within(LONG, "the worker to stop", self.report)
+            .await
+            .unwrap()
+    }
+}
+
+/// What handlers saw: every call's (id, attempt), how many run at once, why tokens fired.
+#[derive(Clone, Default)]
+struct Probe(Arc<ProbeState>);
+
+#[derive(Default)]
+struct ProbeState {
+    running: AtomicUsize,
+    max_running: AtomicUsize,
+    finished: AtomicUsize,
+    calls: Mutex<Vec<(String, u32)>>,
+    cancelled: Mutex<Vec<Option<CancelReason>>>,
+}
+
+impl Probe {
+    fn begin<P>(&self, job: &Job<P>) {
+        let s = &self.0;
+        s.calls
+            .lock()
+            .unwrap()
+            .push((job.id().to_string(), job.attempt()));
+        let now = s.running.fetch_add(1, Ordering::SeqCst) + 1;
+        s.max_running.fetch_max(now, Ordering::SeqCst);
+    }
+
+    fn end(&self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+        self.0.finished.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn cancelled<P>(&self, job: &Job<P>) {
+        self.0.cancelled.lock().unwrap().push(job.cancel_reason());
+    }
+
+    fn calls(&self) -> Vec<(String, u32)> {
+        self.0.calls.lock().unwrap().clone()
+    }
+
+    fn attempts(&self, id: &str) -> Vec<u32> {
+        let calls = self.calls();
+        calls
+            .iter()
+            .filter(|(i, _)| i == id)
+            .map(|&(_, a)| a)
+            .collect()
+    }
+
+    fn max_running(&self) -> usize {
+        self.0.max_running.load(Ordering::SeqCst)
+    }
+
+    fn finished(&self) -> usize {
+        self.0.finished.load(Ordering::SeqCst)
+    }
+}
+
+fn config(concurrency: usize) -> WorkerConfig {
+    WorkerConfig::default().with_concurrency(concurrency)
+}
+
+async fn push_ids<E: Engine>(e: &E, t: &Topic, ids: impl IntoIterator<Item = String>) {
+    for name in ids {
+        let job = NewJob::new(t.clone(), format!("body of {name}")).with_id(id(&name));
+        e.push(job).await.unwrap();
+    }
+}
+
+/// Jobs of `t` in any state.
+async fn remaining<E: Engine>(e: &E, t: &Topic) -> u64 {
+    let s = e.stats(t).await.unwrap();
+    s.delayed + s.ready + s.reserved + s.dead
+}
+
+/// Waits until every job of `t` is gone (acked).
+async fn all_acked<E: Engine>(e: &E, t: &Topic) {
+    eventually(LONG, "every job to be acked", || async {
+        remaining(e, t).await == 0
+    })
+    .await;
+}
+
+async fn state<E: Engine>(e: &E, t: &Topic, name: &str) -> Option<JobState> {
+    e.get(t, &id(name)).await.unwrap().map(|j| j.state)
+}
+
+/// Never more handlers run at once than the concurrency (counted inside the handlers),
+/// and the limit is reached when enough jobs are ready.
+pub async fn concurrency_limit_is_never_exceeded<B: Backend>(_name: &str) {
+    const JOBS: usize = 24;
+    const LIMIT: usize = 4;
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("concurrency");
+    push_ids(&e, &t, (0..JOBS).map(|i| format!("j{i}"))).await;
+
+    let probe = Probe::default();
+    let p = probe.clone();
+    let handler = move |job: Job<Bytes>| {
+        let p = p.clone();
+        async move {
+            p.begin(&job);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            p.end();
+            Ok::<(), JobError>(())
+        }
+    };
+    let worker = Running::start(
+        Worker::with_config(e.clone(), [t.clone()], config(LIMIT), handler).unwrap(),
+    );
+    all_acked(&e, &t).await;
+    let report = worker.stop().await;
+
+    assert_eq!(probe.max_running(), LIMIT, "handlers running at once");
+    assert_eq!(probe.finished(), JOBS);
+    assert_eq!(report.acked, JOBS as u64, "{report:?}");
+    assert_eq!(
+        report.failed + report.retried + report.buried,
+        0,
+        "{report:?}"
+    );
+}
+
+/// The worker never holds more deliveries (reserved, not yet settled) than its concurrency,
+/// and never asks a reserve for more: prefetch is bounded by free slots, including while
+/// some jobs fail and are nacked.
+pub async fn prefetch_never_exceeds_free_slots<B: Backend>(_name: &str) {
+    const JOBS: usize = 30;
+    const LIMIT: usize = 3;
+    let b = B::start().await;
+    let e = Counting::new(b.open().await);
+    let counts = e.counts();
+    let t = topic("prefetch");
+    push_ids(&e, &t, (0..JOBS).map(|i| format!("j{i}"))).await;
+
+    let handler = |job: Job<Bytes>| async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let every_fifth = job
+            .id()
+            .as_str()
+            .trim_start_matches('j')
+            .parse::<usize>()
+            .unwrap()
+            % 5
+            == 0;
+        if every_fifth && job.attempt() == 1 {
+            return Err(JobError::retry_after(Duration::ZERO, "fails once"));
+        }
+        Ok(())
+    };
+    let worker = Running::start(
+        Worker::with_config(e.clone(), [t.clone()], config(LIMIT), handler).unwrap(),
+    );
+    all_acked(&e, &t).await;
+    let report = worker.stop().await;
+
+    assert_eq!(counts.max_held(), LIMIT as i64, "deliveries held at once");
+    assert!(
+        counts.max_asked() <= LIMIT,
+        "a reserve asked for {}",
+        counts.max_asked()
+    );
+    assert_eq!(counts.held(), 0, "deliveries still held after shutdown");
+    assert_eq!(report.acked, JOBS as u64, "{report:?}");
+    assert_eq!(report.retried, (JOBS / 5) as u64, "{report:?}");
+}
+
+/// A panicking handler is a failed attempt: nacked with "handler panicked: ...", retried
+/// with the back-off, dead after max attempts; the worker keeps taking jobs.
+pub async fn panic_retries_then_dead_and_the_worker_carries_on<B: Backend>(_name: &str) {
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("panics");
+    let bad = NewJob::new(t.clone(), "x")
+        .with_id(id("bad"))
+        .with_max_attempts(3)
+        .with_backoff(Backoff::fixed(Duration::from_millis(10)));
+    e.push(bad).await.unwrap();
+
+    let probe = Probe::default();
+    let p = probe.clone();
+    let handler = move |job: Job<Bytes>| {
+        let p = p.clone();
+        async move {
+            p.begin(&job);
+            p.end();
+            if job.id().as_str() == "bad" {
+                panic!("boom");
+            }
+            Ok::<(), JobError>(())
+        }
+    };
+    let worker =
+        Running::start(Worker::with_config(e.clone(), [t.clone()], config(2), handler).unwrap());
+    eventually(LONG, "the panicking job to go dead", || async {
+        state(&e, &t, "bad").await == Some(JobState::Dead)
+    })
+    .await;
+    push_ids(&e, &t, ["after".to_string()]).await;
+    eventually(LONG, "the next job to be acked", || async {
+        state(&e, &t, "after").await.is_none()
+    })
+    .await;
+    let report = worker.stop().await;
+
+    assert_eq!(probe.attempts("bad"), vec![1, 2, 3]);
+    assert_eq!(probe.attempts("after"), vec![1]);
+    let dead = e.get(&t, &id("bad")).await.unwrap().unwrap();
+    assert_eq!(dead.attempts, 3);
+    let reason = dead.last_error.unwrap_or_default();
+    assert!(reason.contains("handler panicked: boom"), "{reason}");
+    assert_eq!(
+        (report.retried, report.buried, report.acked),
+        (2, 1, 1),
+        "{report:?}"
+    );
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Charge {
+    cents: u64,
+}
+
+/// A permanent error buries the job at its first failure, whatever attempts are left; so
+/// does a body that does not decode (without calling the handler).
+pub async fn permanent_error_is_dead_at_the_first_failure<B: Backend>(_name: &str) {
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("permanent");
+    let body = Json(Charge { cents: 500 }).encode().unwrap();
+    for (name, body) in [
+        ("declined", body),
+        ("garbled", Bytes::from_static(b"not json")),
+    ] {
+        let job = NewJob::new(t.clone(), body)
+            .with_id(id(name))
+            .with_max_attempts(5);
+        e.push(job).await.unwrap();
+    }
+
+    let probe = Probe::default();
+    let p = probe.clone();
+    let handler = move |job: Job<Json<Charge>>| {
+        let p = p.clone();
+        async move {
+            p.begin(&job);
+            p.end();
+            Err::<(), _>(JobError::permanent(format!(
+                "card declined for {} cents",
+                job.payload().cents
+            )))
+        }
+    };
+    let worker =
+        Running::start(Worker::with_config(e.clone(), [t.clone()], config(2), handler).unwrap());
+    for name in ["declined", "garbled"] {
+        eventually(LONG, "the job to go dead", || async {
+            state(&e, &t, name).await == Some(JobState::Dead)
+        })
+        .await;
+    }
+    let report = worker.stop().await;
+
+    assert_eq!(probe.calls(), vec![("declined".to_string(), 1)]);
+    let declined = e.get(&t, &id("declined")).await.unwrap().unwrap();
+    assert_eq!(declined.attempts, 1);
+    assert_eq!(
+        declined.last_error.as_deref(),
+        Some("card declined for 500 cents")
+    );
+    let garbled = e.get(&t, &id("garbled")).await.unwrap().unwrap();
+    assert_eq!(garbled.attempts, 1);
+    let reason = garbled.last_error.unwrap_or_default();
+    assert!(reason.starts_with("payload did not decode"), "{reason}");
+    assert!(
+        reason.contains("as JSON into") && reason.contains("Charge"),
+        "{reason}"
+    );
+    assert_eq!(
+        (report.buried, report.retried, report.acked),
+        (2, 0, 0),
+        "{report:?}"
+    );
+}
+
+/// Renewal keeps the lease of a handler that runs 3.5 times its ttr (1 s): the job stays
+/// reserved on its first attempt the whole time, is never redelivered, and is acked.
+pub async fn renewal_keeps_a_long_handler_alive<B: Backend>(_name: &str) {
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("renewal");
+    let job = NewJob::new(t.clone(), "x")
+        .with_id(id("long"))
+        .with_ttr(Duration::from_secs(1))
+        .with_backoff(Backoff::fixed(Duration::ZERO));
+    e.push(job).await.unwrap();
+
+    let probe = Probe::default();
+    let p = probe.clone();
+    let handler = move |job: Job<Bytes>| {
+        let p = p.clone();
+        async move {
+            p.begin(&job);
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(3500)) => {}
+                () = job.cancelled() => p.cancelled(&job),
+            }
+            p.end();
+            Ok::<(), JobError>(())
+        }
+    };
+    let worker =
+        Running::start(Worker::with_config(e.clone(), [t.clone()], config(2), handler).unwrap());
+    eventually(LONG, "the handler to start", || async {
+        !probe.calls().is_empty()
+    })
+    .await;
+    // While it runs, the job stays leased on its first attempt: an expired lease would
+    // show as a delayed or ready job, or a higher attempt count.
+    let mut looks = 0;
+    while probe.finished() == 0 {
+        let seen = e
+            .get(&t, &id("long"))
+            .await
+            .unwrap()
+            .map(|j| (j.state, j.attempts));
+        if probe.finished() == 0 {
+            assert_eq!(seen, Some((JobState::Reserved, 1)), "the lease lapsed");
+            looks += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        looks > 0,
+        "the handler finished before the job was looked at"
+    );
+    all_acked(&e, &t).await;
+    let report = worker.stop().await;
+
+    assert_eq!(probe.calls(), vec![("long".to_string(), 1)], "redelivered");
+    assert!(
+        probe.0.cancelled.lock().unwrap().is_empty(),
+        "the token fired"
+    );
+    assert_eq!((report.acked, report.failed), (1, 0), "{report:?}");
+}
+
+/// Shutdown waits the grace period, fires the tokens of the handlers still running and
+/// releases their jobs; another worker gets them at once, on attempt 1 (a lease that ran
+/// out would count an attempt, and would take the 30 s ttr).
+pub async fn shutdown_releases_jobs_to_another_worker_at_once<B: Backend>(_name: &str) {
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("shutdown");
+    push_ids(&e, &t, ["s1".to_string(), "s2".to_string()]).await;
+
+    let first = Probe::default();
+    let p = first.clone();
+    let stubborn = move |job: Job<Bytes>| {
+        let p = p.clone();
+        async move {
+            p.begin(&job);
+            job.cancelled().await;
+            p.cancelled(&job);
+            // Keep running after the token: the worker must stop it before releasing.
+            std::future::pending::<()>().await;
+            Ok::<(), JobError>(())
+        }
+    };
+    let cfg = config(2).with_grace(Duration::from_millis(300));
+    let worker =
+        Running::start(Worker::with_config(e.clone(), [t.clone()], cfg, stubborn).unwrap());
+    eventually(LONG, "both handlers to start", || async {
+        first.calls().len() == 2
+    })
+    .await;
+    let report = worker.stop().await;
+
+    let released: BTreeSet<String> = report.released.iter().map(|(_, i)| i.to_string()).collect();
+    assert_eq!(
+        released,
+        BTreeSet::from(["s1".to_string(), "s2".to_string()]),
+        "{report:?}"
+    );
+    assert!(report.released.iter().all(|(rt, _)| *rt == t));
+    assert_eq!(
+        (report.acked, report.failed, report.unfinished),
+        (0, 0, 0),
+        "{report:?}"
+    );
+    let reasons = first.0.cancelled.lock().unwrap().clone();
+    assert_eq!(reasons, vec![Some(CancelReason::Shutdown); 2]);
+
+    let second = Probe::default();
+    let p = second.clone();
+    let handler = move |job: Job<Bytes>| {
+        let p = p.clone();
+        async move {
+            p.begin(&job);
+            p.end();
+            Ok::<(), JobError>(())
+        }
+    };
+    let other = Running::start(
+        Worker::with_config(b.open().await, [t.clone()], config(2), handler).unwrap(),
+    );
+    // Bounded well below the 30 s ttr: the jobs come at once, not when a lease runs out.
+    eventually(
+        Duration::from_secs(10),
+        "the other worker to get both jobs",
+        || async { second.finished() == 2 },
+    )
+    .await;
+    all_acked(&e, &t).await;
+    let report = other.stop().await;
+    let mut calls = second.calls();
+    calls.sort();
+    assert_eq!(calls, vec![("s1".to_string(), 1), ("s2".to_string(), 1)]);
+    assert_eq!(report.acked, 2, "{report:?}");
+}
+
+/// A worker in a child process, killed with SIGKILL while it holds leases: its jobs are
+/// redelivered when their leases end (attempt 2), none is lost, and none it acked runs again.
+pub async fn killed_worker_jobs_come_back_after_the_ttr<B: Backend>(name: &str) {
+    if let Ok(address) = std::env::var(CHILD_ENV) {
+        return child_worker::<B>(&address).await;
+    }
+    let slow: BTreeSet<String> = (0..3).map(|i| format!("slow-{i}")).collect();
+    let quick: BTreeSet<String> = (0..5).map(|i| format!("quick-{i}")).collect();
+    let b = B::start().await;
+    let t = topic("killed");
+    {
+        let e = b.open().await;
+        for name in slow.iter().chain(&quick) {
+            let job = NewJob::new(t.clone(), "x")
+                .with_id(id(name))
+                .with_ttr(Duration::from_secs(2))
+                .with_backoff(Backoff::fixed(Duration::ZERO));
+            e.push(job).await.unwrap();
+        }
+    }
+    b.close().await;
+
+    // libtest names a test by its path without the crate name.
+    let test = name.split_once("::").map_or(name, |(_, rest)| rest);
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, b.address())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut holding, mut acked) = (BTreeSet::new(), BTreeSet::new());
+    within(
+        LONG,
+        "the child to ack the quick jobs and hold the slow ones",
+        async {
+            while holding != slow || acked != quick {
+                let line = lines
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("the child exited early");
+                // libtest's "test <name> ... " has no line end, so a marker may follow it.
+                if let Some((_, i)) = line.split_once(HOLDING) {
+                    holding.insert(i.to_string());
+                } else if let Some((_, i)) = line.split_once(ACKED) {
+                    acked.insert(i.to_string());
+                }
+            }
+        },
+    )
+    .await;
+    child.start_kill().unwrap(); // SIGKILL
+    child.wait().await.unwrap();
+
+    let e = b.open().await;
+    // The leases (renewed by the child until it died) are still running: nothing is
+    // handed out at once.
+    let early = e.reserve(&Reserve::new(t.clone())).await.unwrap();
+    assert!(
+        early.is_empty(),
+        "redelivered before the lease ended: {early:?}"
+    );
+    assert_eq!(e.stats(&t).await.unwrap().reserved, slow.len() as u64);
+
+    let probe = Probe::default();
+    let p = probe.clone();
+    let handler = move |job: Job<Bytes>| {
+        let p = p.clone();
+        async move {
+            p.begin(&job);
+            p.end();
+            Ok::<(), JobError>(())
+        }
+    };
+    let worker =
+        Running::start(Worker::with_config(e.clone(), [t.clone()], config(8), handler).unwrap());
+    all_acked(&e, &t).await;
+    let report = worker.stop().await;
+
+    let mut seen: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for (i, attempt) in probe.calls() {
+        seen.entry(i).or_default().push(attempt);
+    }
+    let expected: BTreeMap<String, Vec<u32>> = slow.iter().map(|i| (i.clone(), vec![2])).collect();
+    assert_eq!(
+        seen, expected,
+        "each held job once more, on attempt 2; no acked job again"
+    );
+    assert_eq!(report.acked, slow.len() as u64, "{report:?}");
+}
+
+/// The child side of [`killed_worker_jobs_come_back_after_the_ttr`]: acks the quick jobs,
+/// holds the slow ones (renewing their leases) until it is killed.
+async fn child_worker<B: Backend>(address: &str) {
+    let e = Counting::printing_acks(B::open_address(address).await);
+    let handler = |job: Job<Bytes>| async move {
+        if job.id().as_str().starts_with("slow") {
+            println!("{HOLDING}{}", job.id());
+            std::future::pending::<()>().await;
+        }
+        Ok::<(), JobError>(())
+    };
+    let worker = Worker::with_config(e, [topic("killed")], config(8), handler).unwrap();
+    worker.run(std::future::pending()).await;
+}

@@ -1,0 +1,93 @@
+//! What the worker cases need from an engine ([`Backend`]), the `worker_suite!` macro that
+//! instantiates every case for one engine, and small helpers.
+
+pub mod cases;
+pub mod counting;
+pub mod redis;
+pub mod sqlite;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use delayq_core::{Engine, JobId, Topic};
+
+/// One engine under test: a fresh store per test, owned by the test.
+#[async_trait]
+pub trait Backend: Send + Sync + Sized + 'static {
+    /// The engine.
+    type Engine: Engine + Clone;
+
+    /// Starts a fresh store (its own `redis-server`, or its own data directory).
+    async fn start() -> Self;
+
+    /// A handle on the store (another client of the same Redis; for an embedded engine,
+    /// the handle of the one engine that owns the directory).
+    async fn open(&self) -> Self::Engine;
+
+    /// What a child process needs to open the same store (a URL, a directory).
+    fn address(&self) -> String;
+
+    /// Opens the store at `address`; called in a child process.
+    async fn open_address(address: &str) -> Self::Engine;
+
+    /// Drops every handle this backend keeps, so another process can open the store
+    /// (an embedded engine owns its directory). The next `open` opens it again.
+    async fn close(&self);
+}
+
+/// Makes one `#[tokio::test]` per case of `support::cases` for a [`Backend`] type.
+macro_rules! worker_suite {
+    ($backend:ty) => {
+        $crate::support::worker_suite!(@cases $backend;
+            concurrency_limit_is_never_exceeded,
+            prefetch_never_exceeds_free_slots,
+            panic_retries_then_dead_and_the_worker_carries_on,
+            permanent_error_is_dead_at_the_first_failure,
+            renewal_keeps_a_long_handler_alive,
+            shutdown_releases_jobs_to_another_worker_at_once,
+            killed_worker_jobs_come_back_after_the_ttr,
+        );
+    };
+    (@cases $backend:ty; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let name = concat!(module_path!(), "::", stringify!($case));
+                $crate::support::cases::$case::<$backend>(name).await;
+            }
+        )*
+    };
+}
+pub(crate) use worker_suite;
+
+pub fn topic(name: &str) -> Topic {
+    Topic::new(name).unwrap()
+}
+
+pub fn id(name: &str) -> JobId {
+    JobId::new(name).unwrap()
+}
+
+/// Polls `check` every 20 ms until it returns true; panics with `what` after `limit`.
+pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while !check().await {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Awaits `fut`, panicking with `what` after `limit`.
+pub async fn within<T>(limit: Duration, what: &str, fut: impl Future<Output = T>) -> T {
+    tokio::time::timeout(limit, fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {limit:?} waiting for {what}"))
+}
