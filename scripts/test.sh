@@ -1,24 +1,43 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs redis-server when it is missing (Debian/Ubuntu, with apt-get), then checks
+# Installs what the tests need when it is missing: redis-server (Debian/Ubuntu, with
+# apt-get) and schemathesis (from PyPI, into target/schemathesis-venv). Then checks
 # formatting and lints, runs every test (they start their own redis-server processes on
 # free loopback ports; none touches a Redis it did not start) and builds the docs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ -z "${DELAYQ_REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    echo "redis-server is missing: installing Debian's redis-server package"
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server
-  else
-    echo "redis-server is missing. Install Redis 7 (macOS: brew install redis; Fedora: sudo dnf install redis)" >&2
-    echo "or set DELAYQ_REDIS_SERVER to the path of a redis-server binary." >&2
+SCHEMATHESIS_VERSION=4.32.5
+
+apt_install() {
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "missing: $*; install it with your system's package manager" >&2
     exit 1
   fi
+  echo "installing Debian packages: $*"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
+}
+
+if [ -z "${DELAYQ_REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
+  echo "redis-server is missing (macOS: brew install redis; or set DELAYQ_REDIS_SERVER)"
+  apt_install redis-server
+fi
+
+if [ -z "${DELAYQ_SCHEMATHESIS:-}" ]; then
+  venv=target/schemathesis-venv
+  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then
+      apt_install python3 python3-venv
+    fi
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+  export DELAYQ_SCHEMATHESIS="$PWD/$venv/bin/schemathesis"
 fi
 
 cargo fmt --all -- --check

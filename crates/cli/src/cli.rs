@@ -1,0 +1,311 @@
+//! The command line, as clap types: what the user typed, before it meets the environment.
+//! The doc comments are the help text.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// delayq: a distributed delay queue. `delayq serve` runs the server; the other commands talk
+/// to a running server over HTTP.
+///
+/// Exit codes: 0 success, 1 error, 2 bad usage, 3 not found, 4 conflict (lease lost, wrong
+/// state, already exists), 5 server unreachable or unavailable.
+#[derive(Parser, Debug)]
+#[command(name = "delayq", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the server: the HTTP API under /v1, /metrics, /healthz and /readyz.
+    ///
+    /// The engine is the embedded one in ./delayq-data unless --redis (or DELAYQ_REDIS_URL)
+    /// names a Redis server. Settings come from flags, then DELAYQ_* environment variables,
+    /// then the TOML file given with --config, then the defaults shown here.
+    Serve(ServeArgs),
+    /// Push a job.
+    Push(PushArgs),
+    /// Show a job.
+    Get(JobArgs),
+    /// Delete (cancel) a job in any state.
+    Delete(JobArgs),
+    /// Reserve due jobs (waiting up to --wait), printing each with its lease token.
+    Reserve(ReserveArgs),
+    /// Acknowledge a delivery: the job is done and removed.
+    Ack(AckArgs),
+    /// Show counts per state and the oldest overdue job, for one topic or all.
+    Stats(StatsArgs),
+    /// Work with dead jobs.
+    Dead(DeadArgs),
+    /// Make dead jobs ready again: one by id, or all of a topic.
+    Kick(KickArgs),
+}
+
+/// Options of `delayq serve`. Every option is optional here so that the environment and the
+/// config file can fill what the flags leave out.
+#[derive(Args, Debug, Default)]
+pub struct ServeArgs {
+    /// TOML file with any of the settings below (keys as the flag names with '_', e.g.
+    /// `listen = "0.0.0.0:7070"`, `tokens = ["..."]`).
+    #[arg(long, env = "DELAYQ_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:7070].
+    #[arg(long, env = "DELAYQ_LISTEN")]
+    pub listen: Option<String>,
+    /// Data directory of the embedded engine [default: ./delayq-data].
+    #[arg(long, env = "DELAYQ_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Use this Redis instead of the embedded engine:
+    /// `redis://[user:password@]host[:port][/db]`, or `rediss://...` for TLS.
+    #[arg(long = "redis", env = "DELAYQ_REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// Redis key prefix [default: delayq].
+    #[arg(long, env = "DELAYQ_REDIS_PREFIX")]
+    pub redis_prefix: Option<String>,
+    /// Embedded engine durability: `normal` survives a crash of the process, `full` also a
+    /// power loss [default: normal].
+    #[arg(long, env = "DELAYQ_SYNC")]
+    pub sync: Option<SyncArg>,
+    /// Bearer token clients must send (repeat for several; comma-separated in
+    /// DELAYQ_TOKENS). None: no authentication. /healthz and /readyz stay open.
+    #[arg(long = "token", env = "DELAYQ_TOKENS", value_delimiter = ',')]
+    pub tokens: Option<Vec<String>>,
+    /// Largest job body in bytes [default: 262144].
+    #[arg(long, env = "DELAYQ_MAX_BODY")]
+    pub max_body: Option<usize>,
+    /// Largest HTTP request body in bytes [default: 1048576].
+    #[arg(long, env = "DELAYQ_MAX_REQUEST_BYTES")]
+    pub max_request_bytes: Option<usize>,
+    /// Longest reserve long-poll, e.g. 30s [default: 30s].
+    #[arg(long, env = "DELAYQ_MAX_WAIT", value_parser = parse_duration)]
+    pub max_wait: Option<Duration>,
+    /// Longest request, longer than --max-wait, e.g. 60s [default: 60s].
+    #[arg(long, env = "DELAYQ_REQUEST_TIMEOUT", value_parser = parse_duration)]
+    pub request_timeout: Option<Duration>,
+    /// Most requests handled at once; more get 503 [default: 1024].
+    #[arg(long, env = "DELAYQ_CONCURRENCY")]
+    pub concurrency: Option<usize>,
+    /// Log filter, e.g. info or debug (debug logs one line per request) [default: info].
+    #[arg(long, env = "DELAYQ_LOG")]
+    pub log: Option<String>,
+}
+
+/// `normal` or `full`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncArg {
+    /// Survives a crash of the process.
+    Normal,
+    /// Also survives a power loss (an fsync per commit).
+    Full,
+}
+
+/// Where the server is.
+#[derive(Args, Debug)]
+pub struct ClientArgs {
+    /// The server's base URL.
+    #[arg(
+        long,
+        env = "DELAYQ_SERVER",
+        default_value = "http://127.0.0.1:7070",
+        global = true
+    )]
+    pub server: String,
+    /// Bearer token, when the server requires one.
+    #[arg(long, env = "DELAYQ_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print the server's JSON answer instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// `delayq push`.
+#[derive(Args, Debug)]
+pub struct PushArgs {
+    /// The topic.
+    pub topic: String,
+    /// The body (text). Use --file for a file, '-' for standard input.
+    pub body: Option<String>,
+    /// Read the body from this file ('-' for standard input); sent as base64 when it is not
+    /// UTF-8.
+    #[arg(long, conflicts_with = "body")]
+    pub file: Option<PathBuf>,
+    /// The job id (idempotency key); generated when absent.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Delay before the job is due, e.g. 500ms, 2s, 30m, 1h30m.
+    #[arg(long, value_parser = parse_duration, conflicts_with = "at")]
+    pub delay: Option<Duration>,
+    /// Absolute due time, RFC 3339 (e.g. 2026-12-01T09:45:00Z).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Priority among due jobs; lower runs first.
+    #[arg(long)]
+    pub priority: Option<u32>,
+    /// Lease length of each delivery, e.g. 30s.
+    #[arg(long, value_parser = parse_duration)]
+    pub ttr: Option<Duration>,
+    /// Deliveries before the job goes dead.
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// A job by topic and id.
+#[derive(Args, Debug)]
+pub struct JobArgs {
+    /// The topic.
+    pub topic: String,
+    /// The job id.
+    pub id: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `delayq reserve`.
+#[derive(Args, Debug)]
+pub struct ReserveArgs {
+    /// Topics to take from.
+    #[arg(required = true)]
+    pub topics: Vec<String>,
+    /// The most jobs to take.
+    #[arg(long, default_value_t = 1)]
+    pub max: usize,
+    /// How long to wait for a first job, e.g. 30s.
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub wait: Duration,
+    /// Remove jobs as they are handed out (no lease, no retry; a crash loses them).
+    #[arg(long)]
+    pub at_most_once: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `delayq ack`.
+#[derive(Args, Debug)]
+pub struct AckArgs {
+    /// The topic.
+    pub topic: String,
+    /// The job id.
+    pub id: String,
+    /// The lease token printed by `delayq reserve`.
+    #[arg(value_name = "LEASE_TOKEN")]
+    pub lease_token: u64,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `delayq stats`.
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// One topic; all topics when absent.
+    pub topic: Option<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `delayq dead`.
+#[derive(Args, Debug)]
+pub struct DeadArgs {
+    #[command(subcommand)]
+    pub command: DeadCommand,
+}
+
+/// Subcommands of `delayq dead`.
+#[derive(Subcommand, Debug)]
+pub enum DeadCommand {
+    /// List the dead jobs of a topic, oldest death first.
+    List(DeadListArgs),
+}
+
+/// `delayq dead list`.
+#[derive(Args, Debug)]
+pub struct DeadListArgs {
+    /// The topic.
+    pub topic: String,
+    /// Jobs per page.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+    /// Continue after this cursor (printed at the end of the previous page).
+    #[arg(long)]
+    pub cursor: Option<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `delayq kick`.
+#[derive(Args, Debug)]
+pub struct KickArgs {
+    /// The topic.
+    pub topic: String,
+    /// A dead job's id; every dead job of the topic when absent.
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// Parses "500ms", "2s", "1h30m" (and a bare number of milliseconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Ok(ms) = s.parse::<u64>() {
+        return Ok(Duration::from_millis(ms));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("{e}; write e.g. 500ms, 2s, 30m or 1h30m"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1500"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn help_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn push_parses_delay_and_options() {
+        let cli = Cli::try_parse_from([
+            "delayq",
+            "push",
+            "orders",
+            "cancel 42",
+            "--delay",
+            "2s",
+            "--id",
+            "o-42",
+            "--json",
+        ])
+        .expect("parses");
+        let Command::Push(p) = cli.command else {
+            panic!("not a push: {cli:?}");
+        };
+        assert_eq!(p.delay, Some(Duration::from_secs(2)));
+        assert_eq!(p.id.as_deref(), Some("o-42"));
+        assert!(p.client.json);
+        assert!(
+            Cli::try_parse_from([
+                "delayq",
+                "push",
+                "t",
+                "b",
+                "--delay",
+                "2s",
+                "--at",
+                "2030-01-01T00:00:00Z"
+            ])
+            .is_err()
+        );
+    }
+}

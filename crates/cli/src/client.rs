@@ -1,0 +1,123 @@
+//! The HTTP client of the CLI: one request helper, and the mapping from the server's error
+//! codes to exit codes.
+
+use std::fmt;
+
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::cli::ClientArgs;
+
+/// Exit codes, documented in `delayq --help`.
+pub mod exit {
+    /// Any other error.
+    pub const ERROR: i32 = 1;
+    /// The job (or route) does not exist.
+    pub const NOT_FOUND: i32 = 3;
+    /// Lease lost, wrong state, already exists.
+    pub const CONFLICT: i32 = 4;
+    /// The server cannot be reached, or its store is unavailable.
+    pub const UNAVAILABLE: i32 = 5;
+}
+
+/// A failed command, with the exit code it should end with.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// A client of one server.
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl Client {
+    pub fn new(args: &ClientArgs) -> Self {
+        Client {
+            http: reqwest::Client::new(),
+            base: args.server.trim_end_matches('/').to_string(),
+            token: args.token.clone(),
+        }
+    }
+
+    /// Sends a request; answers the JSON body of a 2xx (Null when empty) or a [`Failure`].
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, Failure> {
+        let mut rb = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            rb = rb.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            rb = rb.json(b);
+        }
+        let resp = rb.send().await.map_err(|e| Failure {
+            code: exit::UNAVAILABLE,
+            message: format!("cannot reach the server at {}: {e}; is `delayq serve` running? (set --server or DELAYQ_SERVER)", self.base),
+        })?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| Failure {
+            code: exit::UNAVAILABLE,
+            message: format!("the server's answer was cut: {e}"),
+        })?;
+        let json: Value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        if status.is_success() {
+            return Ok(json);
+        }
+        let code = json["error"]["code"].as_str().unwrap_or("");
+        let message = json["error"]["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("HTTP {status}"));
+        Err(Failure {
+            code: match code {
+                "not_found" => exit::NOT_FOUND,
+                "lease_lost" | "wrong_state" | "already_exists" => exit::CONFLICT,
+                "unavailable" | "overloaded" | "timeout" => exit::UNAVAILABLE,
+                _ => exit::ERROR,
+            },
+            message: format!("{code}: {message}"),
+        })
+    }
+}
+
+/// Percent-encodes a path segment (job ids may hold `/`, `?`, `#` ...).
+pub fn seg(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b':' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_are_escaped() {
+        assert_eq!(seg("order-42:a"), "order-42:a");
+        assert_eq!(seg("a/b?c#d e"), "a%2Fb%3Fc%23d%20e");
+    }
+}

@@ -1,0 +1,8 @@
+//! One module per subcommand.
+
+pub mod dead;
+pub mod job;
+pub mod push;
+pub mod reserve;
+pub mod serve;
+pub mod stats;

@@ -1,0 +1,38 @@
+//! The `delayq` command: `serve` runs the server, the other subcommands talk to a server over
+//! HTTP. Exit codes distinguish "not found" and conflicts from other errors (see `cli`).
+
+mod cli;
+mod client;
+mod cmd;
+mod settings;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, DeadCommand};
+use crate::client::{Failure, exit};
+
+#[tokio::main]
+async fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(a) => cmd::serve::run(a).await,
+        Command::Push(a) => cmd::push::run(a).await,
+        Command::Get(a) => cmd::job::get(a).await,
+        Command::Delete(a) => cmd::job::delete(a).await,
+        Command::Reserve(a) => cmd::reserve::reserve(a).await,
+        Command::Ack(a) => cmd::reserve::ack(a).await,
+        Command::Stats(a) => cmd::stats::run(a).await,
+        Command::Dead(d) => match d.command {
+            DeadCommand::List(a) => cmd::dead::list(a).await,
+        },
+        Command::Kick(a) => cmd::dead::kick(a).await,
+    };
+    if let Err(e) = result {
+        let code = e
+            .downcast_ref::<Failure>()
+            .map(|f| f.code)
+            .unwrap_or(exit::ERROR);
+        eprintln!("delayq: {e:#}");
+        std::process::exit(code);
+    }
+}

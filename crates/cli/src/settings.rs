@@ -1,0 +1,154 @@
+//! The server's settings resolved from flags, then environment (both already merged by clap),
+//! then the TOML config file, then the defaults.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use crate::cli::{ServeArgs, SyncArg, parse_duration};
+
+/// The TOML config file: the same settings as the flags, all optional.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    redis_url: Option<String>,
+    redis_prefix: Option<String>,
+    sync: Option<SyncArg>,
+    tokens: Option<Vec<String>>,
+    max_body: Option<usize>,
+    max_request_bytes: Option<usize>,
+    max_wait: Option<String>,
+    request_timeout: Option<String>,
+    concurrency: Option<usize>,
+    log: Option<String>,
+}
+
+/// Every setting of `delayq serve`, resolved.
+#[derive(Debug, PartialEq)]
+pub struct Settings {
+    pub listen: String,
+    pub data_dir: PathBuf,
+    pub redis_url: Option<String>,
+    pub redis_prefix: String,
+    pub sync: SyncArg,
+    pub tokens: Vec<String>,
+    pub max_body: usize,
+    pub max_request_bytes: usize,
+    pub max_wait: Duration,
+    pub request_timeout: Duration,
+    pub concurrency: usize,
+    pub log: String,
+}
+
+impl FileConfig {
+    /// Reads a TOML config file.
+    pub fn read(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+    }
+}
+
+fn duration(v: Option<String>, what: &str) -> anyhow::Result<Option<Duration>> {
+    v.map(|s| parse_duration(&s).map_err(|e| anyhow::anyhow!("{what} in the config file: {e}")))
+        .transpose()
+}
+
+/// Resolves the settings: `args` (flags and environment) win over `file`, which wins over
+/// the defaults.
+pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
+    Ok(Settings {
+        listen: args
+            .listen
+            .or(file.listen)
+            .unwrap_or_else(|| "127.0.0.1:7070".into()),
+        data_dir: args
+            .data_dir
+            .or(file.data_dir)
+            .unwrap_or_else(|| "./delayq-data".into()),
+        redis_url: args.redis_url.or(file.redis_url).filter(|u| !u.is_empty()),
+        redis_prefix: args
+            .redis_prefix
+            .or(file.redis_prefix)
+            .unwrap_or_else(|| "delayq".into()),
+        sync: args.sync.or(file.sync).unwrap_or(SyncArg::Normal),
+        tokens: args
+            .tokens
+            .or(file.tokens)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| !t.is_empty())
+            .collect(),
+        max_body: args.max_body.or(file.max_body).unwrap_or(256 * 1024),
+        max_request_bytes: args
+            .max_request_bytes
+            .or(file.max_request_bytes)
+            .unwrap_or(1 << 20),
+        max_wait: match args.max_wait {
+            Some(d) => d,
+            None => duration(file.max_wait, "max_wait")?.unwrap_or(Duration::from_secs(30)),
+        },
+        request_timeout: match args.request_timeout {
+            Some(d) => d,
+            None => duration(file.request_timeout, "request_timeout")?
+                .unwrap_or(Duration::from_secs(60)),
+        },
+        concurrency: args.concurrency.or(file.concurrency).unwrap_or(1024),
+        log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let s = resolve(ServeArgs::default(), FileConfig::default()).expect("resolves");
+        assert_eq!(s.listen, "127.0.0.1:7070");
+        assert_eq!(s.data_dir, PathBuf::from("./delayq-data"));
+        assert_eq!(s.redis_url, None);
+        assert_eq!(s.sync, SyncArg::Normal);
+        assert_eq!(s.max_wait, Duration::from_secs(30));
+        assert!(s.tokens.is_empty());
+    }
+
+    #[test]
+    fn flags_win_over_the_file_which_wins_over_defaults() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            listen = "0.0.0.0:9000"
+            data_dir = "/var/lib/delayq"
+            tokens = ["from-the-file-token"]
+            max_wait = "10s"
+            sync = "full"
+            "#,
+        )
+        .expect("parses");
+        let args = ServeArgs {
+            listen: Some("127.0.0.1:1234".into()),
+            max_wait: Some(Duration::from_secs(5)),
+            ..ServeArgs::default()
+        };
+        let s = resolve(args, file).expect("resolves");
+        assert_eq!(s.listen, "127.0.0.1:1234", "the flag wins");
+        assert_eq!(s.max_wait, Duration::from_secs(5), "the flag wins");
+        assert_eq!(
+            s.data_dir,
+            PathBuf::from("/var/lib/delayq"),
+            "the file fills in"
+        );
+        assert_eq!(s.tokens, vec!["from-the-file-token".to_string()]);
+        assert_eq!(s.sync, SyncArg::Full);
+        assert_eq!(s.concurrency, 1024, "the default fills in");
+    }
+
+    #[test]
+    fn unknown_file_keys_are_refused() {
+        assert!(toml::from_str::<FileConfig>("lisen = \"x\"").is_err());
+    }
+}

@@ -1,0 +1,339 @@
+//! The `delayq` binary end to end: `serve` as a child process on a free port (embedded engine
+//! and Redis), the client subcommands and their exit codes, graceful shutdown on SIGTERM with
+//! a long-poll open, and property-based fuzzing of the served OpenAPI document with
+//! schemathesis (no 5xx, no response outside the document).
+
+#![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_delayq");
+
+/// A `delayq serve` child process, killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+    _dir: TempDir,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let child = Command::new(BIN)
+            .args(["serve", "--listen", &listen, "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args(extra)
+            .env_remove("DELAYQ_REDIS_URL")
+            .env_remove("DELAYQ_TOKENS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.path().join("serve.log")).unwrap(),
+            ))
+            .spawn()
+            .unwrap();
+        let server = Server {
+            child,
+            url: format!("http://{listen}"),
+            _dir: dir,
+        };
+        let start = Instant::now();
+        while std::net::TcpStream::connect(&listen).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "delayq serve did not start:\n{}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("serve.log")).unwrap_or_default()
+    }
+
+    /// Runs a client subcommand against this server.
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .args(["--server", &self.url])
+            .env_remove("DELAYQ_TOKEN")
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- delayq serve log ---\n{}", self.log());
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "failed ({:?}): {}{}",
+        o.status.code(),
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout(&o)
+}
+
+#[test]
+fn client_subcommands_and_exit_codes() {
+    let s = Server::start(&[]);
+    let out = ok(s.run(&[
+        "push",
+        "orders",
+        "cancel order 42",
+        "--id",
+        "order-42",
+        "--delay",
+        "300ms",
+    ]));
+    assert!(out.contains("pushed order-42 in orders: delayed"), "{out}");
+    let out = ok(s.run(&["push", "orders", "again", "--id", "order-42"]));
+    assert!(out.contains("exists (unchanged)"), "{out}");
+    let out = ok(s.run(&["get", "orders", "order-42"]));
+    assert!(
+        out.contains("state: delayed") && out.contains("body: cancel order 42"),
+        "{out}"
+    );
+
+    let out = ok(s.run(&["reserve", "orders", "--wait", "5s", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap().to_string();
+    ok(s.run(&["ack", "orders", "order-42", &token]));
+    let again = s.run(&["ack", "orders", "order-42", &token]);
+    assert_eq!(again.status.code(), Some(4), "a stale token is a conflict");
+    let missing = s.run(&["get", "orders", "order-42"]);
+    assert_eq!(missing.status.code(), Some(3), "not found");
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("not_found"));
+
+    // Dead jobs: push with one attempt, reserve, let the CLI see it in `dead list`, kick it.
+    ok(s.run(&[
+        "push",
+        "mail",
+        "x",
+        "--id",
+        "m1",
+        "--max-attempts",
+        "1",
+        "--ttr",
+        "1s",
+    ]));
+    ok(s.run(&["reserve", "mail"]));
+    let start = Instant::now();
+    loop {
+        let out = ok(s.run(&["dead", "list", "mail"]));
+        if out.contains("m1") {
+            assert!(out.contains("lease expired"), "{out}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "m1 never went dead: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = ok(s.run(&["kick", "mail"]));
+    assert!(out.contains("kicked 1"), "{out}");
+    let out = ok(s.run(&["stats"]));
+    assert!(out.lines().next().unwrap().starts_with("TOPIC"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("mail ") && l.split_whitespace().nth(2) == Some("1")),
+        "{out}"
+    );
+    let out = ok(s.run(&["stats", "mail", "--json"]));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()[0]["ready"],
+        1
+    );
+    ok(s.run(&["delete", "mail", "m1"]));
+    assert_eq!(s.run(&["delete", "mail", "m1"]).status.code(), Some(3));
+
+    // A body from a file that is not UTF-8 goes as base64.
+    let file = s._dir.path().join("blob");
+    std::fs::write(&file, [0xffu8, 0x00, 0x10]).unwrap();
+    ok(s.run(&[
+        "push",
+        "blobs",
+        "--file",
+        file.to_str().unwrap(),
+        "--id",
+        "b",
+    ]));
+    let out = ok(s.run(&["get", "blobs", "b", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["encoding"].as_str(), v["body"].as_str()),
+        (Some("base64"), Some("/wAQ"))
+    );
+
+    // Unreachable server.
+    let down = Command::new(BIN)
+        .args(["stats", "--server", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(down.status.code(), Some(5));
+    // Bad usage is clap's 2.
+    assert_eq!(
+        Command::new(BIN)
+            .args(["push"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn help_is_complete() {
+    let top = ok(Command::new(BIN).arg("--help").output().unwrap());
+    for sub in [
+        "serve", "push", "get", "delete", "reserve", "ack", "stats", "dead", "kick",
+    ] {
+        assert!(top.contains(sub), "delayq --help does not list {sub}");
+        let help = ok(Command::new(BIN).args([sub, "--help"]).output().unwrap());
+        assert!(help.contains("Usage: delayq"), "{sub} --help: {help}");
+    }
+    let serve = ok(Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap());
+    for flag in [
+        "--listen",
+        "--data-dir",
+        "--redis",
+        "--sync",
+        "--token",
+        "--max-body",
+        "--max-request-bytes",
+        "--max-wait",
+        "--request-timeout",
+        "--concurrency",
+        "--log",
+        "--config",
+        "DELAYQ_REDIS_URL",
+        "DELAYQ_LISTEN",
+    ] {
+        assert!(
+            serve.contains(flag),
+            "serve --help does not document {flag}"
+        );
+    }
+    assert!(top.contains("Exit codes"), "{top}");
+    ok(Command::new(BIN)
+        .args(["dead", "list", "--help"])
+        .output()
+        .unwrap());
+}
+
+#[test]
+fn sigterm_ends_long_polls_and_exits_cleanly() {
+    let mut s = Server::start(&[]);
+    let url = s.url.clone();
+    let poll = std::thread::spawn(move || {
+        let start = Instant::now();
+        let out = Command::new(BIN)
+            .args([
+                "reserve", "idle", "--wait", "25s", "--json", "--server", &url,
+            ])
+            .output()
+            .unwrap();
+        (out, start.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let term = Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let (out, took) = poll.join().unwrap();
+    let answer = ok(out);
+    assert_eq!(
+        answer.trim(),
+        "{\"jobs\":[]}",
+        "the open long-poll answers empty"
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "delayq serve did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "exit status {status:?}");
+    assert!(s.log().contains("stopped"), "{}", s.log());
+}
+
+/// The schemathesis binary: `DELAYQ_SCHEMATHESIS` or `schemathesis` on the PATH.
+fn schemathesis() -> PathBuf {
+    let bin = std::env::var_os("DELAYQ_SCHEMATHESIS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "schemathesis".into());
+    match Command::new(&bin).arg("--version").output() {
+        Ok(o) if o.status.success() => bin,
+        _ => panic!(
+            "schemathesis not found ({}): scripts/test.sh installs it into target/schemathesis-venv; \
+             or run `pip install schemathesis==4.32.5` and put it on the PATH, or set DELAYQ_SCHEMATHESIS",
+            bin.display()
+        ),
+    }
+}
+
+fn fuzz(server: &Server, dir: &Path) {
+    let out = Command::new(schemathesis())
+        .args(["run", &format!("{}/v1/openapi.json", server.url)])
+        .args(["--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"])
+        .args(["--max-examples", "25", "--seed", "7", "--request-timeout", "40"])
+        .env("SCHEMATHESIS_HOOKS", "")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "schemathesis failed:\n{text}");
+    assert!(text.contains("passed"), "{text}");
+    assert!(!text.contains("Server error"), "{text}");
+}
+
+#[test]
+fn schemathesis_on_the_embedded_engine() {
+    let s = Server::start(&[]);
+    fuzz(&s, s._dir.path());
+}
+
+#[test]
+fn schemathesis_on_redis() {
+    let redis = delayq_testkit::RedisServer::start();
+    let s = Server::start(&["--redis", &redis.url()]);
+    fuzz(&s, s._dir.path());
+}

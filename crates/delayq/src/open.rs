@@ -1,0 +1,138 @@
+//! Opening an engine from a URL: `redis://` and `rediss://` (Redis), `sqlite:///path/to/dir`
+//! or a plain path (embedded), `memory://` (embedded, in memory).
+
+use std::sync::Arc;
+
+use delayq_core::{Engine, Error, Limits, Result};
+use delayq_redis::{RedisConfig, RedisEngine};
+use delayq_sqlite::{SqliteConfig, SqliteEngine, Synchronous};
+
+/// Options that apply when opening an engine from a URL.
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    /// Input limits (body size).
+    pub limits: Limits,
+    /// Redis only: the key prefix (default `delayq`).
+    pub redis_prefix: String,
+    /// Embedded only: `synchronous` (default `Normal`: survives a process crash; `Full` also
+    /// survives power loss).
+    pub synchronous: Synchronous,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            limits: Limits::default(),
+            redis_prefix: "delayq".into(),
+            synchronous: Synchronous::Normal,
+        }
+    }
+}
+
+/// Where a URL points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// A Redis server (the URL as given).
+    Redis(String),
+    /// An embedded engine's data directory.
+    Dir(std::path::PathBuf),
+    /// An embedded engine in memory.
+    Memory,
+}
+
+impl Location {
+    /// Parses `redis://…`, `rediss://…`, `sqlite:///dir`, `sqlite://relative/dir`,
+    /// `memory://`, or a plain path.
+    pub fn parse(url: &str) -> Result<Self> {
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
+            return Ok(Location::Redis(url.to_string()));
+        }
+        if url == "memory://" || url == "memory:" {
+            return Ok(Location::Memory);
+        }
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(Error::InvalidConfig {
+                    reason: "sqlite:// needs a directory, e.g. sqlite:///var/lib/delayq".into(),
+                });
+            }
+            return Ok(Location::Dir(path.into()));
+        }
+        if url.contains("://") {
+            return Err(Error::InvalidConfig {
+                reason: format!(
+                    "unknown engine URL {url:?}; use redis://, rediss://, sqlite:///path/to/dir, memory:// or a plain directory path"
+                ),
+            });
+        }
+        if url.is_empty() {
+            return Err(Error::InvalidConfig {
+                reason: "empty engine URL; use redis://, rediss://, sqlite:///path/to/dir, memory:// or a directory path".into(),
+            });
+        }
+        Ok(Location::Dir(url.into()))
+    }
+}
+
+/// Opens the engine a URL points to, with default options.
+pub async fn open(url: &str) -> Result<Arc<dyn Engine>> {
+    open_with(url, &OpenOptions::default()).await
+}
+
+/// Opens the engine a URL points to.
+pub async fn open_with(url: &str, options: &OpenOptions) -> Result<Arc<dyn Engine>> {
+    Ok(match Location::parse(url)? {
+        Location::Redis(url) => {
+            let config = RedisConfig::new(url)
+                .with_prefix(options.redis_prefix.clone())
+                .with_limits(options.limits.clone());
+            Arc::new(RedisEngine::connect(config).await?)
+        }
+        Location::Dir(dir) => {
+            let config = SqliteConfig::dir(dir)
+                .with_synchronous(options.synchronous)
+                .with_limits(options.limits.clone());
+            Arc::new(SqliteEngine::open(config)?)
+        }
+        Location::Memory => {
+            let config = SqliteConfig::memory().with_limits(options.limits.clone());
+            Arc::new(SqliteEngine::open(config)?)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            Location::parse("redis://h:1/0").ok(),
+            Some(Location::Redis("redis://h:1/0".into()))
+        );
+        assert_eq!(
+            Location::parse("rediss://h").ok(),
+            Some(Location::Redis("rediss://h".into()))
+        );
+        assert_eq!(
+            Location::parse("sqlite:///var/q").ok(),
+            Some(Location::Dir("/var/q".into()))
+        );
+        assert_eq!(
+            Location::parse("sqlite://data/q").ok(),
+            Some(Location::Dir("data/q".into()))
+        );
+        assert_eq!(
+            Location::parse("./delayq-data").ok(),
+            Some(Location::Dir("./delayq-data".into()))
+        );
+        assert_eq!(Location::parse("memory://").ok(), Some(Location::Memory));
+        for bad in ["", "http://x", "sqlite://", "postgres://db"] {
+            assert!(
+                matches!(Location::parse(bad), Err(Error::InvalidConfig { .. })),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! [`ServerConfig`]: what the HTTP layer enforces (limits, auth, long-poll bound).
+
+use std::time::Duration;
+
+/// Settings of the HTTP layer. The engine is configured separately.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Bearer tokens accepted on the API; empty means no authentication. `/healthz` and
+    /// `/readyz` stay open either way.
+    pub tokens: Vec<String>,
+    /// The largest request body in bytes (default 1 MiB; a job body is also checked against
+    /// the engine's own limit).
+    pub max_request_bytes: usize,
+    /// The longest a reserve may wait (default 30 s).
+    pub max_wait: Duration,
+    /// The longest any request may take (default 60 s; must be longer than `max_wait`).
+    pub request_timeout: Duration,
+    /// The most requests handled at once; more get `503 overloaded` (default 1024).
+    pub concurrency: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            tokens: Vec::new(),
+            max_request_bytes: 1 << 20,
+            max_wait: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            concurrency: 1024,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Checks that the settings fit together.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.request_timeout <= self.max_wait {
+            return Err(format!(
+                "the request timeout ({} ms) must be longer than the longest reserve wait ({} ms)",
+                self.request_timeout.as_millis(),
+                self.max_wait.as_millis()
+            ));
+        }
+        if self.concurrency == 0 {
+            return Err("concurrency must be at least 1".into());
+        }
+        if self.max_request_bytes < 1024 {
+            return Err("max_request_bytes must be at least 1024".into());
+        }
+        if self.tokens.iter().any(|t| t.len() < 16) {
+            return Err("every auth token must be at least 16 characters long".into());
+        }
+        Ok(())
+    }
+}

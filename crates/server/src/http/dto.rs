@@ -1,0 +1,701 @@
+//! The JSON wire types of API v1 and their conversions from and to the core types. This is
+//! the only place that knows the wire format.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use delayq_core::limits::MAX_REASON;
+use delayq_core::{
+    Backoff, Bytes, Delivery, Job, JobState, NackOutcome, Pushed, Schedule, Timestamp, TopicStats,
+};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
+
+use super::error::ApiError;
+
+/// The longest delay, in ms (10 years).
+pub const MAX_DELAY_MS: u64 = 315_576_000_000;
+
+/// How a body is written in JSON.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// The body is the string itself (UTF-8).
+    #[default]
+    Utf8,
+    /// The body is standard base64 (with padding) of the bytes.
+    Base64,
+}
+
+/// A job state.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StateDto {
+    /// Waiting for its due time.
+    Delayed,
+    /// Due, waiting for a reserver.
+    Ready,
+    /// Leased to a reserver.
+    Reserved,
+    /// Failed too often or buried.
+    Dead,
+}
+
+impl From<JobState> for StateDto {
+    fn from(s: JobState) -> Self {
+        match s {
+            JobState::Delayed => StateDto::Delayed,
+            JobState::Ready => StateDto::Ready,
+            JobState::Reserved => StateDto::Reserved,
+            JobState::Dead => StateDto::Dead,
+        }
+    }
+}
+
+impl From<StateDto> for JobState {
+    fn from(s: StateDto) -> Self {
+        match s {
+            StateDto::Delayed => JobState::Delayed,
+            StateDto::Ready => JobState::Ready,
+            StateDto::Reserved => JobState::Reserved,
+            StateDto::Dead => JobState::Dead,
+        }
+    }
+}
+
+/// The shape of a retry back-off.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BackoffKind {
+    /// The same delay before every retry.
+    Fixed,
+    /// A delay that grows by `factor` from `base_ms` up to `max_ms`.
+    Exponential,
+}
+
+/// A retry back-off: the delay after n failures is `min(max_ms, base_ms · factor^(n−1))`,
+/// reduced by up to `jitter` of itself.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffDto {
+    /// `fixed` or `exponential`.
+    pub kind: BackoffKind,
+    /// The first delay in ms.
+    #[schema(maximum = 315_576_000_000_u64)]
+    pub base_ms: u64,
+    /// The cap in ms (exponential only; default 1 h; at least `base_ms`).
+    #[schema(maximum = 315_576_000_000_u64)]
+    pub max_ms: Option<u64>,
+    /// The growth factor (exponential only; default 2; 1 to 100).
+    #[schema(minimum = 1, maximum = 100)]
+    pub factor: Option<u32>,
+    /// The jitter: a fraction from 0 to 1 (default 0).
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub jitter: Option<f64>,
+}
+
+impl BackoffDto {
+    fn into_core(self) -> Backoff {
+        let base = Duration::from_millis(self.base_ms);
+        let b = match self.kind {
+            BackoffKind::Fixed => Backoff::fixed(base),
+            BackoffKind::Exponential => Backoff::exponential(
+                base,
+                Duration::from_millis(self.max_ms.unwrap_or(3_600_000)),
+            )
+            .with_factor(self.factor.unwrap_or(2)),
+        };
+        b.with_jitter(self.jitter.unwrap_or(0.0))
+    }
+
+    fn from_core(b: &Backoff) -> Self {
+        BackoffDto {
+            kind: if b.factor() <= 1 {
+                BackoffKind::Fixed
+            } else {
+                BackoffKind::Exponential
+            },
+            base_ms: b.base_ms(),
+            max_ms: Some(b.max_ms()),
+            factor: Some(b.factor()),
+            jitter: Some(f64::from(b.jitter_permille()) / 1000.0),
+        }
+    }
+}
+
+/// A job to push.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct PushRequest {
+    /// The job id, also the idempotency key (1 to 200 visible ASCII characters); a UUIDv7 is
+    /// generated when absent.
+    #[schema(pattern = "^[!-~]{1,200}$")]
+    pub id: Option<String>,
+    /// The payload, as `encoding` says.
+    pub body: String,
+    /// `utf8` (default) or `base64`.
+    #[serde(default)]
+    pub encoding: Encoding,
+    /// Due this many ms after the server receives the push (0 to 10 years). At most one of
+    /// `delay_ms` and `ready_at`; neither means due now.
+    #[schema(maximum = 315_576_000_000_u64)]
+    pub delay_ms: Option<u64>,
+    /// Due at this RFC 3339 time, on the engine's clock (at most 10 years ahead; a time in the
+    /// past means now).
+    #[schema(format = DateTime)]
+    pub ready_at: Option<String>,
+    /// The lease length of each delivery in ms (1 s to 24 h, default 30 s).
+    #[schema(minimum = 1000, maximum = 86_400_000)]
+    pub ttr_ms: Option<u64>,
+    /// Deliveries before the job goes dead (1 to 10,000, default 3).
+    #[schema(minimum = 1, maximum = 10_000)]
+    pub max_attempts: Option<u32>,
+    /// Among due jobs, lower runs first (default 0).
+    pub priority: Option<u32>,
+    /// The retry back-off (default: exponential from 1 s, doubling, up to 1 h, 10 % jitter).
+    pub backoff: Option<BackoffDto>,
+}
+
+/// Up to 1000 jobs of one topic.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct PushBatchRequest {
+    /// The jobs, answered in order.
+    #[schema(min_items = 1, max_items = 1000)]
+    pub jobs: Vec<PushRequest>,
+}
+
+/// The answer to a push.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct PushResponse {
+    /// The job id (generated or given).
+    pub id: String,
+    /// True when this push created the job; false when a live job with this id existed (then
+    /// nothing changed).
+    pub created: bool,
+    /// The job's state.
+    pub state: StateDto,
+    /// The due time, RFC 3339.
+    pub ready_at: String,
+    /// The due time in ms since the Unix epoch.
+    pub ready_at_ms: u64,
+}
+
+/// The answers to a batch push, in order.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct PushBatchResponse {
+    /// One answer per job.
+    pub results: Vec<PushResponse>,
+}
+
+/// A stored job.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct JobDto {
+    /// The topic.
+    pub topic: String,
+    /// The id.
+    pub id: String,
+    /// The payload, as `encoding` says.
+    pub body: String,
+    /// `utf8` when the body is valid UTF-8, else `base64`.
+    pub encoding: Encoding,
+    /// The state.
+    pub state: StateDto,
+    /// Among due jobs, lower runs first.
+    pub priority: u32,
+    /// The due time, RFC 3339.
+    pub ready_at: String,
+    /// The due time in ms since the Unix epoch.
+    pub ready_at_ms: u64,
+    /// The lease length in ms.
+    pub ttr_ms: u64,
+    /// Deliveries allowed before it goes dead.
+    pub max_attempts: u32,
+    /// Deliveries so far.
+    pub attempts: u32,
+    /// The retry back-off.
+    pub backoff: BackoffDto,
+    /// When it was pushed, RFC 3339.
+    pub created_at: String,
+    /// The lease deadline while reserved, the time of death while dead (RFC 3339).
+    pub deadline: Option<String>,
+    /// The reason given by the last nack or bury, or "lease expired".
+    pub last_error: Option<String>,
+}
+
+/// A delivery mode.
+#[derive(Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeDto {
+    /// Leased until acked (default).
+    #[default]
+    AtLeastOnce,
+    /// Removed as handed out: no lease, no retry; a crash while handling loses the job.
+    AtMostOnce,
+}
+
+/// A reserve (long-poll).
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct ReserveRequest {
+    /// Topics to take from (1 to 64, no repeats).
+    #[schema(schema_with = topics_schema)]
+    pub topics: Vec<String>,
+    /// The most jobs to return (1 to 1000, default 1).
+    #[schema(minimum = 1, maximum = 1000)]
+    pub max: Option<usize>,
+    /// How long to wait for a first job, in ms (default 0, at most the server's long-poll
+    /// limit, 30 s unless configured). The answer comes as soon as a job is due.
+    pub wait_ms: Option<u64>,
+    /// `at_least_once` (default) or `at_most_once`.
+    #[serde(default)]
+    pub mode: ModeDto,
+}
+
+/// 1 to 64 distinct topic names.
+fn topics_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^[A-Za-z0-9_.:-]{1,128}$")),
+        )
+        .min_items(Some(1))
+        .max_items(Some(64))
+        .unique_items(true)
+        .description(Some("Topics to take from (1 to 64, no repeats)."))
+        .build()
+}
+
+/// A lease: what ack, nack, touch, bury and release need besides the topic and id.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct LeaseDto {
+    /// The fencing token of this delivery.
+    pub token: u64,
+    /// The lease deadline, RFC 3339.
+    pub deadline: String,
+    /// The lease deadline in ms since the Unix epoch.
+    pub deadline_ms: u64,
+}
+
+/// A job handed to a reserver.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct DeliveryDto {
+    /// The job.
+    pub job: JobDto,
+    /// The attempt number of this delivery (1 for the first).
+    pub attempt: u32,
+    /// The lease; absent in at-most-once mode.
+    pub lease: Option<LeaseDto>,
+    /// How late the delivery is in ms (engine time at reserve minus the due time).
+    pub lateness_ms: f64,
+}
+
+/// The jobs of a reserve; empty when none came within the wait.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct ReserveResponse {
+    /// The deliveries.
+    pub jobs: Vec<DeliveryDto>,
+}
+
+/// A lease token.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRequest {
+    /// The lease token from the reserve.
+    pub token: u64,
+}
+
+/// A nack.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct NackRequest {
+    /// The lease token from the reserve.
+    pub token: u64,
+    /// Retry after this many ms instead of the job's back-off (0 to 10 years).
+    #[schema(maximum = 315_576_000_000_u64)]
+    pub delay_ms: Option<u64>,
+    /// Why it failed (at most 4 KiB), kept with the job.
+    #[schema(max_length = 4096)]
+    pub reason: Option<String>,
+}
+
+/// What a nack did.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct NackResponse {
+    /// `retry` or `dead`.
+    pub outcome: String,
+    /// When it will be delivered again (RFC 3339), for `retry`.
+    pub ready_at: Option<String>,
+}
+
+/// A touch.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct TouchRequest {
+    /// The lease token from the reserve.
+    pub token: u64,
+    /// The new lease length from now in ms (1 s to 24 h; default the job's ttr).
+    #[schema(minimum = 1000, maximum = 86_400_000)]
+    pub ttr_ms: Option<u64>,
+}
+
+/// The new lease deadline.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct TouchResponse {
+    /// RFC 3339.
+    pub deadline: String,
+    /// In ms since the Unix epoch.
+    pub deadline_ms: u64,
+}
+
+/// A bury.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct BuryRequest {
+    /// The lease token from the reserve.
+    pub token: u64,
+    /// Why (at most 4 KiB), kept with the job.
+    #[schema(max_length = 4096)]
+    pub reason: Option<String>,
+}
+
+/// One lease in a batch ack.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseRef {
+    /// The topic.
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    pub topic: String,
+    /// The job id.
+    #[schema(pattern = "^[!-~]{1,200}$")]
+    pub id: String,
+    /// The lease token.
+    pub token: u64,
+}
+
+/// Up to 1000 acks in one request.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct AckBatchRequest {
+    /// The leases to ack.
+    #[schema(min_items = 1, max_items = 1000)]
+    pub leases: Vec<LeaseRef>,
+}
+
+/// The answer to one ack of a batch.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct AckResult {
+    /// True when acked.
+    pub ok: bool,
+    /// Why not (`lease_lost`).
+    pub error: Option<super::error::ErrorDetail>,
+}
+
+/// The answers to a batch ack, in order.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct AckBatchResponse {
+    /// One per lease.
+    pub results: Vec<AckResult>,
+}
+
+/// A new due time: `{"delay_ms": n}` or `{"ready_at": "<RFC 3339>"}`.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(untagged)]
+pub enum RescheduleRequest {
+    /// Due this many ms from now.
+    Delay(RescheduleDelay),
+    /// Due at an absolute time.
+    At(RescheduleAt),
+}
+
+/// Due this many ms from now.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct RescheduleDelay {
+    /// 0 to 10 years.
+    #[schema(maximum = 315_576_000_000_u64)]
+    pub delay_ms: u64,
+}
+
+/// Due at an absolute time.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct RescheduleAt {
+    /// RFC 3339, at most 10 years ahead; a past time means now.
+    #[schema(format = DateTime)]
+    pub ready_at: String,
+}
+
+/// A due time.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct ReadyAtResponse {
+    /// RFC 3339.
+    pub ready_at: String,
+    /// In ms since the Unix epoch.
+    pub ready_at_ms: u64,
+}
+
+/// One page of a listing.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct ListResponse {
+    /// The jobs, in the state's order.
+    pub jobs: Vec<JobDto>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Counts and health of a topic.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct StatsDto {
+    /// The topic.
+    pub topic: String,
+    /// Jobs waiting for their due time.
+    pub delayed: u64,
+    /// Due jobs waiting for a reserver.
+    pub ready: u64,
+    /// Leased jobs.
+    pub reserved: u64,
+    /// Dead jobs.
+    pub dead: u64,
+    /// How long the longest-waiting due job has waited, in ms.
+    pub oldest_overdue_ms: Option<u64>,
+    /// The earliest due time among delayed jobs, RFC 3339.
+    pub next_due: Option<String>,
+    /// Leases that ran out without an answer, since the topic was created or last purged.
+    pub expired_leases: u64,
+}
+
+/// Every topic with its stats.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct TopicsResponse {
+    /// The topics, sorted.
+    pub topics: Vec<StatsDto>,
+}
+
+/// A count of jobs an operation touched.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct CountResponse {
+    /// How many.
+    pub count: u64,
+}
+
+/// Formats engine milliseconds as RFC 3339 (UTC, millisecond precision).
+pub fn rfc3339(t: Timestamp) -> String {
+    let nanos = i128::from(t.as_millis()) * 1_000_000;
+    OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|d| d.format(&Rfc3339).ok())
+        .unwrap_or_else(|| t.as_millis().to_string())
+}
+
+/// Parses an RFC 3339 time into engine milliseconds (rounded up, so never early).
+pub fn parse_rfc3339(s: &str, field: &str) -> Result<Timestamp, ApiError> {
+    let bad = || {
+        ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "invalid_delay",
+            format!("{field} {s:?} is not an RFC 3339 time such as 2026-01-02T15:04:05.000Z"),
+        )
+    };
+    let d = OffsetDateTime::parse(s, &Rfc3339).map_err(|_| bad())?;
+    let nanos = d.unix_timestamp_nanos();
+    if nanos < 0 {
+        return Err(bad());
+    }
+    let ms = u64::try_from((nanos as u128).div_ceil(1_000_000)).map_err(|_| bad())?;
+    Ok(Timestamp::from_millis(ms))
+}
+
+/// The schedule of a push or reschedule: at most one of `delay_ms` and `ready_at`.
+pub fn schedule(delay_ms: Option<u64>, ready_at: Option<&str>) -> Result<Schedule, ApiError> {
+    match (delay_ms, ready_at) {
+        (Some(_), Some(_)) => Err(ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "invalid_delay",
+            "give delay_ms or ready_at, not both",
+        )),
+        (Some(ms), None) => Ok(Schedule::Delay(Duration::from_millis(ms))),
+        (None, Some(at)) => Ok(Schedule::At(parse_rfc3339(at, "ready_at")?)),
+        (None, None) => Ok(Schedule::NOW),
+    }
+}
+
+/// Decodes a request body.
+pub fn decode_body(body: String, encoding: Encoding) -> Result<Bytes, ApiError> {
+    match encoding {
+        Encoding::Utf8 => Ok(Bytes::from(body)),
+        Encoding::Base64 => base64::engine::general_purpose::STANDARD
+            .decode(body.as_bytes())
+            .map(Bytes::from)
+            .map_err(|e| ApiError::invalid_argument(format!("body is not valid base64: {e}"))),
+    }
+}
+
+/// Encodes a body: the text when it is UTF-8, else base64.
+pub fn encode_body(body: &Bytes) -> (String, Encoding) {
+    match std::str::from_utf8(body) {
+        Ok(s) => (s.to_string(), Encoding::Utf8),
+        Err(_) => (
+            base64::engine::general_purpose::STANDARD.encode(body),
+            Encoding::Base64,
+        ),
+    }
+}
+
+/// Applies the optional fields of a push to a job.
+pub fn apply_options(
+    mut job: delayq_core::NewJob,
+    req_ttr: Option<u64>,
+    max_attempts: Option<u32>,
+    priority: Option<u32>,
+    backoff: Option<BackoffDto>,
+) -> delayq_core::NewJob {
+    if let Some(ms) = req_ttr {
+        job = job.with_ttr(Duration::from_millis(ms));
+    }
+    if let Some(n) = max_attempts {
+        job = job.with_max_attempts(n);
+    }
+    if let Some(p) = priority {
+        job = job.with_priority(p);
+    }
+    if let Some(b) = backoff {
+        job = job.with_backoff(b.into_core());
+    }
+    job
+}
+
+/// Checks a reason's length before it reaches the engine (which checks it too).
+pub fn check_reason(reason: &Option<String>) -> Result<(), ApiError> {
+    match reason {
+        Some(r) if r.len() > MAX_REASON => Err(ApiError::invalid_argument(format!(
+            "reason is {} bytes, the limit is {MAX_REASON}",
+            r.len()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl From<&Job> for JobDto {
+    fn from(j: &Job) -> Self {
+        let (body, encoding) = encode_body(&j.body);
+        JobDto {
+            topic: j.topic.to_string(),
+            id: j.id.to_string(),
+            body,
+            encoding,
+            state: j.state.into(),
+            priority: j.priority,
+            ready_at: rfc3339(j.ready_at),
+            ready_at_ms: j.ready_at.as_millis(),
+            ttr_ms: j.ttr.as_millis() as u64,
+            max_attempts: j.max_attempts,
+            attempts: j.attempts,
+            backoff: BackoffDto::from_core(&j.backoff),
+            created_at: rfc3339(j.created_at),
+            deadline: j.deadline.map(rfc3339),
+            last_error: j.last_error.clone(),
+        }
+    }
+}
+
+impl From<&Delivery> for DeliveryDto {
+    fn from(d: &Delivery) -> Self {
+        DeliveryDto {
+            job: JobDto::from(&d.job),
+            attempt: d.attempt(),
+            lease: d.lease.as_ref().map(|l| {
+                let deadline = d.job.deadline.unwrap_or_default();
+                LeaseDto {
+                    token: l.token.0,
+                    deadline: rfc3339(deadline),
+                    deadline_ms: deadline.as_millis(),
+                }
+            }),
+            lateness_ms: d.lateness.as_secs_f64() * 1000.0,
+        }
+    }
+}
+
+impl From<Pushed> for PushResponse {
+    fn from(p: Pushed) -> Self {
+        PushResponse {
+            id: p.id.to_string(),
+            created: p.created,
+            state: p.state.into(),
+            ready_at: rfc3339(p.ready_at),
+            ready_at_ms: p.ready_at.as_millis(),
+        }
+    }
+}
+
+impl From<NackOutcome> for NackResponse {
+    fn from(o: NackOutcome) -> Self {
+        match o {
+            NackOutcome::Retry { ready_at } => NackResponse {
+                outcome: "retry".into(),
+                ready_at: Some(rfc3339(ready_at)),
+            },
+            NackOutcome::Dead => NackResponse {
+                outcome: "dead".into(),
+                ready_at: None,
+            },
+        }
+    }
+}
+
+impl StatsDto {
+    /// The stats of `topic`.
+    pub fn new(topic: &delayq_core::Topic, s: &TopicStats) -> Self {
+        StatsDto {
+            topic: topic.to_string(),
+            delayed: s.delayed,
+            ready: s.ready,
+            reserved: s.reserved,
+            dead: s.dead,
+            oldest_overdue_ms: s.oldest_overdue.map(|d| d.as_millis() as u64),
+            next_due: s.next_due.map(rfc3339),
+            expired_leases: s.expired_leases,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_round_trip_and_round_up() {
+        let t = Timestamp::from_millis(1_767_366_245_123);
+        assert_eq!(rfc3339(t), "2026-01-02T15:04:05.123Z");
+        assert_eq!(parse_rfc3339("2026-01-02T15:04:05.123Z", "t").ok(), Some(t));
+        assert_eq!(
+            parse_rfc3339("2026-01-02T16:04:05.1225+01:00", "t").ok(),
+            Some(t),
+            "sub-millisecond parts round up"
+        );
+        assert!(parse_rfc3339("yesterday", "t").is_err());
+        assert!(parse_rfc3339("1960-01-01T00:00:00Z", "t").is_err());
+    }
+
+    #[test]
+    fn bodies_say_their_encoding() {
+        assert_eq!(
+            encode_body(&Bytes::from_static(b"hi")),
+            ("hi".into(), Encoding::Utf8)
+        );
+        assert_eq!(
+            encode_body(&Bytes::from_static(&[0xff, 0])),
+            ("/wA=".into(), Encoding::Base64)
+        );
+        assert_eq!(
+            decode_body("/wA=".into(), Encoding::Base64).ok(),
+            Some(Bytes::from_static(&[0xff, 0]))
+        );
+        assert!(decode_body("***".into(), Encoding::Base64).is_err());
+    }
+}

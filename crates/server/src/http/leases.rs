@@ -1,0 +1,259 @@
+//! Reserving and the lease operations: reserve (long-poll), ack (one or a batch), nack, touch,
+//! bury, release.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use delayq_core::{DeliveryMode, Lease, LeaseToken, Nack, Reserve, Topic};
+
+use super::dto::{
+    AckBatchRequest, AckBatchResponse, AckResult, BuryRequest, DeliveryDto, ModeDto, NackRequest,
+    NackResponse, ReserveRequest, ReserveResponse, TokenRequest, TouchRequest, TouchResponse,
+    check_reason,
+};
+use super::error::{ApiError, ErrorDetail};
+use super::extract::{Json, Path};
+use super::params::{CommonErrors, JobPath, LeaseLost, job_id, topic};
+use crate::AppState;
+use crate::metrics::LeaseEnd;
+
+fn lease(path: &JobPath, token: u64) -> Result<Lease, ApiError> {
+    let (topic, id) = path.parse()?;
+    Ok(Lease {
+        topic,
+        id,
+        token: LeaseToken(token),
+    })
+}
+
+/// Take up to `max` due jobs from one or more topics, waiting up to `wait_ms` for a first one.
+///
+/// Answers as soon as a job is due (long-poll); with nothing due by then, answers an empty
+/// list. Jobs come lowest priority number first, then earliest due time, then push order.
+/// While the server shuts down, open reserves answer empty at once.
+#[utoipa::path(
+    post,
+    path = "/v1/reserve",
+    tag = "leases",
+    request_body = ReserveRequest,
+    responses((status = 200, description = "The jobs (possibly none)", body = ReserveResponse), CommonErrors)
+)]
+pub async fn reserve(
+    State(state): State<AppState>,
+    Json(req): Json<ReserveRequest>,
+) -> Result<axum::Json<ReserveResponse>, ApiError> {
+    let topics = req
+        .topics
+        .iter()
+        .map(|t| topic(t))
+        .collect::<Result<Vec<Topic>, _>>()?;
+    let wait = Duration::from_millis(req.wait_ms.unwrap_or(0));
+    if wait > state.config.max_wait {
+        return Err(ApiError::invalid_argument(format!(
+            "wait_ms {} is over this server's long-poll limit of {} ms; reserve again in a loop",
+            wait.as_millis(),
+            state.config.max_wait.as_millis()
+        )));
+    }
+    let r = Reserve::topics(topics)
+        .max(req.max.unwrap_or(1))
+        .wait(wait)
+        .mode(match req.mode {
+            ModeDto::AtLeastOnce => DeliveryMode::AtLeastOnce,
+            ModeDto::AtMostOnce => DeliveryMode::AtMostOnce,
+        });
+    r.validate()?;
+    let got = tokio::select! {
+        got = state.engine.reserve(&r) => got?,
+        _ = state.shutdown.cancelled() => Vec::new(),
+    };
+    for d in &got {
+        state.metrics.delivered(
+            &d.job.topic,
+            &d.job.id,
+            d.lease.as_ref().map(|l| l.token.0),
+            d.lateness,
+        );
+    }
+    Ok(axum::Json(ReserveResponse {
+        jobs: got.iter().map(DeliveryDto::from).collect(),
+    }))
+}
+
+/// Ack a delivery: the job is done and removed.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/jobs/{id}/ack",
+    tag = "leases",
+    params(JobPath),
+    request_body = TokenRequest,
+    responses((status = 204, description = "Acked"), LeaseLost, CommonErrors)
+)]
+pub async fn ack(
+    State(state): State<AppState>,
+    Path(path): Path<JobPath>,
+    Json(req): Json<TokenRequest>,
+) -> Result<StatusCode, ApiError> {
+    let l = lease(&path, req.token)?;
+    state.engine.ack(&l).await?;
+    state
+        .metrics
+        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Acked);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Ack up to 1000 deliveries in one request; each is answered in order.
+#[utoipa::path(
+    post,
+    path = "/v1/ack",
+    tag = "leases",
+    request_body = AckBatchRequest,
+    responses((status = 200, description = "One answer per lease", body = AckBatchResponse), CommonErrors)
+)]
+pub async fn ack_batch(
+    State(state): State<AppState>,
+    Json(req): Json<AckBatchRequest>,
+) -> Result<axum::Json<AckBatchResponse>, ApiError> {
+    let leases = req
+        .leases
+        .iter()
+        .map(|l| {
+            Ok(Lease {
+                topic: topic(&l.topic)?,
+                id: job_id(&l.id)?,
+                token: LeaseToken(l.token),
+            })
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    let results = state.engine.ack_batch(&leases).await?;
+    let results = leases
+        .iter()
+        .zip(results)
+        .map(|(l, r)| match r {
+            Ok(()) => {
+                state
+                    .metrics
+                    .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Acked);
+                AckResult {
+                    ok: true,
+                    error: None,
+                }
+            }
+            Err(e) => {
+                let e = ApiError::from(e);
+                AckResult {
+                    ok: false,
+                    error: Some(ErrorDetail {
+                        code: e.code().to_string(),
+                        message: e.message().to_string(),
+                    }),
+                }
+            }
+        })
+        .collect();
+    Ok(axum::Json(AckBatchResponse { results }))
+}
+
+/// Report a failed delivery: retry after `delay_ms` or the job's back-off, or dead when the
+/// job has used all its attempts.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/jobs/{id}/nack",
+    tag = "leases",
+    params(JobPath),
+    request_body = NackRequest,
+    responses((status = 200, description = "What happened to the job", body = NackResponse), LeaseLost, CommonErrors)
+)]
+pub async fn nack(
+    State(state): State<AppState>,
+    Path(path): Path<JobPath>,
+    Json(req): Json<NackRequest>,
+) -> Result<axum::Json<NackResponse>, ApiError> {
+    let l = lease(&path, req.token)?;
+    check_reason(&req.reason)?;
+    let out = state
+        .engine
+        .nack(
+            &l,
+            Nack {
+                delay: req.delay_ms.map(Duration::from_millis),
+                reason: req.reason,
+            },
+        )
+        .await?;
+    state
+        .metrics
+        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Nacked);
+    Ok(axum::Json(NackResponse::from(out)))
+}
+
+/// Extend a lease to now + `ttr_ms` (or the job's ttr).
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/jobs/{id}/touch",
+    tag = "leases",
+    params(JobPath),
+    request_body = TouchRequest,
+    responses((status = 200, description = "The new deadline", body = TouchResponse), LeaseLost, CommonErrors)
+)]
+pub async fn touch(
+    State(state): State<AppState>,
+    Path(path): Path<JobPath>,
+    Json(req): Json<TouchRequest>,
+) -> Result<axum::Json<TouchResponse>, ApiError> {
+    let l = lease(&path, req.token)?;
+    let deadline = state
+        .engine
+        .touch(&l, req.ttr_ms.map(Duration::from_millis))
+        .await?;
+    Ok(axum::Json(TouchResponse {
+        deadline: super::dto::rfc3339(deadline),
+        deadline_ms: deadline.as_millis(),
+    }))
+}
+
+/// Send a reserved job to dead at once.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/jobs/{id}/bury",
+    tag = "leases",
+    params(JobPath),
+    request_body = BuryRequest,
+    responses((status = 204, description = "Buried"), LeaseLost, CommonErrors)
+)]
+pub async fn bury(
+    State(state): State<AppState>,
+    Path(path): Path<JobPath>,
+    Json(req): Json<BuryRequest>,
+) -> Result<StatusCode, ApiError> {
+    let l = lease(&path, req.token)?;
+    check_reason(&req.reason)?;
+    state.engine.bury(&l, req.reason).await?;
+    state
+        .metrics
+        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Buried);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Give a delivery back without counting the attempt: the job is ready again at once.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/jobs/{id}/release",
+    tag = "leases",
+    params(JobPath),
+    request_body = TokenRequest,
+    responses((status = 204, description = "Released"), LeaseLost, CommonErrors)
+)]
+pub async fn release(
+    State(state): State<AppState>,
+    Path(path): Path<JobPath>,
+    Json(req): Json<TokenRequest>,
+) -> Result<StatusCode, ApiError> {
+    let l = lease(&path, req.token)?;
+    state.engine.release(&l).await?;
+    state
+        .metrics
+        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Released);
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,174 @@
+//! The HTTP router: API v1 (documented in the OpenAPI document it serves), health, readiness
+//! and metrics, with auth, limits, timeouts and load shedding as layers.
+
+pub mod dto;
+pub mod error;
+pub mod extract;
+mod jobs;
+mod leases;
+mod ops;
+pub mod params;
+mod topics;
+
+use std::sync::Arc;
+
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{BoxError, Router};
+use tower::ServiceBuilder;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use self::error::ApiError;
+use crate::AppState;
+use crate::auth::require_token;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "delayq",
+        description = "A distributed delay queue: push jobs with a delay or a due time, reserve them when they are due (long-poll), then ack, nack, touch, bury or release them with their lease token.",
+        license(name = "MIT OR Apache-2.0")
+    ),
+    tags(
+        (name = "jobs", description = "Push, read, delete, reschedule and list jobs"),
+        (name = "leases", description = "Reserve jobs and answer for their deliveries"),
+        (name = "topics", description = "Topics: stats, dead jobs, purge")
+    ),
+    components(schemas(error::ErrorBody, error::ErrorDetail)),
+    modifiers(&BearerAuth)
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+        openapi.security = Some(vec![
+            utoipa::openapi::security::SecurityRequirement::new("bearer", Vec::<String>::new()),
+            utoipa::openapi::security::SecurityRequirement::default(),
+        ]);
+    }
+}
+
+/// The API v1 routes and their OpenAPI document.
+fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(jobs::push, jobs::list))
+        .routes(routes!(jobs::push_batch))
+        .routes(routes!(jobs::get_job, jobs::delete_job))
+        .routes(routes!(jobs::reschedule))
+        .routes(routes!(leases::reserve))
+        .routes(routes!(leases::ack))
+        .routes(routes!(leases::ack_batch))
+        .routes(routes!(leases::nack))
+        .routes(routes!(leases::touch))
+        .routes(routes!(leases::bury))
+        .routes(routes!(leases::release))
+        .routes(routes!(topics::list_topics))
+        .routes(routes!(topics::stats))
+        .routes(routes!(topics::kick))
+        .routes(routes!(topics::kick_all))
+        .routes(routes!(topics::purge))
+        .split_for_parts()
+}
+
+/// The OpenAPI document of API v1, as served at `/v1/openapi.json`.
+pub fn openapi_json() -> String {
+    api()
+        .1
+        .to_pretty_json()
+        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// The whole application: `/v1/...`, `/v1/openapi.json`, `/healthz`, `/readyz`, `/metrics`.
+pub fn app(state: AppState) -> Router {
+    let (api, doc) = api();
+    let doc = Arc::new(doc.to_pretty_json().unwrap_or_default());
+    let config = state.config.clone();
+
+    let protected = api
+        .route("/metrics", get(ops::metrics))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_token,
+        ))
+        .layer(DefaultBodyLimit::max(config.max_request_bytes));
+    let open = Router::new()
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route(
+            "/v1/openapi.json",
+            get(move || {
+                let doc = doc.clone();
+                async move {
+                    (
+                        [(header::CONTENT_TYPE, "application/json")],
+                        doc.as_str().to_owned(),
+                    )
+                }
+            }),
+        );
+
+    Router::new()
+        .merge(protected)
+        .merge(open)
+        .fallback(|| async {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such route; see /v1/openapi.json",
+            )
+        })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not take that method; see /v1/openapi.json",
+            )
+        })
+        .with_state(state)
+        .layer(
+            ServiceBuilder::new()
+                .layer(tower_http::trace::TraceLayer::new_for_http())
+                .layer(HandleErrorLayer::new(|e: BoxError| async move {
+                    overload_error(e).into_response()
+                }))
+                .load_shed()
+                .concurrency_limit(config.concurrency)
+                .timeout(config.request_timeout),
+        )
+}
+
+fn overload_error(e: BoxError) -> ApiError {
+    if e.is::<tower::timeout::error::Elapsed>() {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            "the request took too long; retry",
+        )
+    } else if e.is::<tower::load_shed::error::Overloaded>() {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "the server is handling its maximum of concurrent requests; retry shortly",
+        )
+    } else {
+        tracing::error!(error = %e, "unhandled service error");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error",
+        )
+    }
+}

@@ -1,0 +1,110 @@
+//! Path and query parameters, their schema, and their parsing into core types.
+
+use delayq_core::{JobId, Topic};
+use serde::Deserialize;
+use utoipa::{IntoParams, IntoResponses};
+
+use super::dto::StateDto;
+use super::error::{ApiError, ErrorBody};
+
+/// A topic in the path.
+#[derive(Deserialize, IntoParams, Debug)]
+#[into_params(parameter_in = Path)]
+pub struct TopicPath {
+    /// The topic: 1 to 128 characters from `A-Za-z0-9_.:-`.
+    #[param(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    pub topic: String,
+}
+
+/// A job in the path.
+#[derive(Deserialize, IntoParams, Debug)]
+#[into_params(parameter_in = Path)]
+pub struct JobPath {
+    /// The topic: 1 to 128 characters from `A-Za-z0-9_.:-`.
+    #[param(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    pub topic: String,
+    /// The job id: 1 to 200 visible ASCII characters, percent-encoded in the path (`/` as
+    /// `%2F`).
+    #[param(pattern = "^[!-~]{1,200}$")]
+    pub id: String,
+}
+
+/// The query of a listing.
+#[derive(Deserialize, IntoParams, Debug)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// The state to list.
+    pub state: StateDto,
+    /// Jobs per page (1 to 1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Parses a topic.
+pub fn topic(s: &str) -> Result<Topic, ApiError> {
+    Topic::new(s).map_err(ApiError::from)
+}
+
+/// Parses a job id.
+pub fn job_id(s: &str) -> Result<JobId, ApiError> {
+    JobId::new(s).map_err(ApiError::from)
+}
+
+impl JobPath {
+    /// The parsed topic and id.
+    pub fn parse(&self) -> Result<(Topic, JobId), ApiError> {
+        Ok((topic(&self.topic)?, job_id(&self.id)?))
+    }
+}
+
+/// Errors every API operation may answer.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // Only read by the OpenAPI document.
+pub enum CommonErrors {
+    /// Invalid input (`invalid_*`); nothing was changed.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// Missing or wrong bearer token (`unauthorized`).
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// The request or the job body is too large (`body_too_large`).
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
+    /// Internal error (`internal`); details are in the server log.
+    #[response(status = 500)]
+    Internal(ErrorBody),
+    /// The store is unavailable, the server is overloaded or the request took too long
+    /// (`unavailable`, `overloaded`, `timeout`); retry later.
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+}
+
+/// The job does not exist.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // Only read by the OpenAPI document.
+pub enum NotFound {
+    /// No such job (`not_found`).
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+}
+
+/// The lease is not the job's live lease.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // Only read by the OpenAPI document.
+pub enum LeaseLost {
+    /// The lease expired or the job moved on (`lease_lost`); nothing was changed.
+    #[response(status = 409)]
+    LeaseLost(ErrorBody),
+}
+
+/// The job is in a state where the operation does not apply.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // Only read by the OpenAPI document.
+pub enum WrongState {
+    /// Wrong state for this operation (`wrong_state`); nothing was changed.
+    #[response(status = 409)]
+    WrongState(ErrorBody),
+}

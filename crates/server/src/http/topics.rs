@@ -1,0 +1,96 @@
+//! Topics: the list with stats, one topic's stats, kicking dead jobs, purging.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use super::dto::{CountResponse, StatsDto, TopicsResponse};
+use super::error::ApiError;
+use super::extract::Path;
+use super::params::{CommonErrors, JobPath, NotFound, TopicPath, WrongState, topic};
+use crate::AppState;
+
+/// Every topic that has held jobs, with its stats.
+#[utoipa::path(
+    get,
+    path = "/v1/topics",
+    tag = "topics",
+    responses((status = 200, description = "The topics, sorted", body = TopicsResponse), CommonErrors)
+)]
+pub async fn list_topics(
+    State(state): State<AppState>,
+) -> Result<axum::Json<TopicsResponse>, ApiError> {
+    let mut topics = Vec::new();
+    for t in state.engine.topics().await? {
+        let s = state.engine.stats(&t).await?;
+        topics.push(StatsDto::new(&t, &s));
+    }
+    Ok(axum::Json(TopicsResponse { topics }))
+}
+
+/// Counts per state and the age of the oldest overdue job of one topic.
+#[utoipa::path(
+    get,
+    path = "/v1/topics/{topic}/stats",
+    tag = "topics",
+    params(TopicPath),
+    responses((status = 200, description = "The stats", body = StatsDto), CommonErrors)
+)]
+pub async fn stats(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+) -> Result<axum::Json<StatsDto>, ApiError> {
+    let t = topic(&path.topic)?;
+    let s = state.engine.stats(&t).await?;
+    Ok(axum::Json(StatsDto::new(&t, &s)))
+}
+
+/// Make a dead job ready now, with its attempts reset.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/jobs/{id}/kick",
+    tag = "topics",
+    params(JobPath),
+    responses((status = 204, description = "Kicked"), NotFound, WrongState, CommonErrors)
+)]
+pub async fn kick(
+    State(state): State<AppState>,
+    Path(path): Path<JobPath>,
+) -> Result<StatusCode, ApiError> {
+    let (t, id) = path.parse()?;
+    state.engine.kick(&t, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Kick every dead job of a topic.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/kick",
+    tag = "topics",
+    params(TopicPath),
+    responses((status = 200, description = "How many were kicked", body = CountResponse), CommonErrors)
+)]
+pub async fn kick_all(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+) -> Result<axum::Json<CountResponse>, ApiError> {
+    let t = topic(&path.topic)?;
+    let count = state.engine.kick_all(&t).await?;
+    Ok(axum::Json(CountResponse { count }))
+}
+
+/// Remove every job of a topic, in every state.
+#[utoipa::path(
+    delete,
+    path = "/v1/topics/{topic}",
+    tag = "topics",
+    params(TopicPath),
+    responses((status = 200, description = "How many were removed", body = CountResponse), CommonErrors)
+)]
+pub async fn purge(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+) -> Result<axum::Json<CountResponse>, ApiError> {
+    let t = topic(&path.topic)?;
+    let count = state.engine.purge(&t).await?;
+    Ok(axum::Json(CountResponse { count }))
+}

@@ -1,0 +1,72 @@
+//! The delayq HTTP server: every operation of the contract as JSON under `/v1`, a long-poll
+//! reserve, the OpenAPI document, Prometheus metrics, health and readiness.
+//!
+//! # Layout
+//!
+//! - `http`: the router ([`app`]); one module per resource (`jobs`, `leases`, `topics`),
+//!   `dto` (the only place with JSON wire types), `error` ([`http::error::ApiError`], the one
+//!   error shape), `extract` (extractors whose rejections are `ApiError`s), `params` (path and
+//!   query parameters and the documented error responses), `ops` (health, metrics).
+//! - `auth`: optional bearer tokens, compared in constant time.
+//! - `metrics`: counters, histograms (lateness, time reserved) and per-state gauges.
+//! - `state`: [`AppState`]; `config`: [`ServerConfig`].
+//!
+//! The engine is any [`delayq_core::Engine`]; [`serve`] runs the app until a shutdown future
+//! resolves, then lets open long-polls answer empty and in-flight requests finish.
+#![deny(missing_docs)]
+
+mod auth;
+mod config;
+pub mod http;
+mod metrics;
+mod state;
+
+use std::future::Future;
+
+pub use config::ServerConfig;
+pub use http::{app, openapi_json};
+pub use state::AppState;
+
+/// Serves `state` on `listener` until `shutdown` resolves, then stops accepting, ends open
+/// long-polls (they answer an empty list) and waits for in-flight requests.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let token = state.shutdown.clone();
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            token.cancel();
+        })
+        .await
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

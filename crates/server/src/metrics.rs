@@ -1,0 +1,274 @@
+//! Prometheus metrics: per-topic counters of what this server did, histograms of lateness and
+//! of time reserved, and per-state gauges read from the engine at each scrape.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use delayq_core::{Engine, JobId, JobState, Topic};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TopicLabel {
+    topic: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    topic: String,
+    state: String,
+}
+
+fn seconds_buckets() -> impl Iterator<Item = f64> {
+    [
+        0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+        60.0, 300.0, 900.0, 3600.0,
+    ]
+    .into_iter()
+}
+
+type Histograms = Family<TopicLabel, Histogram, fn() -> Histogram>;
+
+/// The most leases tracked for the time-reserved histogram; beyond it, new leases are not
+/// timed (their jobs still work).
+const MAX_TRACKED_LEASES: usize = 1_000_000;
+
+/// The server's metrics.
+pub struct Metrics {
+    registry: Registry,
+    pushed: Family<TopicLabel, Counter>,
+    delivered: Family<TopicLabel, Counter>,
+    acked: Family<TopicLabel, Counter>,
+    nacked: Family<TopicLabel, Counter>,
+    buried: Family<TopicLabel, Counter>,
+    released: Family<TopicLabel, Counter>,
+    lateness: Histograms,
+    reserved_time: Histograms,
+    lease_expirations: Family<TopicLabel, Counter>,
+    /// The engine's count of expired leases per topic at the last scrape, to turn it into a
+    /// counter that only grows (a purge restarts the engine's count).
+    expirations_seen: Mutex<HashMap<Topic, u64>>,
+    jobs: Family<StateLabel, Gauge>,
+    oldest_overdue: Family<TopicLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    /// When this server handed out each lease it still tracks.
+    leases: Mutex<HashMap<(Topic, JobId, u64), Instant>>,
+}
+
+/// What ended a lease, for the counters.
+#[derive(Clone, Copy, Debug)]
+pub enum LeaseEnd {
+    /// Acked.
+    Acked,
+    /// Nacked.
+    Nacked,
+    /// Buried.
+    Buried,
+    /// Released.
+    Released,
+}
+
+impl Metrics {
+    /// Empty metrics in their own registry.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("delayq");
+        let pushed = Family::default();
+        let delivered = Family::default();
+        let acked = Family::default();
+        let nacked = Family::default();
+        let buried = Family::default();
+        let released = Family::default();
+        let new_hist: fn() -> Histogram = || Histogram::new(seconds_buckets());
+        let lateness = Histograms::new_with_constructor(new_hist);
+        let reserved_time = Histograms::new_with_constructor(new_hist);
+        let lease_expirations = Family::default();
+        let jobs = Family::default();
+        let oldest_overdue = Family::default();
+        registry.register(
+            "jobs_pushed",
+            "Jobs created by pushes through this server",
+            pushed.clone(),
+        );
+        registry.register(
+            "jobs_delivered",
+            "Deliveries handed out by this server's reserves",
+            delivered.clone(),
+        );
+        registry.register(
+            "jobs_acked",
+            "Deliveries acked through this server",
+            acked.clone(),
+        );
+        registry.register(
+            "jobs_nacked",
+            "Deliveries nacked through this server",
+            nacked.clone(),
+        );
+        registry.register(
+            "jobs_buried",
+            "Deliveries buried through this server",
+            buried.clone(),
+        );
+        registry.register(
+            "jobs_released",
+            "Deliveries released through this server",
+            released.clone(),
+        );
+        registry.register(
+            "lateness_seconds",
+            "Delivery time minus due time, on the engine's clock",
+            lateness.clone(),
+        );
+        registry.register(
+            "reserved_seconds",
+            "Time from delivery to ack, nack, bury or release, for leases handed out by this server",
+            reserved_time.clone(),
+        );
+        registry.register(
+            "lease_expirations",
+            "Leases that ran out without an answer (worker died or overran its ttr), from the engine",
+            lease_expirations.clone(),
+        );
+        registry.register(
+            "jobs",
+            "Jobs per topic and state, read from the engine at each scrape",
+            jobs.clone(),
+        );
+        registry.register(
+            "oldest_overdue_seconds",
+            "How long the longest-waiting due job of a topic has waited (0 when none); growing means no one is reserving",
+            oldest_overdue.clone(),
+        );
+        Metrics {
+            registry,
+            pushed,
+            delivered,
+            acked,
+            nacked,
+            buried,
+            released,
+            lateness,
+            reserved_time,
+            lease_expirations,
+            expirations_seen: Mutex::new(HashMap::new()),
+            jobs,
+            oldest_overdue,
+            leases: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn label(topic: &Topic) -> TopicLabel {
+        TopicLabel {
+            topic: topic.to_string(),
+        }
+    }
+
+    /// Counts created jobs.
+    pub fn pushed(&self, topic: &Topic, created: u64) {
+        self.pushed
+            .get_or_create(&Self::label(topic))
+            .inc_by(created);
+    }
+
+    /// Records a delivery: lateness, and the lease's start for the time-reserved histogram.
+    pub fn delivered(&self, topic: &Topic, id: &JobId, token: Option<u64>, lateness: Duration) {
+        let label = Self::label(topic);
+        self.delivered.get_or_create(&label).inc();
+        self.lateness
+            .get_or_create(&label)
+            .observe(lateness.as_secs_f64());
+        if let Some(token) = token {
+            let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+            if leases.len() < MAX_TRACKED_LEASES {
+                leases.insert((topic.clone(), id.clone(), token), Instant::now());
+            }
+        }
+    }
+
+    /// Records the end of a lease handed out by this server.
+    pub fn lease_ended(&self, topic: &Topic, id: &JobId, token: u64, how: LeaseEnd) {
+        let label = Self::label(topic);
+        let counter = match how {
+            LeaseEnd::Acked => &self.acked,
+            LeaseEnd::Nacked => &self.nacked,
+            LeaseEnd::Buried => &self.buried,
+            LeaseEnd::Released => &self.released,
+        };
+        counter.get_or_create(&label).inc();
+        let start = self
+            .leases
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(topic.clone(), id.clone(), token));
+        if let Some(start) = start {
+            self.reserved_time
+                .get_or_create(&label)
+                .observe(start.elapsed().as_secs_f64());
+        }
+    }
+
+    /// Refreshes the gauges from the engine and renders everything in the text format.
+    pub async fn render(&self, engine: &dyn Engine) -> delayq_core::Result<String> {
+        for topic in engine.topics().await? {
+            let s = engine.stats(&topic).await?;
+            for (state, n) in [
+                (JobState::Delayed, s.delayed),
+                (JobState::Ready, s.ready),
+                (JobState::Reserved, s.reserved),
+                (JobState::Dead, s.dead),
+            ] {
+                let label = StateLabel {
+                    topic: topic.to_string(),
+                    state: state.to_string(),
+                };
+                self.jobs
+                    .get_or_create(&label)
+                    .set(i64::try_from(n).unwrap_or(i64::MAX));
+            }
+            self.oldest_overdue
+                .get_or_create(&Self::label(&topic))
+                .set(s.oldest_overdue.map(|d| d.as_secs_f64()).unwrap_or(0.0));
+            let grew = {
+                let mut seen = self
+                    .expirations_seen
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                let last = seen.insert(topic.clone(), s.expired_leases).unwrap_or(0);
+                // A smaller count means the topic was purged: what is counted now is new.
+                if s.expired_leases >= last {
+                    s.expired_leases - last
+                } else {
+                    s.expired_leases
+                }
+            };
+            self.lease_expirations
+                .get_or_create(&Self::label(&topic))
+                .inc_by(grew);
+        }
+        self.forget_stale_leases();
+        let mut out = String::new();
+        encode(&mut out, &self.registry)
+            .map_err(|e| delayq_core::Error::Internal(format!("encoding metrics: {e}")))?;
+        Ok(out)
+    }
+
+    /// Drops tracked leases older than the longest ttr: they expired without an answer.
+    fn forget_stale_leases(&self) {
+        let max_age = delayq_core::limits::MAX_TTR + Duration::from_secs(3600);
+        self.leases
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, start| start.elapsed() < max_age);
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

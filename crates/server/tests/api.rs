@@ -1,0 +1,710 @@
+//! The HTTP API end to end: a real server on a free port, a real HTTP client, for each
+//! engine: every endpoint, every error code, auth on and off, long-poll, body limits,
+//! graceful shutdown with a long-poll open, and the metrics the session moves.
+
+#![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{TestServer, code};
+use delayq_core::{Engine, Limits};
+use delayq_server::ServerConfig;
+use serde_json::{Value, json};
+
+/// Everything one engine needs to stay alive for a test.
+struct Setup {
+    engine: Arc<dyn Engine>,
+    _guard: Box<dyn std::any::Any + Send>,
+}
+
+async fn redis(limits: Limits) -> Setup {
+    let server = delayq_testkit::RedisServer::start();
+    let config = delayq_redis::RedisConfig::new(server.url()).with_limits(limits);
+    let engine = delayq_redis::RedisEngine::connect(config).await.unwrap();
+    Setup {
+        engine: Arc::new(engine),
+        _guard: Box::new(server),
+    }
+}
+
+async fn sqlite(limits: Limits) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let config = delayq_sqlite::SqliteConfig::dir(dir.path().join("data")).with_limits(limits);
+    let engine = delayq_sqlite::SqliteEngine::open(config).unwrap();
+    Setup {
+        engine: Arc::new(engine),
+        _guard: Box::new(dir),
+    }
+}
+
+fn small_limits() -> Limits {
+    Limits { max_body: 2048 }
+}
+
+async fn every_endpoint(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    assert_eq!(s.text("/healthz").await, (200, "ok\n".into()));
+    assert_eq!(s.text("/readyz").await.0, 200);
+
+    // Push: created, then existed.
+    let (st, v) = s.post("/v1/topics/orders/jobs", json!({"id": "o-1", "body": "cancel 1", "delay_ms": 3_600_000, "priority": 2, "ttr_ms": 5000, "max_attempts": 4, "backoff": {"kind": "fixed", "base_ms": 250}})).await;
+    assert_eq!(st, 201, "{v}");
+    assert_eq!(
+        (
+            v["id"].as_str(),
+            v["created"].as_bool(),
+            v["state"].as_str()
+        ),
+        (Some("o-1"), Some(true), Some("delayed"))
+    );
+    let (st, v) = s
+        .post(
+            "/v1/topics/orders/jobs",
+            json!({"id": "o-1", "body": "other"}),
+        )
+        .await;
+    assert_eq!((st, v["created"].as_bool()), (200, Some(false)));
+
+    // Get: every field, the body as text.
+    let (st, j) = s.get("/v1/topics/orders/jobs/o-1").await;
+    assert_eq!(st, 200, "{j}");
+    assert_eq!(j["body"], "cancel 1");
+    assert_eq!(j["encoding"], "utf8");
+    assert_eq!(j["priority"], 2);
+    assert_eq!(j["ttr_ms"], 5000);
+    assert_eq!(j["max_attempts"], 4);
+    assert_eq!(j["backoff"]["kind"], "fixed");
+    assert_eq!(j["backoff"]["base_ms"], 250);
+    assert!(j["ready_at"].as_str().unwrap().ends_with('Z'));
+
+    // A binary body goes in and comes out as base64.
+    let (st, _) = s
+        .post(
+            "/v1/topics/orders/jobs",
+            json!({"id": "bin", "body": "/wA=", "encoding": "base64", "delay_ms": 3_600_000}),
+        )
+        .await;
+    assert_eq!(st, 201);
+    let (_, j) = s.get("/v1/topics/orders/jobs/bin").await;
+    assert_eq!(
+        (j["body"].as_str(), j["encoding"].as_str()),
+        (Some("/wA="), Some("base64"))
+    );
+
+    // An id with a slash, percent-encoded in the path.
+    let (st, _) = s
+        .post(
+            "/v1/topics/orders/jobs",
+            json!({"id": "a/b", "body": "x", "delay_ms": 3_600_000}),
+        )
+        .await;
+    assert_eq!(st, 201);
+    assert_eq!(s.get("/v1/topics/orders/jobs/a%2Fb").await.1["id"], "a/b");
+
+    // Batch push, answered in order, duplicate inside.
+    let (st, v) = s.post("/v1/topics/mail/batch", json!({"jobs": [{"id": "m1", "body": "1"}, {"id": "m2", "body": "2"}, {"id": "m1", "body": "again"}]})).await;
+    assert_eq!(st, 200, "{v}");
+    let created: Vec<bool> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["created"].as_bool().unwrap())
+        .collect();
+    assert_eq!(created, vec![true, true, false]);
+
+    // List with a cursor.
+    let (st, page) = s.get("/v1/topics/orders/jobs?state=delayed&limit=2").await;
+    assert_eq!(st, 200, "{page}");
+    assert_eq!(page["jobs"].as_array().unwrap().len(), 2);
+    let cursor = page["next_cursor"].as_str().unwrap().to_string();
+    let (_, page2) = s
+        .get(&format!(
+            "/v1/topics/orders/jobs?state=delayed&limit=2&cursor={}",
+            urlencode(&cursor)
+        ))
+        .await;
+    assert_eq!(page2["jobs"].as_array().unwrap().len(), 1);
+    assert!(page2["next_cursor"].is_null());
+
+    // Reschedule to now, then reserve it with a lease.
+    let (st, v) = s
+        .post(
+            "/v1/topics/orders/jobs/o-1/reschedule",
+            json!({"delay_ms": 0}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["orders"], "max": 5, "wait_ms": 1000}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let d = &v["jobs"][0];
+    assert_eq!(d["job"]["id"], "o-1");
+    assert_eq!(d["attempt"], 1);
+    let token = d["lease"]["token"].as_u64().unwrap();
+    assert!(d["lateness_ms"].as_f64().unwrap() >= 0.0);
+
+    // Touch, then nack with a delay (retry), reserve again, bury, kick.
+    let (st, v) = s
+        .post(
+            "/v1/topics/orders/jobs/o-1/touch",
+            json!({"token": token, "ttr_ms": 20_000}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert!(v["deadline_ms"].as_u64().unwrap() > 0);
+    let (st, v) = s
+        .post(
+            "/v1/topics/orders/jobs/o-1/nack",
+            json!({"token": token, "delay_ms": 0, "reason": "flaky"}),
+        )
+        .await;
+    assert_eq!((st, v["outcome"].as_str()), (200, Some("retry")), "{v}");
+    let (_, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["orders"], "wait_ms": 2000}),
+        )
+        .await;
+    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    assert_eq!(v["jobs"][0]["job"]["last_error"], "flaky");
+    assert_eq!(
+        s.post(
+            "/v1/topics/orders/jobs/o-1/bury",
+            json!({"token": token, "reason": "poison"})
+        )
+        .await
+        .0,
+        204
+    );
+    let (_, dead) = s.get("/v1/topics/orders/jobs?state=dead").await;
+    assert_eq!(dead["jobs"][0]["id"], "o-1");
+    assert_eq!(
+        s.post("/v1/topics/orders/jobs/o-1/kick", json!({})).await.0,
+        204
+    );
+    assert_eq!(
+        s.get("/v1/topics/orders/jobs/o-1").await.1["state"],
+        "ready"
+    );
+
+    // Release: back at once, attempt not counted.
+    let (_, v) = s.post("/v1/reserve", json!({"topics": ["orders"]})).await;
+    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    assert_eq!(
+        s.post(
+            "/v1/topics/orders/jobs/o-1/release",
+            json!({"token": token})
+        )
+        .await
+        .0,
+        204
+    );
+    let (_, v) = s.post("/v1/reserve", json!({"topics": ["orders"]})).await;
+    assert_eq!(v["jobs"][0]["attempt"], 1);
+    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    assert_eq!(
+        s.post("/v1/topics/orders/jobs/o-1/ack", json!({"token": token}))
+            .await
+            .0,
+        204
+    );
+    assert_eq!(s.get("/v1/topics/orders/jobs/o-1").await.0, 404);
+
+    // Batch ack: one good, one stale.
+    let (_, v) = s
+        .post("/v1/reserve", json!({"topics": ["mail"], "max": 2}))
+        .await;
+    let leases: Vec<Value> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| json!({"topic": "mail", "id": d["job"]["id"], "token": d["lease"]["token"]}))
+        .collect();
+    assert_eq!(leases.len(), 2);
+    let (st, v) = s
+        .post(
+            "/v1/ack",
+            json!({"leases": [leases[0], {"topic": "mail", "id": "m2", "token": 999_999}]}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["results"][0]["ok"], true);
+    assert_eq!(v["results"][1]["error"]["code"], "lease_lost");
+
+    // Nack to dead, kick all.
+    let (_, v) = s
+        .post(
+            "/v1/topics/kk/jobs",
+            json!({"body": "x", "max_attempts": 1}),
+        )
+        .await;
+    let id = v["id"].as_str().unwrap().to_string();
+    let (_, v) = s.post("/v1/reserve", json!({"topics": ["kk"]})).await;
+    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    let (_, v) = s
+        .post(
+            &format!("/v1/topics/kk/jobs/{id}/nack"),
+            json!({"token": token}),
+        )
+        .await;
+    assert_eq!(v["outcome"], "dead");
+    let (st, v) = s.post("/v1/topics/kk/kick", json!({})).await;
+    assert_eq!((st, v["count"].as_u64()), (200, Some(1)));
+
+    // Stats and topics.
+    let (st, v) = s.get("/v1/topics/kk/stats").await;
+    assert_eq!((st, v["ready"].as_u64()), (200, Some(1)), "{v}");
+    let (st, v) = s.get("/v1/topics").await;
+    assert_eq!(st, 200);
+    let names: Vec<&str> = v["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["topic"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["kk", "mail", "orders"]);
+
+    // Delete and purge.
+    assert_eq!(s.delete("/v1/topics/orders/jobs/bin").await.0, 204);
+    assert_eq!(s.delete("/v1/topics/orders/jobs/bin").await.0, 404);
+    let (st, v) = s.delete("/v1/topics/orders").await;
+    assert_eq!((st, v["count"].as_u64()), (200, Some(1)));
+
+    // The OpenAPI document is served and names every route.
+    let (st, doc) = s.get("/v1/openapi.json").await;
+    assert_eq!(st, 200);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    for p in [
+        "/v1/reserve",
+        "/v1/ack",
+        "/v1/topics/{topic}/jobs/{id}/nack",
+        "/v1/topics/{topic}/batch",
+    ] {
+        assert!(
+            doc["paths"].get(p).is_some(),
+            "{p} missing from the document"
+        );
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+async fn every_error_code(setup: Setup) {
+    let s = TestServer::start(
+        setup.engine,
+        ServerConfig {
+            max_request_bytes: 64 * 1024,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let cases: Vec<(&str, &str, Option<Value>, u16, &str)> = vec![
+        (
+            "POST",
+            "/v1/topics/bad%20topic/jobs",
+            Some(json!({"body": "x"})),
+            400,
+            "invalid_topic",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"id": "two words", "body": "x"})),
+            400,
+            "invalid_id",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"body": "x", "delay_ms": 315_576_000_001_u64})),
+            400,
+            "invalid_delay",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"body": "x", "ready_at": "tomorrow"})),
+            400,
+            "invalid_delay",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"body": "x", "delay_ms": 1, "ready_at": "2030-01-01T00:00:00Z"})),
+            400,
+            "invalid_delay",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"body": "x", "ttr_ms": 10})),
+            400,
+            "invalid_ttr",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"body": "x", "max_attempts": 0})),
+            400,
+            "invalid_argument",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"body": "***", "encoding": "base64"})),
+            400,
+            "invalid_argument",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"body": "x", "colour": "red"})),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"nobody": 1})),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"body": "x".repeat(2049)})),
+            413,
+            "body_too_large",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs",
+            Some(json!({"body": "x".repeat(70_000)})),
+            413,
+            "body_too_large",
+        ),
+        (
+            "POST",
+            "/v1/reserve",
+            Some(json!({"topics": ["t"], "max": 0})),
+            400,
+            "invalid_argument",
+        ),
+        (
+            "POST",
+            "/v1/reserve",
+            Some(json!({"topics": ["t"], "wait_ms": 31_000})),
+            400,
+            "invalid_argument",
+        ),
+        (
+            "POST",
+            "/v1/reserve",
+            Some(json!({"topics": []})),
+            400,
+            "invalid_argument",
+        ),
+        ("GET", "/v1/topics/t/jobs/missing", None, 404, "not_found"),
+        (
+            "DELETE",
+            "/v1/topics/t/jobs/missing",
+            None,
+            404,
+            "not_found",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs/missing/ack",
+            Some(json!({"token": 1})),
+            409,
+            "lease_lost",
+        ),
+        (
+            "POST",
+            "/v1/topics/t/jobs/missing/kick",
+            Some(json!({})),
+            404,
+            "not_found",
+        ),
+        (
+            "GET",
+            "/v1/topics/t/jobs?state=zombie",
+            None,
+            400,
+            "invalid_request",
+        ),
+        (
+            "GET",
+            "/v1/topics/t/jobs?state=ready&cursor=nonsense",
+            None,
+            400,
+            "invalid_argument",
+        ),
+        ("GET", "/v1/nowhere", None, 404, "not_found"),
+        (
+            "PUT",
+            "/v1/reserve",
+            Some(json!({})),
+            405,
+            "method_not_allowed",
+        ),
+    ];
+    for (method, path, body, status, expected) in cases {
+        let (st, v) = s.call(method, path, body).await;
+        assert_eq!((st, code(&v)), (status, expected), "{method} {path}: {v}");
+        assert!(
+            !v["error"]["message"].as_str().unwrap_or("").is_empty(),
+            "{method} {path}: no message"
+        );
+    }
+    // Wrong state: reschedule a reserved job; kick a ready one.
+    s.post("/v1/topics/w/jobs", json!({"id": "a", "body": "x"}))
+        .await;
+    s.post("/v1/reserve", json!({"topics": ["w"]})).await;
+    let (st, v) = s
+        .post("/v1/topics/w/jobs/a/reschedule", json!({"delay_ms": 5}))
+        .await;
+    assert_eq!((st, code(&v)), (409, "wrong_state"));
+    s.post("/v1/topics/w/jobs", json!({"id": "b", "body": "x"}))
+        .await;
+    let (st, v) = s.post("/v1/topics/w/jobs/b/kick", json!({})).await;
+    assert_eq!((st, code(&v)), (409, "wrong_state"));
+}
+
+async fn auth_on_and_off(setup: Setup) {
+    let token = "a-long-enough-secret-token".to_string();
+    let s = TestServer::start(
+        setup.engine.clone(),
+        ServerConfig {
+            tokens: vec![token.clone()],
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let anonymous = reqwest::Client::new();
+    for path in ["/v1/topics", "/metrics"] {
+        let r = anonymous.get(s.url(path)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 401, "{path}");
+        assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(code(&v), "unauthorized");
+    }
+    let r = anonymous
+        .get(s.url("/v1/topics"))
+        .bearer_auth("wrong-token-of-some-length")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    for path in ["/healthz", "/readyz", "/v1/openapi.json"] {
+        assert_eq!(
+            anonymous
+                .get(s.url(path))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16(),
+            200,
+            "{path} stays open"
+        );
+    }
+    assert_eq!(s.get("/v1/topics").await.0, 200, "the token is accepted");
+    let open = TestServer::start(setup.engine, ServerConfig::default()).await;
+    assert_eq!(
+        anonymous
+            .get(open.url("/v1/topics"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+}
+
+async fn long_poll_returns_when_a_job_is_due(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let client = s.client.clone();
+    let url = s.url("/v1/reserve");
+    let start = Instant::now();
+    let poll = tokio::spawn(async move {
+        let r = client
+            .post(url)
+            .json(&json!({"topics": ["lp"], "wait_ms": 20_000}))
+            .send()
+            .await
+            .unwrap();
+        (
+            r.status().as_u16(),
+            r.json::<Value>().await.unwrap(),
+            start.elapsed(),
+        )
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    s.post(
+        "/v1/topics/lp/jobs",
+        json!({"body": "due soon", "delay_ms": 300}),
+    )
+    .await;
+    let (st, v, took) = poll.await.unwrap();
+    assert_eq!(st, 200);
+    assert_eq!(v["jobs"][0]["job"]["body"], "due soon");
+    assert!(
+        took < Duration::from_secs(3),
+        "the long-poll answered after {took:?}"
+    );
+    assert!(v["jobs"][0]["lateness_ms"].as_f64().unwrap() < 100.0, "{v}");
+    // With nothing due, it answers empty when the wait ends.
+    let (st, v) = s
+        .post("/v1/reserve", json!({"topics": ["lp"], "wait_ms": 200}))
+        .await;
+    assert_eq!((st, v["jobs"].as_array().map(Vec::len)), (200, Some(0)));
+}
+
+async fn shutdown_ends_open_long_polls(setup: Setup) {
+    let mut s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let client = s.client.clone();
+    let url = s.url("/v1/reserve");
+    let poll = tokio::spawn(async move {
+        let start = Instant::now();
+        let r = client
+            .post(url)
+            .json(&json!({"topics": ["sd"], "wait_ms": 25_000}))
+            .send()
+            .await
+            .unwrap();
+        (
+            r.status().as_u16(),
+            r.json::<Value>().await.unwrap(),
+            start.elapsed(),
+        )
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.begin_shutdown();
+    let (st, v, took) = poll.await.unwrap();
+    assert_eq!(
+        (st, v["jobs"].as_array().map(Vec::len)),
+        (200, Some(0)),
+        "{v}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "the long-poll took {took:?} to end"
+    );
+    s.shutdown().await;
+    assert!(
+        reqwest::get(s.url("/healthz")).await.is_err(),
+        "the server still accepts connections"
+    );
+}
+
+async fn metrics_follow_the_session(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    s.post("/v1/topics/mx/jobs", json!({"body": "x", "delay_ms": 50}))
+        .await;
+    let (_, v) = s
+        .post("/v1/reserve", json!({"topics": ["mx"], "wait_ms": 2000}))
+        .await;
+    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    s.post("/v1/topics/mx/jobs/x/ack", json!({"token": token}))
+        .await;
+    let id = v["jobs"][0]["job"]["id"].as_str().unwrap().to_string();
+    s.post(
+        &format!("/v1/topics/mx/jobs/{id}/ack"),
+        json!({"token": token}),
+    )
+    .await;
+    let (st, text) = s.text("/metrics").await;
+    assert_eq!(st, 200);
+    for needle in [
+        "delayq_jobs_pushed_total{topic=\"mx\"} 1",
+        "delayq_jobs_delivered_total{topic=\"mx\"} 1",
+        "delayq_jobs_acked_total{topic=\"mx\"} 1",
+        "delayq_lateness_seconds_count{topic=\"mx\"} 1",
+        "delayq_reserved_seconds_count{topic=\"mx\"} 1",
+        "delayq_jobs{topic=\"mx\",state=\"ready\"} 0",
+        "delayq_lease_expirations_total{topic=\"mx\"} 0",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+}
+
+async fn unavailable_engine_is_503(setup: Setup, kill: impl FnOnce()) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    kill();
+    let (st, v) = s.post("/v1/topics/t/jobs", json!({"body": "x"})).await;
+    assert_eq!((st, code(&v)), (503, "unavailable"), "{v}");
+    assert!(
+        !v["error"]["message"].as_str().unwrap().contains("os error"),
+        "internal details leaked: {v}"
+    );
+    assert_eq!(s.text("/readyz").await.0, 503);
+    assert_eq!(s.text("/healthz").await.0, 200);
+}
+
+macro_rules! engine_tests {
+    ($module:ident, $setup:expr) => {
+        mod $module {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn every_endpoint() {
+                super::every_endpoint($setup(small_limits()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn every_error_code() {
+                super::every_error_code($setup(small_limits()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn auth_on_and_off() {
+                super::auth_on_and_off($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn long_poll_returns_when_a_job_is_due() {
+                super::long_poll_returns_when_a_job_is_due($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn shutdown_ends_open_long_polls() {
+                super::shutdown_ends_open_long_polls($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn metrics_follow_the_session() {
+                super::metrics_follow_the_session($setup(Limits::default()).await).await;
+            }
+        }
+    };
+}
+
+engine_tests!(on_redis, redis);
+engine_tests!(on_sqlite, sqlite);
+
+/// Redis down: the API answers 503 `unavailable` and readiness fails, health does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_is_unavailable() {
+    let mut server = delayq_testkit::RedisServer::start();
+    let engine = delayq_redis::RedisEngine::connect(delayq_redis::RedisConfig::new(server.url()))
+        .await
+        .unwrap();
+    let setup = Setup {
+        engine: Arc::new(engine),
+        _guard: Box::new(()),
+    };
+    unavailable_engine_is_503(setup, move || server.kill()).await;
+}
