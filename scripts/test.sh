@@ -43,4 +43,6 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# One example end to end, with its 2 s demo delay: the library from push to handled job.
+cargo run --quiet --locked -p delayq --example order_cancel
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
