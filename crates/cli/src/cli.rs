@@ -60,7 +60,7 @@ pub struct ServeArgs {
     pub data_dir: Option<PathBuf>,
     /// Use this Redis instead of the embedded engine:
     /// `redis://[user:password@]host[:port][/db]`, or `rediss://...` for TLS.
-    #[arg(long = "redis", env = "DELAYQ_REDIS_URL")]
+    #[arg(long = "redis", env = "DELAYQ_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// Redis key prefix [default: delayq].
     #[arg(long, env = "DELAYQ_REDIS_PREFIX")]
@@ -71,7 +71,12 @@ pub struct ServeArgs {
     pub sync: Option<SyncArg>,
     /// Bearer token clients must send (repeat for several; comma-separated in
     /// DELAYQ_TOKENS). None: no authentication. /healthz and /readyz stay open.
-    #[arg(long = "token", env = "DELAYQ_TOKENS", value_delimiter = ',')]
+    #[arg(
+        long = "token",
+        env = "DELAYQ_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
     pub tokens: Option<Vec<String>>,
     /// Largest job body in bytes [default: 262144].
     #[arg(long, env = "DELAYQ_MAX_BODY")]

@@ -246,6 +246,17 @@ fn help_is_complete() {
         );
     }
     assert!(top.contains("Exit codes"), "{top}");
+    // Secrets in the environment never show in the help.
+    let with_secrets = ok(Command::new(BIN)
+        .args(["serve", "--help"])
+        .env("DELAYQ_TOKENS", "a-secret-token-value")
+        .env("DELAYQ_REDIS_URL", "redis://app:hunter2@db")
+        .output()
+        .unwrap());
+    assert!(
+        !with_secrets.contains("a-secret-token-value") && !with_secrets.contains("hunter2"),
+        "{with_secrets}"
+    );
     ok(Command::new(BIN)
         .args(["dead", "list", "--help"])
         .output()
