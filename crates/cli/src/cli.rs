@@ -48,8 +48,9 @@ pub enum Command {
 /// config file can fill what the flags leave out.
 #[derive(Args, Debug, Default)]
 pub struct ServeArgs {
-    /// TOML file with any of the settings below (keys as the flag names with '_', e.g.
-    /// `listen = "0.0.0.0:7070"`, `tokens = ["..."]`).
+    /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix, sync,
+    /// tokens (a list), max_body, max_request_bytes, max_wait and request_timeout (e.g.
+    /// "30s"), concurrency, log. Example: `listen = "0.0.0.0:7070"`.
     #[arg(long, env = "DELAYQ_CONFIG")]
     pub config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7070].

@@ -148,6 +148,20 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_config_example_is_valid() {
+        let readme = include_str!("../../../README.md");
+        let block = readme
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("README.md has a toml example");
+        let file: FileConfig = toml::from_str(block).expect("the README's example parses");
+        let s = resolve(ServeArgs::default(), file).expect("resolves");
+        assert_eq!(s.max_wait, Duration::from_secs(20));
+        assert_eq!(s.tokens.len(), 1);
+    }
+
+    #[test]
     fn unknown_file_keys_are_refused() {
         assert!(toml::from_str::<FileConfig>("lisen = \"x\"").is_err());
     }
