@@ -106,7 +106,7 @@ impl Waiters {
         let Some(tw) = st.topics.get_mut(topic) else {
             return;
         };
-        tw.next = next_ms.map(|ms| {
+        let learnt = next_ms.map(|ms| {
             // Due already (jobs left ready): wake the next local waiter now. Due later: never
             // before Redis gets there, and never sooner than 1 ms, so an estimate that is a
             // little early cannot turn into a busy loop of script calls.
@@ -117,6 +117,13 @@ impl Waiters {
                 (at.max(Instant::now() + Duration::from_millis(1)), ms)
             }
         });
+        // Keep the earlier of what was known and what the script said: a signal popped while
+        // this reply was on its way may be newer than the reply. A stale earlier time costs
+        // one wake-up that finds nothing; a lost one would make a job late.
+        tw.next = match (tw.next, learnt) {
+            (Some(known), Some(new)) => Some(if known.0 <= new.0 { known } else { new }),
+            (known, new) => new.or(known),
+        };
         drop(st);
         self.shared.poke.notify_one();
     }
