@@ -4,7 +4,9 @@
 # Installs what the tests need when it is missing: redis-server (Debian/Ubuntu, with
 # apt-get) and schemathesis (from PyPI, into target/schemathesis-venv). Then checks
 # formatting and lints, runs every test (they start their own redis-server processes on
-# free loopback ports; none touches a Redis it did not start) and builds the docs.
+# free loopback ports; none touches a Redis it did not start), builds the docs, and runs the
+# side-by-side benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes;
+# it installs BullMQ, beanstalkd and matplotlib when missing), so that the harness cannot rot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,3 +48,6 @@ cargo test --workspace --locked
 # One example end to end, with its 2 s demo delay: the library from push to handled job.
 cargo run --quiet --locked -p delayq --example order_cancel
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+# The side-by-side benchmark suite with small sizes: every system and workload must still
+# run (a missing part fails here, it is never skipped). Writes only under target/bench/smoke.
+./bench/run.sh --smoke

@@ -7,15 +7,7 @@ pub(crate) fn describe() -> String {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(0);
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpu = cpu_model();
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -32,4 +24,17 @@ pub(crate) fn describe() -> String {
         })
         .unwrap_or_else(|| "unknown".into());
     format!("{cores} cores, {cpu}; load average {load} at start; redis-server {redis}")
+}
+
+/// The CPU model `/proc/cpuinfo` names.
+pub(crate) fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use delayq_core::{Engine, NewJob, Reserve, Topic};
+use delayq::{Engine, NewJob, Reserve, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::{RedisOptions, RedisServer};
 use hdrhistogram::Histogram;

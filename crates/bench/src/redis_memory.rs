@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use delayq_core::{Engine, JobId, NewJob, Topic};
+use delayq::{Engine, JobId, NewJob, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::RedisServer;
 

@@ -42,6 +42,14 @@ pub enum Command {
     Dead(DeadArgs),
     /// Make dead jobs ready again: one by id, or all of a topic.
     Kick(KickArgs),
+    /// Measure an engine directly (your Redis, or an embedded data directory): push a
+    /// backlog and drain it, then deliver delayed jobs and report how late they came.
+    ///
+    /// Talks to the engine, not to a server. On Redis it works in a topic of its own
+    /// (bench.<time>) and purges it at the end; nothing else is read or written, and only
+    /// the topic's name (in delayq's topic registry) and its lease-token counter remain. Without --engine it measures a
+    /// temporary embedded engine. Sizes are bounded (at most 1,000,000 jobs per phase).
+    Bench(BenchArgs),
 }
 
 /// Options of `delayq serve`. Every option is optional here so that the environment and the
@@ -254,6 +262,36 @@ pub struct KickArgs {
     pub client: ClientArgs,
 }
 
+/// `delayq bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// The engine: `redis://host:6379`, `rediss://…`, `sqlite:///path/to/dir`; default: a
+    /// temporary embedded engine, deleted at the end.
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// Jobs pushed as a ready backlog, then drained.
+    #[arg(long, default_value_t = 10_000)]
+    pub jobs: usize,
+    /// Delayed jobs pushed while the workers run (0: skip that phase).
+    #[arg(long, default_value_t = 10_000)]
+    pub delayed: usize,
+    /// Delays are uniform between 0 and this, e.g. 2s.
+    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    pub spread: Duration,
+    /// Worker slots (concurrency).
+    #[arg(long, default_value_t = 50)]
+    pub consumers: usize,
+    /// Body size in bytes (at least 16: the body carries its due time).
+    #[arg(long, default_value_t = 100)]
+    pub body: usize,
+    /// Give up a phase after this long, e.g. 60s.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub timeout: Duration,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Parses "500ms", "2s", "1h30m" (and a bare number of milliseconds).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Ok(ms) = s.parse::<u64>() {
@@ -278,6 +316,31 @@ mod tests {
     fn help_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bench_has_small_bounded_defaults() {
+        let cli = Cli::try_parse_from(["delayq", "bench"]).expect("parses");
+        let Command::Bench(b) = cli.command else {
+            panic!("not a bench: {cli:?}");
+        };
+        assert_eq!((b.jobs, b.delayed, b.consumers), (10_000, 10_000, 50));
+        assert_eq!(b.spread, Duration::from_secs(2));
+        assert!(b.engine.is_none());
+        let cli = Cli::try_parse_from([
+            "delayq",
+            "bench",
+            "--engine",
+            "redis://127.0.0.1:6380",
+            "--spread",
+            "500ms",
+        ])
+        .expect("parses");
+        let Command::Bench(b) = cli.command else {
+            panic!("not a bench: {cli:?}");
+        };
+        assert_eq!(b.engine.as_deref(), Some("redis://127.0.0.1:6380"));
+        assert_eq!(b.spread, Duration::from_millis(500));
     }
 
     #[test]

@@ -214,7 +214,7 @@ fn client_subcommands_and_exit_codes() {
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());
     for sub in [
-        "serve", "push", "get", "delete", "reserve", "ack", "stats", "dead", "kick",
+        "serve", "push", "get", "delete", "reserve", "ack", "stats", "dead", "kick", "bench",
     ] {
         assert!(top.contains(sub), "delayq --help does not list {sub}");
         let help = ok(Command::new(BIN).args([sub, "--help"]).output().unwrap());
@@ -347,4 +347,52 @@ fn schemathesis_on_redis() {
     let redis = delayq_testkit::RedisServer::start();
     let s = Server::start(&["--redis", &redis.url()]);
     fuzz(&s, s._dir.path());
+}
+
+/// `delayq bench` runs its phases on a temporary embedded engine and on a Redis, reports
+/// every job delivered and none early, and leaves no job behind.
+#[test]
+fn bench_measures_an_engine_and_cleans_up() {
+    let args = [
+        "bench",
+        "--jobs",
+        "300",
+        "--delayed",
+        "300",
+        "--spread",
+        "300ms",
+        "--consumers",
+        "10",
+        "--json",
+    ];
+    let redis = delayq_testkit::RedisServer::start();
+    for engine in [None, Some(redis.url())] {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args);
+        if let Some(url) = &engine {
+            cmd.args(["--engine", url]);
+        }
+        let out = ok(cmd.output().unwrap());
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["drain"]["jobs"], 300, "{v}");
+        assert_eq!(v["delayed"]["delivered"], 300, "{v}");
+        assert_eq!(v["delayed"]["lateness_ms"]["early"], 0, "{v}");
+    }
+    // Only the topic registry and the purged topic's token counter (kept so that lease
+    // tokens never repeat) are left on the Redis.
+    let keys = ok(Command::new("redis-cli")
+        .args(["-p", &redis.port().to_string(), "--scan"])
+        .output()
+        .expect("redis-cli comes with redis-server"));
+    assert!(
+        keys.lines()
+            .all(|k| k == "delayq:topics"
+                || (k.starts_with("delayq:{bench.") && k.ends_with("}:seq"))),
+        "keys left: {keys}"
+    );
+    let bad = Command::new(BIN)
+        .args(["bench", "--jobs", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
 }

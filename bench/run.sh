@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# delayq's side-by-side benchmarks (issue 6), from a fresh clone:
+#
+#   bench/run.sh            the whole suite (about 15 minutes on 2 cores): rewrites the
+#                           side-by-side section of BENCHMARKS.md and docs/bench/*.png
+#   bench/run.sh --smoke    every system and workload with small sizes (about 2 minutes),
+#                           writing only under target/bench/smoke: what CI runs
+#
+# Installs what it needs when missing: BullMQ from bench/package-lock.json (npm ci, with the
+# machine's Node), beanstalkd and redis-server from Debian (apt-get), matplotlib into
+# target/bench-venv. Every server runs on a free loopback port and is stopped at the end;
+# a missing part fails the run, it is never skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MATPLOTLIB_VERSION=3.10.7
+mode=all
+case "${1:-}" in
+  --smoke) mode=smoke; shift ;;
+  "") ;;
+  *) echo "usage: bench/run.sh [--smoke] [-- suite options]" >&2; exit 2 ;;
+esac
+[ "${1:-}" = "--" ] && shift
+
+apt_install() {
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "missing: $*; install it with your system's package manager" >&2
+    exit 1
+  fi
+  echo "installing Debian packages: $*"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
+}
+
+command -v redis-server >/dev/null 2>&1 || [ -n "${DELAYQ_REDIS_SERVER:-}" ] || apt_install redis-server
+command -v beanstalkd >/dev/null 2>&1 || [ -n "${DELAYQ_BENCH_BEANSTALKD:-}" ] || apt_install beanstalkd
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  apt_install nodejs npm
+fi
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  echo "BullMQ's side needs Node 20 or later; this machine has $(node --version)" >&2
+  exit 1
+fi
+
+# BullMQ, exactly as locked. Reinstalled only when the lock file changed.
+if ! cmp -s bench/package-lock.json bench/node_modules/.delayq-lock 2>/dev/null; then
+  (cd bench && npm ci --no-audit --no-fund --loglevel=error)
+  cp bench/package-lock.json bench/node_modules/.delayq-lock
+fi
+
+venv=target/bench-venv
+if ! "$venv/bin/python" -c "import matplotlib" >/dev/null 2>&1; then
+  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+  fi
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "matplotlib==$MATPLOTLIB_VERSION"
+fi
+export DELAYQ_BENCH_PYTHON="$PWD/$venv/bin/python"
+
+if [ "$mode" = smoke ]; then
+  # The debug build that the test suite already compiled: no release build in CI.
+  exec cargo run --quiet --locked -p delayq-bench -- smoke "$@"
+fi
+exec cargo run --release --locked -p delayq-bench -- all "$@"

@@ -1,0 +1,218 @@
+//! What the suite needs installed, where it is, and the versions and machine it records.
+//! A missing part fails the run with what to install: nothing is skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use super::profile::which;
+use super::systems::Env;
+
+/// The repository root (where `bench/` and `BENCHMARKS.md` are).
+pub(crate) fn repo_root() -> anyhow::Result<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("cannot find the repository at {}", root.display()))?;
+    if !root.join("bench").is_dir() {
+        bail!("{} has no bench/ folder", root.display());
+    }
+    Ok(root)
+}
+
+fn program(var: &str, name: &str, install: &str) -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os(var) {
+        return Ok(PathBuf::from(p));
+    }
+    which(name).with_context(|| {
+        format!("{name} is missing: {install} (bench/run.sh installs it), or set {var}")
+    })
+}
+
+/// The Python that draws the plots (bench/run.sh makes a venv with matplotlib).
+fn python(root: &Path) -> PathBuf {
+    if let Some(p) = std::env::var_os("DELAYQ_BENCH_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = root.join("target/bench-venv/bin/python");
+    if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
+/// Checks that every part is there, before anything runs.
+pub(crate) fn check(root: &Path, work: &Path) -> anyhow::Result<Env> {
+    let node = program("DELAYQ_BENCH_NODE", "node", "install Node.js 20")?;
+    let beanstalkd = program(
+        "DELAYQ_BENCH_BEANSTALKD",
+        "beanstalkd",
+        "`apt-get install beanstalkd`",
+    )?;
+    if std::env::var_os(delayq_testkit::REDIS_SERVER_ENV).is_none()
+        && which("redis-server").is_none()
+    {
+        bail!(
+            "redis-server is missing: `apt-get install redis-server` (scripts/test.sh installs it)"
+        );
+    }
+    let bench_dir = root.join("bench");
+    if !bench_dir.join("node_modules/bullmq/package.json").exists() {
+        bail!("BullMQ is not installed: run bench/run.sh (it runs `npm ci` in bench/)");
+    }
+    let py = python(root);
+    let ok = Command::new(&py)
+        .args(["-c", "import matplotlib"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        bail!(
+            "{} cannot import matplotlib: run bench/run.sh (it makes target/bench-venv), or set DELAYQ_BENCH_PYTHON",
+            py.display()
+        );
+    }
+    Ok(Env {
+        node,
+        bench_dir,
+        beanstalkd,
+        work: work.to_path_buf(),
+    })
+}
+
+/// Draws the plots from `results.json` into `out`.
+pub(crate) fn plot(_env: &Env, root: &Path, json: &Path, out: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out)?;
+    let o = Command::new(python(root))
+        .arg(root.join("bench/plot.py"))
+        .arg(json)
+        .arg(out)
+        .output()
+        .context("running bench/plot.py")?;
+    if !o.status.success() {
+        bail!(
+            "bench/plot.py failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    Ok(())
+}
+
+fn first_line(program: &Path, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .and_then(|o| {
+            let s = if o.stdout.is_empty() {
+                o.stderr
+            } else {
+                o.stdout
+            };
+            String::from_utf8(s).ok()
+        })
+        .and_then(|s| s.lines().next().map(|l| l.trim().to_string()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The run's circumstances.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub(crate) struct Meta {
+    pub command: String,
+    pub date: String,
+    pub cores: usize,
+    pub cpu: String,
+    pub memory_gib: f64,
+    pub kernel: String,
+    pub redis: String,
+    pub node: String,
+    pub bullmq: String,
+    pub beanstalkd: String,
+    pub rustc: String,
+    pub load_start: String,
+    pub load_end: String,
+    pub duration_s: f64,
+}
+
+impl Meta {
+    /// Reads the machine and the versions now.
+    pub(crate) fn now(env: &Env, smoke: bool) -> Meta {
+        let cpu = crate::machine::cpu_model();
+        let memory_gib = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("MemTotal:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            })
+            .map(|kb| kb / 1024.0 / 1024.0)
+            .unwrap_or(0.0);
+        let redis_bin = std::env::var_os(delayq_testkit::REDIS_SERVER_ENV)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("redis-server"));
+        let redis = first_line(&redis_bin, &["--version"])
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("v="))
+            .unwrap_or("unknown")
+            .to_string();
+        let bullmq =
+            std::fs::read_to_string(env.bench_dir.join("node_modules/bullmq/package.json"))
+                .ok()
+                .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+                .and_then(|v| v["version"].as_str().map(String::from))
+                .unwrap_or_else(|| "unknown".into());
+        Meta {
+            command: if smoke {
+                "bench/run.sh --smoke".into()
+            } else {
+                "bench/run.sh".into()
+            },
+            date: first_line(Path::new("date"), &["-u", "+%Y-%m-%d %H:%M UTC"]),
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0),
+            cpu,
+            memory_gib,
+            kernel: first_line(Path::new("uname"), &["-sr"]),
+            redis,
+            node: first_line(&env.node, &["--version"]),
+            bullmq,
+            beanstalkd: super::systems::beanstalkd_version(&env.beanstalkd),
+            rustc: first_line(Path::new("rustc"), &["--version"]),
+            load_start: load(),
+            load_end: String::new(),
+            duration_s: 0.0,
+        }
+    }
+
+    /// Records the end of the run.
+    pub(crate) fn finish(&mut self, took: Duration) {
+        self.load_end = load();
+        self.duration_s = took.as_secs_f64();
+    }
+
+    /// One line for the log.
+    pub(crate) fn machine_line(&self) -> String {
+        format!(
+            "{} cores, {}, {:.0} GiB; load {}; redis {} node {} bullmq {} beanstalkd {} {}",
+            self.cores,
+            self.cpu,
+            self.memory_gib,
+            self.load_start,
+            self.redis,
+            self.node,
+            self.bullmq,
+            self.beanstalkd,
+            self.rustc
+        )
+    }
+}

@@ -1,0 +1,211 @@
+//! W5: idle workers. For each system, `w5_workers` workers wait on an empty queue for
+//! `w5_idle`; the store counts the commands they send (Redis `INFO commandstats`, commands
+//! run inside scripts included; beanstalkd's `stats`), and `/proc` the CPU of every process.
+//! Every system and every repetition idles at the same time, each on its own servers: idle
+//! processes hardly compete for the CPU.
+
+use std::time::{Duration, Instant};
+
+use delayq_bench::stats::Spread;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::plan::Plan;
+use super::procs::{self, CpuMeter, Owned};
+use super::redis_info::{self, CommandStats};
+use super::say;
+use super::systems::{self, BeanstalkClient, Env, Kind, System};
+
+/// One W5 row.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct IdleRow {
+    pub system: Kind,
+    pub workers: usize,
+    /// Commands the store received per second per idle worker.
+    pub commands_per_worker_s: Spread,
+    /// CPU of the store, the workers' process and the delayq server, in % of one core.
+    pub store_cpu_pct: Spread,
+    pub workers_cpu_pct: Spread,
+    pub server_cpu_pct: Option<Spread>,
+    /// What the commands were (first repetition): `(command, calls per worker per minute)`.
+    pub breakdown: Vec<(String, f64)>,
+}
+
+struct Setup {
+    kind: Kind,
+    sys: Option<Box<dyn System>>,
+    redis: Option<delayq_testkit::RedisServer>,
+    _dir: Option<tempfile::TempDir>,
+    child: Option<Owned>,
+    beanstalk_port: Option<u16>,
+}
+
+impl Setup {
+    async fn start(env: &Env, kind: Kind, workers: usize) -> anyhow::Result<Setup> {
+        let mut s = Setup {
+            kind,
+            sys: None,
+            redis: None,
+            _dir: None,
+            child: None,
+            beanstalk_port: None,
+        };
+        let target = match kind {
+            Kind::DelayqRedis | Kind::Seeds => {
+                let r = systems::redis_server();
+                let url = r.url();
+                s.redis = Some(r);
+                url
+            }
+            Kind::DelayqEmbedded => {
+                let d = tempfile::Builder::new()
+                    .prefix("delayq-bench-idle-")
+                    .tempdir_in(&env.work)?;
+                let url = format!("sqlite://{}", d.path().display());
+                s._dir = Some(d);
+                url
+            }
+            _ => {
+                let mut sys = systems::start(kind, env).await?;
+                if sys.start_idle_workers(workers).await? {
+                    s.sys = Some(sys);
+                    return Ok(s);
+                }
+                let t = sys.endpoint();
+                if matches!(kind, Kind::Beanstalkd | Kind::BeanstalkdBinlog) {
+                    s.beanstalk_port = t.parse().ok();
+                }
+                s.sys = Some(sys);
+                t
+            }
+        };
+        let mut child = Owned::spawn(
+            "idle workers",
+            &procs::self_exe()?,
+            &[
+                "idle".into(),
+                "--system".into(),
+                kind.key().into(),
+                "--target".into(),
+                target,
+                "--workers".into(),
+                workers.to_string(),
+            ],
+            None,
+            Some(&env.work.join(format!("idle-{}.log", kind.key()))),
+        )?;
+        let out = child
+            .child()
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("idle child's stdout"))?;
+        let mut lines = BufReader::new(out).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await;
+        if !matches!(ready, Ok(Ok(Some(ref l))) if l == "ready") {
+            anyhow::bail!(
+                "the idle workers of {} did not start (see {})",
+                kind.name(),
+                env.work.join(format!("idle-{}.log", kind.key())).display()
+            );
+        }
+        s.child = Some(child);
+        Ok(s)
+    }
+
+    fn redis(&self) -> Option<&delayq_testkit::RedisServer> {
+        self.redis
+            .as_ref()
+            .or_else(|| self.sys.as_ref().and_then(|s| s.redis()))
+    }
+
+    /// (store, workers' process, delayq server)
+    fn pids(&self) -> (Option<u32>, Option<u32>, Option<u32>) {
+        let child = self.child.as_ref().map(Owned::pid);
+        match (&self.sys, self.kind) {
+            (Some(s), Kind::HttpRedis | Kind::HttpEmbedded) => {
+                (s.pids().store, child, Some(s.pids().queue))
+            }
+            (Some(s), Kind::Bullmq) => (s.pids().store, Some(s.pids().queue), None),
+            (Some(s), _) => (s.pids().store, child, None),
+            (None, _) => (self.redis.as_ref().and_then(|r| r.pid()), child, None),
+        }
+    }
+
+    async fn commands(&self) -> anyhow::Result<CommandStats> {
+        if let Some(r) = self.redis() {
+            return redis_info::command_stats(r).await;
+        }
+        if let Some(port) = self.beanstalk_port {
+            let mut c = BeanstalkClient::connect(port).await?;
+            let n = c.commands().await?;
+            return Ok(CommandStats([("beanstalkd".to_string(), (n, 0))].into()));
+        }
+        Ok(CommandStats::default())
+    }
+}
+
+/// W5 for every system.
+pub(crate) async fn w5(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result<Vec<IdleRow>> {
+    let mut setups = Vec::new();
+    for _ in 0..plan.reps {
+        for &kind in kinds {
+            setups.push(Setup::start(env, kind, plan.w5_workers).await?);
+        }
+    }
+    // Let every worker settle into its wait before counting.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut before = Vec::new();
+    for s in &setups {
+        let (a, b, c) = s.pids();
+        let pids: Vec<u32> = [a, b, c].into_iter().flatten().collect();
+        before.push((s.commands().await?, CpuMeter::start(&pids), pids));
+    }
+    let t = Instant::now();
+    tokio::time::sleep(plan.w5_idle).await;
+    let secs = t.elapsed().as_secs_f64();
+    // (system, commands per worker per s, CPU % of store, workers, server; breakdown)
+    type Sample = (Kind, f64, [Option<f64>; 3], Vec<(String, f64)>);
+    let mut samples: Vec<Sample> = Vec::new();
+    for (s, (cmd0, meter, pids)) in setups.iter().zip(before) {
+        let stats = s.commands().await?.since(&cmd0);
+        let cpu = meter.stop();
+        let (a, b, c) = s.pids();
+        let pct = |p: Option<u32>| {
+            p.and_then(|p| pids.iter().position(|&x| x == p))
+                .map(|i| cpu[i] / secs * 100.0)
+        };
+        let workers = plan.w5_workers as f64;
+        let breakdown = stats
+            .by_time()
+            .into_iter()
+            .map(|(name, calls, _)| (name, calls as f64 / workers / secs * 60.0))
+            .collect();
+        samples.push((
+            s.kind,
+            stats.calls() as f64 / secs / workers,
+            [pct(a), pct(b), pct(c)],
+            breakdown,
+        ));
+    }
+    drop(setups);
+    let mut rows = Vec::new();
+    for &kind in kinds {
+        let mine: Vec<_> = samples.iter().filter(|s| s.0 == kind).collect();
+        let col = |i: usize| Spread::of(mine.iter().filter_map(|s| s.2[i]));
+        let row = IdleRow {
+            system: kind,
+            workers: plan.w5_workers,
+            commands_per_worker_s: Spread::of(mine.iter().map(|s| s.1)),
+            store_cpu_pct: col(0),
+            workers_cpu_pct: col(1),
+            server_cpu_pct: mine.iter().any(|s| s.2[2].is_some()).then(|| col(2)),
+            breakdown: mine.first().map(|s| s.3.clone()).unwrap_or_default(),
+        };
+        say(&format!(
+            "W5 {}: {} commands/s per idle worker",
+            kind.name(),
+            row.commands_per_worker_s.show(3)
+        ));
+        rows.push(row);
+    }
+    Ok(rows)
+}

@@ -1,0 +1,172 @@
+//! The side-by-side suite: every workload (W1–W7 of issue 6) for every system, then the
+//! Markdown section of BENCHMARKS.md, `results.json` and the plots.
+//!
+//! - `plan`: the sizes (full and smoke); `env`: what is installed and its versions.
+//! - `systems`: the systems behind one trait; `procs`, `redis_info`, `profile`: measuring.
+//! - `throughput` (W1, W2, W7), `storage` (W3, W4), `idle` (W5), `table` (W6).
+//! - `report`: the Markdown, the goals, and the splice into BENCHMARKS.md.
+//! - `child`: the suite's own child processes (HTTP server, idle workers, W6 consumer).
+
+pub(crate) mod child;
+mod env;
+mod idle;
+mod plan;
+mod procs;
+mod profile;
+mod redis_info;
+mod report;
+mod storage;
+mod systems;
+mod table;
+mod throughput;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+
+use systems::Kind;
+
+/// Options of `all` and `smoke`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The Markdown file whose side-by-side section is rewritten (`smoke`: none unless given).
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+    /// Where the plots go (`all`: docs/bench; `smoke`: the work directory).
+    #[arg(long)]
+    plots: Option<PathBuf>,
+    /// Where logs, data directories and results.json go (default: target/bench).
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// Only these workloads (w1 … w7); all when absent.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded, bullmq,
+    /// beanstalkd, beanstalkd-binlog, seeds); all when absent.
+    #[arg(long, value_delimiter = ',')]
+    systems: Vec<String>,
+}
+
+/// Prints a progress line on stderr.
+pub(crate) fn say(line: &str) {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let t = START.get_or_init(Instant::now).elapsed().as_secs_f64();
+    eprintln!("[bench {t:>6.1}s] {line}");
+}
+
+/// Runs the suite: `smoke` with small sizes (CI), otherwise the full one.
+pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let root = env::repo_root()?;
+    let work = args.work.clone().unwrap_or_else(|| {
+        root.join("target/bench")
+            .join(if smoke { "smoke" } else { "all" })
+    });
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let env = env::check(&root, &work)?;
+    let plan = if smoke {
+        plan::Plan::smoke()
+    } else {
+        plan::Plan::full()
+    };
+    let kinds: Vec<Kind> = if args.systems.is_empty() {
+        Kind::ALL.to_vec()
+    } else {
+        args.systems
+            .iter()
+            .map(|k| Kind::from_key(k).with_context(|| format!("unknown system {k}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let wants = |w: &str| args.only.is_empty() || args.only.iter().any(|o| o == w);
+    let meta_start = env::Meta::now(&env, smoke);
+    say(&format!("machine: {}", meta_start.machine_line()));
+
+    let mut results = report::Results {
+        meta: meta_start,
+        plan: plan.clone(),
+        ..report::Results::default()
+    };
+    let mut clock = Instant::now();
+    let mut lap = |results: &mut report::Results, name: &str| {
+        results
+            .timings
+            .push((name.to_string(), clock.elapsed().as_secs_f64()));
+        clock = Instant::now();
+    };
+    if wants("w1") || wants("w7") {
+        results.w1 = throughput::w1(&env, &plan, &kinds).await?;
+        lap(&mut results, "W1");
+    }
+    if wants("w2") {
+        results.w2 = throughput::w2(&env, &plan, &kinds, &mut results.profiles).await?;
+        lap(&mut results, "W2");
+    }
+    if wants("w3") {
+        // The HTTP server stores jobs exactly as the library does: its rows would repeat them.
+        let w3: Vec<Kind> = kinds
+            .iter()
+            .copied()
+            .filter(|k| !matches!(k, Kind::HttpRedis | Kind::HttpEmbedded))
+            .collect();
+        results.w3 = storage::w3(&env, &plan, &w3).await?;
+        lap(&mut results, "W3");
+    }
+    if wants("w4") {
+        if kinds.contains(&Kind::DelayqRedis) {
+            results.w4 = storage::w4(&env, &plan, Kind::DelayqRedis, &plan.w4_levels_redis).await?;
+        }
+        if kinds.contains(&Kind::DelayqEmbedded) {
+            let rows =
+                storage::w4(&env, &plan, Kind::DelayqEmbedded, &plan.w4_levels_embedded).await?;
+            results.w4.extend(rows);
+        }
+        lap(&mut results, "W4");
+    }
+    if wants("w5") {
+        results.w5 = idle::w5(&env, &plan, &kinds).await?;
+        lap(&mut results, "W5");
+    }
+    if wants("w6") && kinds.contains(&Kind::DelayqRedis) {
+        results.w6 = table::w6(&env, &plan).await?;
+        lap(&mut results, "W6");
+    }
+    results.beanstalkd_stalls =
+        systems::BEANSTALKD_STALLS.load(std::sync::atomic::Ordering::Relaxed);
+    results.meta.finish(started.elapsed());
+    results.goals = report::goals(&results);
+    say(&format!(
+        "done in {:.0} s; load average now {}",
+        started.elapsed().as_secs_f64(),
+        results.meta.load_end
+    ));
+
+    let json = work.join("results.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(&results)?)
+        .with_context(|| format!("writing {}", json.display()))?;
+    let plots = args.plots.clone().unwrap_or_else(|| {
+        if smoke {
+            work.join("plots")
+        } else {
+            root.join("docs/bench")
+        }
+    });
+    env::plot(&env, &root, &json, &plots)?;
+    let markdown = report::markdown(&results, &root, &plots);
+    std::fs::write(work.join("section.md"), &markdown)?;
+    let target = match (&args.markdown, smoke) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => Some(root.join("BENCHMARKS.md")),
+        (None, true) => None,
+    };
+    if let Some(md) = target {
+        report::splice(&md, &markdown)?;
+        say(&format!("wrote {}", md.display()));
+    }
+    say(&format!(
+        "results in {}, plots in {}",
+        json.display(),
+        plots.display()
+    ));
+    Ok(())
+}

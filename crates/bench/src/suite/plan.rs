@@ -1,0 +1,87 @@
+//! The sizes of a run: the full suite (`all`) and CI's smoke run (`smoke`).
+
+use std::time::Duration;
+
+/// Every size and bound of a run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct Plan {
+    /// Repetitions of each figure.
+    pub reps: usize,
+    /// Body size in bytes.
+    pub body: usize,
+    /// W1: the backlog, the consumer counts, the time cap of one drain.
+    pub w1_jobs: usize,
+    pub w1_consumers: Vec<usize>,
+    pub w1_cap: Duration,
+    /// W2: jobs, delay spread, consumers, push batch, give-up time after the first push.
+    pub w2_jobs: usize,
+    pub w2_spread: Duration,
+    pub w2_consumers: usize,
+    pub w2_batch: usize,
+    pub w2_cap: Duration,
+    /// W3: pending jobs.
+    pub w3_jobs: usize,
+    /// W4: pending levels on Redis and on the embedded engine, jobs per probe.
+    pub w4_levels_redis: Vec<usize>,
+    pub w4_levels_embedded: Vec<usize>,
+    pub w4_probe: usize,
+    /// W5: idle workers and how long they idle.
+    pub w5_workers: usize,
+    pub w5_idle: Duration,
+    /// W6: jobs, consumer counts, lease (ttr) for at-least-once.
+    pub w6_jobs: usize,
+    pub w6_consumers: Vec<usize>,
+    pub w6_ttr: Duration,
+}
+
+impl Plan {
+    /// The full suite: the sizes issue 6 asks for.
+    pub(crate) fn full() -> Plan {
+        Plan {
+            reps: 3,
+            body: 100,
+            w1_jobs: 100_000,
+            w1_consumers: vec![1, 10, 50],
+            w1_cap: Duration::from_millis(1500),
+            w2_jobs: 100_000,
+            w2_spread: Duration::from_secs(5),
+            w2_consumers: 50,
+            w2_batch: 100,
+            w2_cap: Duration::from_secs(20),
+            w3_jobs: 1_000_000,
+            w4_levels_redis: vec![10_000, 100_000, 1_000_000, 10_000_000],
+            w4_levels_embedded: vec![10_000, 100_000, 1_000_000],
+            w4_probe: 20_000,
+            w5_workers: 100,
+            w5_idle: Duration::from_secs(30),
+            w6_jobs: 2_000,
+            w6_consumers: vec![1, 10],
+            w6_ttr: Duration::from_secs(1),
+        }
+    }
+
+    /// CI's smoke run: every system and workload, small.
+    pub(crate) fn smoke() -> Plan {
+        Plan {
+            reps: 1,
+            body: 100,
+            w1_jobs: 2_000,
+            w1_consumers: vec![1, 10],
+            w1_cap: Duration::from_millis(1500),
+            w2_jobs: 1_000,
+            w2_spread: Duration::from_secs(1),
+            w2_consumers: 10,
+            w2_batch: 100,
+            w2_cap: Duration::from_secs(10),
+            w3_jobs: 5_000,
+            w4_levels_redis: vec![1_000, 5_000],
+            w4_levels_embedded: vec![1_000, 5_000],
+            w4_probe: 1_000,
+            w5_workers: 5,
+            w5_idle: Duration::from_secs(2),
+            w6_jobs: 300,
+            w6_consumers: vec![1, 10],
+            w6_ttr: Duration::from_secs(1),
+        }
+    }
+}

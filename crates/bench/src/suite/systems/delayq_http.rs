@@ -1,0 +1,280 @@
+//! The delayq server over HTTP: a child process of this suite (`delayq-bench serve-http`,
+//! which runs `delayq_server::serve` on `delayq::open(url)`, as `delayq serve` does), driven
+//! by HTTP clients in this process: one long-poll loop per consumer, reserve one job, ack it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use async_trait::async_trait;
+use delayq_bench::clock;
+use delayq_bench::driver::{DelayedSpec, Delays, DrainReport};
+use delayq_testkit::RedisServer;
+use serde::Deserialize;
+use serde_json::json;
+use tempfile::TempDir;
+
+use super::{DelayedRun, Env, Footprint, Kind, Pids, System, Tally};
+use crate::suite::{procs, redis_info};
+
+/// The delayq server and its engine.
+pub(crate) struct DelayqHttp {
+    kind: Kind,
+    server: procs::Owned,
+    base: String,
+    http: reqwest::Client,
+    redis: Option<RedisServer>,
+    dir: Option<TempDir>,
+}
+
+#[derive(Deserialize)]
+struct ReserveResponse {
+    jobs: Vec<DeliveryDto>,
+}
+
+#[derive(Deserialize)]
+struct DeliveryDto {
+    job: JobDto,
+    lease: Option<LeaseDto>,
+    lateness_ms: f64,
+}
+
+#[derive(Deserialize)]
+struct JobDto {
+    id: String,
+    body: String,
+}
+
+#[derive(Deserialize)]
+struct LeaseDto {
+    token: u64,
+}
+
+impl DelayqHttp {
+    /// The server on a fresh redis-server.
+    pub(crate) async fn redis(env: &Env) -> anyhow::Result<Self> {
+        let redis = super::redis_server();
+        let mut s = Self::start(env, Kind::HttpRedis, &redis.url()).await?;
+        s.redis = Some(redis);
+        Ok(s)
+    }
+
+    /// The server on a fresh data directory.
+    pub(crate) async fn embedded(env: &Env) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("delayq-bench-http-")
+            .tempdir_in(&env.work)?;
+        let url = format!("sqlite://{}", dir.path().display());
+        let mut s = Self::start(env, Kind::HttpEmbedded, &url).await?;
+        s.dir = Some(dir);
+        Ok(s)
+    }
+
+    async fn start(env: &Env, kind: Kind, engine: &str) -> anyhow::Result<Self> {
+        let port = procs::free_port()?;
+        let log = env.work.join(format!("{}-server.log", kind.key()));
+        let server = procs::Owned::spawn(
+            "the delayq server",
+            &procs::self_exe()?,
+            &[
+                "serve-http".into(),
+                "--engine".into(),
+                engine.into(),
+                "--listen".into(),
+                format!("127.0.0.1:{port}"),
+            ],
+            None,
+            Some(&log),
+        )?;
+        procs::wait_for_port(port, Duration::from_secs(20), "the delayq server").await?;
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .timeout(Duration::from_secs(30))
+            .build()?;
+        Ok(DelayqHttp {
+            kind,
+            server,
+            base: format!("http://127.0.0.1:{port}"),
+            http,
+            redis: None,
+            dir: None,
+        })
+    }
+
+    async fn push(&self, jobs: Vec<serde_json::Value>) -> anyhow::Result<()> {
+        let r = self
+            .http
+            .post(format!("{}/v1/topics/bench/batch", self.base))
+            .json(&json!({ "jobs": jobs }))
+            .send()
+            .await
+            .context("pushing over HTTP")?;
+        if !r.status().is_success() {
+            anyhow::bail!("push answered {}: {}", r.status(), r.text().await?);
+        }
+        Ok(())
+    }
+
+    fn jobs(n: usize, delays: Delays, body: usize) -> Vec<serde_json::Value> {
+        let now = clock::now_ms();
+        let mut rng = rand::rng();
+        (0..n)
+            .map(|_| {
+                let d = delays.draw(&mut rng).as_millis() as u64;
+                let b = clock::body(now + d, body);
+                json!({ "body": String::from_utf8_lossy(&b), "delay_ms": d })
+            })
+            .collect()
+    }
+
+    /// The HTTP client side alone, to run consumers in a task of their own.
+    fn client_of(s: &DelayqHttp) -> Client {
+        Client {
+            http: s.http.clone(),
+            base: s.base.clone(),
+        }
+    }
+
+    async fn run_consumers(&self, consumers: usize, tally: &Arc<Tally>) -> anyhow::Result<()> {
+        Self::client_of(self).run_consumers(consumers, tally).await
+    }
+}
+
+/// What the consumers need: the HTTP client and the server's base URL.
+struct Client {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Client {
+    /// `consumers` loops, each reserving one job (long-poll), counting it and acking it,
+    /// until the tally says stop.
+    async fn run_consumers(&self, consumers: usize, tally: &Arc<Tally>) -> anyhow::Result<()> {
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..consumers {
+            tasks.spawn(consume(self.http.clone(), self.base.clone(), tally.clone()));
+        }
+        while let Some(r) = tasks.join_next().await {
+            r??;
+        }
+        Ok(())
+    }
+}
+
+/// One consumer: reserve one job (long-poll), count it, ack it; until the tally says stop.
+async fn consume(http: reqwest::Client, base: String, tally: Arc<Tally>) -> anyhow::Result<()> {
+    let reserve = json!({ "topics": ["bench"], "max": 1, "wait_ms": 500 });
+    while !tally.stop() {
+        let r: ReserveResponse = http
+            .post(format!("{base}/v1/reserve"))
+            .json(&reserve)
+            .send()
+            .await
+            .context("reserving over HTTP")?
+            .error_for_status()?
+            .json()
+            .await?;
+        for d in r.jobs {
+            tally.seen(d.job.body.as_bytes());
+            tally.own().record_late((d.lateness_ms * 1000.0) as u64);
+            let token = d.lease.as_ref().map(|l| l.token).unwrap_or(0);
+            http.post(format!("{base}/v1/topics/bench/jobs/{}/ack", d.job.id))
+                .json(&json!({ "token": token }))
+                .send()
+                .await
+                .context("acking over HTTP")?
+                .error_for_status()?;
+        }
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl System for DelayqHttp {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn pids(&self) -> Pids {
+        Pids {
+            store: self.redis.as_ref().and_then(RedisServer::pid),
+            queue: self.server.pid(),
+            client: Some(procs::own_pid()),
+        }
+    }
+
+    fn redis(&self) -> Option<&RedisServer> {
+        self.redis.as_ref()
+    }
+
+    async fn fill(&mut self, n: usize, delays: Delays, body: usize) -> anyhow::Result<()> {
+        let mut left = n;
+        while left > 0 {
+            let a = left.min(1000);
+            let b = (left - a).min(1000);
+            let (ra, rb) = tokio::join!(self.push(Self::jobs(a, delays, body)), async {
+                if b > 0 {
+                    self.push(Self::jobs(b, delays, body)).await
+                } else {
+                    Ok(())
+                }
+            });
+            ra?;
+            rb?;
+            left -= a + b;
+        }
+        self.server.check_alive()
+    }
+
+    async fn drain(
+        &mut self,
+        n: usize,
+        consumers: usize,
+        cap: Duration,
+    ) -> anyhow::Result<DrainReport> {
+        let tally = Tally::new(n, Instant::now(), cap);
+        self.run_consumers(consumers, &tally).await?;
+        Ok(tally.drain())
+    }
+
+    async fn delayed(&mut self, spec: DelayedSpec) -> anyhow::Result<DelayedRun> {
+        let tally = Tally::new(
+            spec.jobs,
+            Instant::now() + Duration::from_millis(200),
+            spec.cap,
+        );
+        let consumers = {
+            let me = DelayqHttp::client_of(self);
+            let tally = tally.clone();
+            tokio::spawn(async move { me.run_consumers(spec.consumers, &tally).await })
+        };
+        tokio::time::sleep_until(tally.start().into()).await;
+        let mut pushed = 0;
+        while pushed < spec.jobs && !tally.stop() {
+            let n = spec.batch.min(spec.jobs - pushed);
+            self.push(Self::jobs(n, Delays::Uniform(spec.spread), spec.body))
+                .await?;
+            pushed += n;
+        }
+        let push_elapsed = tally.start().elapsed();
+        consumers.await??;
+        Ok(tally.delayed(pushed, push_elapsed, true))
+    }
+
+    fn endpoint(&self) -> String {
+        self.base.clone()
+    }
+
+    async fn footprint(&mut self) -> anyhow::Result<Footprint> {
+        match &self.redis {
+            Some(r) => Ok(Footprint {
+                memory: redis_info::used_memory(r).await?,
+                disk: None,
+            }),
+            None => Ok(Footprint {
+                memory: procs::rss_bytes(self.server.pid()),
+                disk: self.dir.as_ref().map(|d| procs::disk_bytes(d.path())),
+            }),
+        }
+    }
+}

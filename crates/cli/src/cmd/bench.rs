@@ -1,0 +1,160 @@
+//! `delayq bench`: the benchmark driver of `delayq-bench` (the same code as the side-by-side
+//! suite's delayq rows) against the user's own engine, with a progress bar per phase.
+
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use delayq::{Engine, Topic};
+use delayq_bench::clock;
+use delayq_bench::driver::{self, DelayedSpec, Delays};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use crate::cli::BenchArgs;
+
+/// The most jobs one phase may push: the command stays a bounded load.
+const MAX_JOBS: usize = 1_000_000;
+
+fn bar(len: usize, phase: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len as u64);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix:>8} [{bar:30}] {pos}/{len} jobs, {per_sec}, {elapsed}",
+    ) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_prefix(phase.to_string());
+    pb
+}
+
+fn check(a: &BenchArgs) -> anyhow::Result<()> {
+    if a.jobs == 0 || a.jobs > MAX_JOBS || a.delayed > MAX_JOBS {
+        bail!("--jobs must be 1 to {MAX_JOBS} and --delayed 0 to {MAX_JOBS}");
+    }
+    if a.consumers == 0 || a.consumers > 10_000 {
+        bail!("--consumers must be 1 to 10000");
+    }
+    if a.body < 16 {
+        bail!("--body must be at least 16 bytes: each body carries its due time");
+    }
+    Ok(())
+}
+
+pub async fn run(a: BenchArgs) -> anyhow::Result<()> {
+    check(&a)?;
+    let temp;
+    let url = match &a.engine {
+        Some(u) => u.clone(),
+        None => {
+            temp = tempfile::Builder::new().prefix("delayq-bench-").tempdir()?;
+            format!("sqlite://{}", temp.path().display())
+        }
+    };
+    let engine = delayq::open(&url)
+        .await
+        .with_context(|| format!("cannot open the engine at {url}"))?;
+    let topic = Topic::new(format!("bench.{}", clock::now_us()))?;
+    let result = measure(&engine, &topic, &a).await;
+    // Always leave the user's engine as it was, even after a failed phase.
+    let purged = engine.purge(&topic).await;
+    let figures = result?;
+    purged.with_context(|| format!("cannot purge the benchmark's topic {topic}"))?;
+    if a.json {
+        println!("{figures}");
+    } else {
+        print(&figures, &a);
+    }
+    Ok(())
+}
+
+async fn measure(
+    engine: &Arc<dyn Engine>,
+    topic: &Topic,
+    a: &BenchArgs,
+) -> anyhow::Result<serde_json::Value> {
+    let pb = bar(a.jobs, "push");
+    let pushed = driver::fill(engine, topic, a.jobs, Delays::Ready, a.body, &pb).await?;
+    pb.finish();
+    let pb = bar(a.jobs, "drain");
+    let drained = driver::drain(engine, topic, a.jobs, a.consumers, a.timeout, &pb).await?;
+    pb.finish();
+    if drained.jobs < a.jobs {
+        bail!(
+            "only {} of {} jobs were delivered within {:?}",
+            drained.jobs,
+            a.jobs,
+            a.timeout
+        );
+    }
+    let mut out = json!({
+        "engine": a.engine.clone().unwrap_or_else(|| "temporary embedded engine".into()),
+        "push": { "jobs": a.jobs, "seconds": pushed.as_secs_f64(), "jobs_per_s": a.jobs as f64 / pushed.as_secs_f64().max(1e-9) },
+        "drain": { "jobs": drained.jobs, "consumers": a.consumers, "seconds": drained.elapsed.as_secs_f64(), "jobs_per_s": drained.rate() },
+    });
+    if a.delayed > 0 {
+        let pb = bar(a.delayed, "delayed");
+        let spec = DelayedSpec {
+            jobs: a.delayed,
+            spread: a.spread,
+            consumers: a.consumers,
+            batch: 100,
+            body: a.body,
+            cap: a.spread + a.timeout,
+        };
+        let r = driver::delayed(engine, topic, spec, &pb).await?;
+        pb.finish();
+        let (h, e) = (r.host.summary(), r.engine.summary());
+        out["delayed"] = json!({
+            "jobs": r.pushed,
+            "delivered": r.delivered,
+            "spread_ms": a.spread.as_millis() as u64,
+            "push_jobs_per_s": r.pushed as f64 / r.push_elapsed.as_secs_f64().max(1e-9),
+            "lateness_ms": h,
+            "engine_lateness_ms": e,
+        });
+        if r.delivered < r.pushed {
+            bail!(
+                "only {} of {} delayed jobs were delivered within {:?}",
+                r.delivered,
+                r.pushed,
+                spec.cap
+            );
+        }
+    }
+    Ok(out)
+}
+
+fn print(f: &serde_json::Value, a: &BenchArgs) {
+    let n = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    println!("engine: {}", f["engine"].as_str().unwrap_or("?"));
+    println!(
+        "push:    {} ready jobs in {:.2} s: {:.0} jobs/s (batches of 1000)",
+        a.jobs,
+        n(&f["push"]["seconds"]),
+        n(&f["push"]["jobs_per_s"])
+    );
+    println!(
+        "drain:   {} jobs in {:.2} s: {:.0} jobs/s ({} consumers, reserve + ack)",
+        n(&f["drain"]["jobs"]),
+        n(&f["drain"]["seconds"]),
+        n(&f["drain"]["jobs_per_s"]),
+        a.consumers
+    );
+    let d = &f["delayed"];
+    if !d.is_null() {
+        let l = &d["lateness_ms"];
+        println!(
+            "delayed: {} jobs, delays uniform in [0, {:?}]: lateness p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms; early {}",
+            n(&d["delivered"]),
+            a.spread,
+            n(&l["p50_ms"]),
+            n(&l["p90_ms"]),
+            n(&l["p99_ms"]),
+            n(&l["max_ms"]),
+            n(&l["early"])
+        );
+        println!(
+            "         (host clock: delivery minus the due time the producer asked for; engine clock p99 {:.2} ms)",
+            n(&d["engine_lateness_ms"]["p99_ms"])
+        );
+    }
+}
