@@ -25,7 +25,7 @@ pub const RENEW_FRACTION_RANGE: std::ops::RangeInclusive<f64> = 0.05..=0.75;
 ///     .with_concurrency(32)
 ///     .with_grace(Duration::from_secs(10));
 /// assert_eq!(config.concurrency, 32);
-/// assert_eq!(config.wait, Duration::from_secs(5));
+/// assert_eq!(config.wait, Duration::from_secs(30));
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -33,9 +33,10 @@ pub struct WorkerConfig {
     /// The most handlers running at once (default 10, at most 100,000). The worker never
     /// holds more deliveries than this: a reserve asks for at most the free slots.
     pub concurrency: usize,
-    /// How long one reserve waits for a job before asking again (default 5 s; 100 ms to 1 h).
-    /// Waiting is event-driven in the engine; this only bounds one request. Shutdown does
-    /// not wait for it: an open reserve is abandoned.
+    /// How long one reserve waits for a job before asking again (default 30 s; 100 ms to 1 h).
+    /// Waiting is event-driven in the engine: a due job ends the wait at once, so a long
+    /// wait only makes an idle worker cheaper (it looks at the engine once per wait).
+    /// Shutdown does not wait for it: an open reserve is abandoned.
     pub wait: Duration,
     /// At-least-once (the default: leases, acks, renewal, retries) or at-most-once.
     ///
@@ -69,7 +70,7 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             concurrency: 10,
-            wait: Duration::from_secs(5),
+            wait: Duration::from_secs(30),
             mode: DeliveryMode::AtLeastOnce,
             renew_fraction: 1.0 / 3.0,
             max_extension: Duration::from_secs(3600),

@@ -106,7 +106,7 @@ where
             );
             Outcome::Failed
         }
-        End::Ran(r) => settle(&shared.engine, &lease, r, until, started).await,
+        End::Ran(r) => settle(shared, &lease, r, until, started).await,
         End::LeaseOver => {
             // The token fired when renewal stopped; the lease is over now: no more waiting.
             stop(&mut handle, Duration::ZERO).await;
@@ -122,7 +122,7 @@ where
             match stop(&mut handle, CANCEL_WAIT).await {
                 _ if lost => Outcome::Failed,
                 // It finished before the abort took effect: the work is done.
-                Some(r @ Ok(Ran::Done)) => settle(&shared.engine, &lease, r, until, started).await,
+                Some(r @ Ok(Ran::Done)) => settle(shared, &lease, r, until, started).await,
                 // A failure now is most likely the cancellation itself, so it does not count
                 // as an attempt: the job is given back like one that was still running.
                 Some(_) | None => settle::release(&shared.engine, &lease, until).await,
@@ -181,16 +181,17 @@ async fn stop(handle: &mut JoinHandle<Ran>, patience: Duration) -> Option<Result
     }
 }
 
-async fn settle<E: Engine>(
-    engine: &E,
+async fn settle<E: Engine, H>(
+    shared: &Shared<E, H>,
     lease: &Lease,
     ran: Result<Ran, JoinError>,
     until: Instant,
     started: Instant,
 ) -> Outcome {
     let elapsed = started.elapsed();
+    let engine = &shared.engine;
     let failure = match ran {
-        Ok(Ran::Done) => return settle::ack(engine, lease, until, elapsed).await,
+        Ok(Ran::Done) => return settle::ack(&shared.acker, lease, until, elapsed).await,
         Ok(Ran::Failed(f)) => f,
         Ok(Ran::Undecodable(msg)) => Failure {
             kind: FailureKind::Permanent,

@@ -67,11 +67,13 @@
 //! - `reserve`: the reserve loop (slots first, then a long-poll for at most that many jobs).
 //! - `delivery`: one delivery's supervisor: handler task, renewal, settlement.
 //! - `renew`: lease renewal of a running handler.
+//! - `acker`: acks of concurrent deliveries sent together, one `ack_batch` per round trip.
 //! - `settle`: ack, nack, bury and release, retried while the engine is unavailable.
 //! - `shutdown`: the grace period, then cancel and release.
 //! - `report`: [`Report`] and its counters.
 #![deny(missing_docs)]
 
+mod acker;
 mod codec;
 mod config;
 mod context;

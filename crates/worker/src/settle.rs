@@ -8,6 +8,7 @@ use delayq_core::limits::{MAX_DELAY, MAX_REASON};
 use delayq_core::{Engine, Error, Lease, Nack, NackOutcome};
 use tokio::time::{Instant, sleep};
 
+use crate::acker::Acker;
 use crate::handler::{Failure, FailureKind};
 use crate::renew::millis;
 use crate::report::Outcome;
@@ -16,14 +17,14 @@ use crate::report::Outcome;
 /// shutdown for a whole lease (the lease then ends by itself).
 pub(crate) const RELEASE_BUDGET: Duration = Duration::from_secs(10);
 
-/// Acks a successful delivery.
-pub(crate) async fn ack<E: Engine + ?Sized>(
-    engine: &E,
+/// Acks a successful delivery (batched with the other deliveries' acks).
+pub(crate) async fn ack(
+    acker: &Acker,
     lease: &Lease,
     until: Instant,
     elapsed: Duration,
 ) -> Outcome {
-    match retry(until, || engine.ack(lease)).await {
+    match retry(until, || acker.ack(lease)).await {
         Ok(()) => {
             tracing::debug!(outcome = "acked", elapsed_ms = millis(elapsed), "job done");
             Outcome::Acked

@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::acker::{self, Acker};
 use crate::report::Tally;
 use crate::{Handler, Payload, Report, WorkerConfig, reserve, shutdown};
 
@@ -56,6 +57,8 @@ pub struct Worker<E, P, H> {
 /// What the reserve loop and every delivery's supervisor share.
 pub(crate) struct Shared<E, H> {
     pub(crate) engine: E,
+    /// Acks go through it, batched; `run` drives its queue.
+    pub(crate) acker: Acker,
     pub(crate) handler: H,
     pub(crate) config: WorkerConfig,
     pub(crate) tally: Tally,
@@ -126,9 +129,11 @@ where
             mode = ?self.config.mode,
             "worker started"
         );
+        let (acker, acks) = acker::channel();
         let shared = Arc::new(Shared {
             slots: Arc::new(Semaphore::new(self.config.concurrency)),
             engine: self.engine,
+            acker,
             handler: self.handler,
             config: self.config,
             tally: Tally::default(),
@@ -136,11 +141,20 @@ where
             handlers: TaskTracker::new(),
             hard_stop: CancellationToken::new(),
         });
-        tokio::select! {
-            () = shutdown => {}
-            () = reserve::run::<E, P, H>(&shared, base) => {}
-        }
-        let unfinished = shutdown::drain(&shared).await;
+        let work = async {
+            tokio::select! {
+                () = shutdown => {}
+                () = reserve::run::<E, P, H>(&shared, base) => {}
+            }
+            shutdown::drain(&shared).await
+        };
+        // The acker runs beside the work until every delivery has settled: the work ends
+        // only after each supervisor got its ack's answer.
+        let unfinished = tokio::select! {
+            biased;
+            unfinished = work => unfinished,
+            () = acker::run(&shared.engine, acks) => shutdown::drain(&shared).await,
+        };
         let report = shared.tally.report(unfinished);
         tracing::info!(
             acked = report.acked,

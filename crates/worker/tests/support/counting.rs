@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use delayq_core::{
-    Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page,
-    Pushed, Reserve, Result, Schedule, Timestamp, Topic, TopicStats,
+    Cursor, Delivery, Engine, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page, Pushed,
+    Reserve, Result, Schedule, Timestamp, Topic, TopicStats,
 };
 
 /// The prefix of the line a child process prints after each successful ack.
@@ -118,10 +118,23 @@ impl<E: Engine> Engine for Counting<E> {
     }
 
     async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
-        Err(Error::Internal(format!(
-            "the worker does not use ack_batch ({} leases)",
-            leases.len()
-        )))
+        let r = self.inner.ack_batch(leases).await;
+        match &r {
+            Ok(results) => {
+                for (lease, one) in leases.iter().zip(results) {
+                    self.counts.finished(one);
+                    if one.is_ok() && self.counts.print_acks {
+                        println!("{ACKED}{}", lease.id);
+                    }
+                }
+            }
+            Err(e) if e.is_retryable() => {}
+            Err(_) => {
+                let n = i64::try_from(leases.len()).unwrap();
+                self.counts.held.fetch_sub(n, Ordering::SeqCst);
+            }
+        }
+        r
     }
 
     async fn nack(&self, lease: &Lease, nack: Nack) -> Result<NackOutcome> {
