@@ -20,6 +20,9 @@
 local now, now_us = clock()
 local n, at_most_once, budget = tonumber(ARGV[1]), ARGV[2] == '1', tonumber(ARGV[3])
 
+-- A topic with no job at all (the idle case): nothing to do, nothing to wait for.
+if redis.call('EXISTS', K_JOBS) == 0 then return { now_us, -1, 0 } end
+
 local left_behind, unchanged, delayed_head, lease_head = tick(now, math.max(budget, n))
 
 local members = redis.call('ZRANGE', K_READY, 0, n - 1)

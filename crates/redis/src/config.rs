@@ -21,9 +21,11 @@ pub struct RedisConfig {
     /// Input limits (body size).
     pub limits: Limits,
     /// How long a waiting reserver sleeps at most before it looks again without a signal
-    /// (default 10 s, jittered ±20 %). It bounds the delay of a job whose wake-up signal was
-    /// lost with a crashed process; signals lost to a dropped connection are covered at once
-    /// (every waiter looks again when the wake connection comes back).
+    /// (default 30 s, jittered up to 40 % later). It bounds the delay of a job whose wake-up
+    /// signal was lost with a crashed process (a reserve that starts looks at once, so a
+    /// worker whose long-poll is shorter recovers at its next call); signals lost to a dropped
+    /// connection are covered at once: every waiter looks again when the wake connection
+    /// comes back.
     pub safety_wake: Duration,
     /// The most expired leases and the most due jobs one script call moves (default 1000),
     /// so that one call never blocks Redis for long.
@@ -47,7 +49,7 @@ impl RedisConfig {
             url: url.into(),
             prefix: "delayq".into(),
             limits: Limits::default(),
-            safety_wake: Duration::from_secs(10),
+            safety_wake: Duration::from_secs(30),
             tick_batch: 1000,
             response_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),

@@ -99,13 +99,7 @@ impl RedisEngine {
         warn_on_eviction(&mut conn).await;
 
         let (stop_tx, stop_rx) = oneshot::channel();
-        let waiters = Waiters::start(
-            client,
-            conn.clone(),
-            keys.clone(),
-            config.safety_wake,
-            stop_rx,
-        );
+        let waiters = Waiters::start(client, conn.clone(), keys.clone(), stop_rx);
         Ok(RedisEngine {
             inner: Arc::new(Inner {
                 conn,
@@ -627,12 +621,21 @@ impl Engine for RedisEngine {
             if now >= deadline {
                 return Ok(Vec::new());
             }
-            // The safety wake, jittered so that many idle processes do not look in step.
-            let jitter = rand::rng().random_range(0.8..1.2);
+            // The safety wake, never sooner than configured and jittered later, so that many
+            // idle processes do not look in step, and a caller whose wait is no longer than
+            // the safety interval never pays for it (its next call's first pass looks).
+            let jitter = rand::rng().random_range(1.0..1.4);
             let safety = now + self.inner.safety_wake.mul_f64(jitter);
-            tokio::select! {
-                _ = guard.notified() => {}
-                _ = tokio::time::sleep_until(deadline.min(safety).into()) => {}
+            if deadline <= safety {
+                tokio::select! {
+                    _ = guard.notified() => {}
+                    _ = tokio::time::sleep_until(deadline.into()) => return Ok(Vec::new()),
+                }
+            } else {
+                tokio::select! {
+                    _ = guard.notified() => {}
+                    _ = tokio::time::sleep_until(safety.into()) => {}
+                }
             }
             let (out, _) = self.reserve_once(req).await?;
             if !out.is_empty() {

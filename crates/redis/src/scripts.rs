@@ -41,6 +41,7 @@ scripts! {
     LIST => "list.lua",
     STATS => "stats.lua",
     PURGE => "purge.lua",
+    HANDBACK => "handback.lua",
 }
 
 /// Loads every script on the connection's server (one round trip) and checks the hashes.

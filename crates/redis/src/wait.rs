@@ -30,6 +30,7 @@ use tokio::sync::{Notify, oneshot};
 use crate::clock::Clock;
 use crate::codec;
 use crate::keys::KeySpace;
+use crate::scripts;
 
 /// The shared half: what reservers call.
 #[derive(Clone)]
@@ -43,9 +44,11 @@ struct Shared {
     poke: Notify,
     clock: Clock,
     keys: KeySpace,
-    /// How long one BZPOPMIN blocks before it is sent again.
-    block: Duration,
 }
+
+/// How long one BZPOPMIN blocks before it is sent again. Long: a blocked connection costs
+/// Redis nothing, and waiters do not depend on its timeout (they have their own safety wake).
+const BLOCK: Duration = Duration::from_secs(60);
 
 #[derive(Default)]
 struct State {
@@ -77,7 +80,6 @@ impl Waiters {
         client: Client,
         main: ConnectionManager,
         keys: KeySpace,
-        block: Duration,
         stop: oneshot::Receiver<()>,
     ) -> Self {
         let shared = Arc::new(Shared {
@@ -85,7 +87,6 @@ impl Waiters {
             poke: Notify::new(),
             clock: Clock::new(),
             keys,
-            block,
         });
         tokio::spawn(run(shared.clone(), client, main, stop));
         Waiters { shared }
@@ -281,16 +282,7 @@ async fn run(
         };
 
         for (topic, ms) in handoffs {
-            let r: RedisResult<Value> = redis::cmd("ZADD")
-                .arg(shared.keys.wake(&topic))
-                .arg("LT")
-                .arg(ms)
-                .arg("w")
-                .query_async(&mut main)
-                .await;
-            if let Err(e) = r {
-                tracing::debug!(topic = %topic, error = %e, "could not hand a wake-up back to Redis; the safety wake covers it");
-            }
+            hand_back(&shared, &mut main, &topic, ms).await;
         }
 
         // A blocked BZPOPMIN that misses a wanted topic is cut short so it can be re-sent.
@@ -326,7 +318,7 @@ async fn run(
                     for t in &wanted {
                         cmd.arg(shared.keys.wake(t));
                     }
-                    cmd.arg(shared.block.as_secs_f64());
+                    cmd.arg(BLOCK.as_secs_f64());
                     let fut: Blocked = Box::pin(async move {
                         let r = cmd.query_async(&mut conn).await;
                         (conn, r)
@@ -420,16 +412,21 @@ async fn on_signal(shared: &Shared, main: &mut ConnectionManager, topic: Topic, 
         }
     };
     if handback {
-        let r: RedisResult<Value> = redis::cmd("ZADD")
-            .arg(shared.keys.wake(&topic))
-            .arg("LT")
-            .arg(ms)
-            .arg("w")
-            .query_async(main)
-            .await;
-        if let Err(e) = r {
-            tracing::debug!(error = %e, "could not hand a wake-up back to Redis; the safety wake covers it");
-        }
+        hand_back(shared, main, &topic, ms).await;
+    }
+}
+
+/// Gives the event at Redis time `ms` back to Redis (`lua/handback.lua`), for a waiter
+/// elsewhere or the next one here; a topic left with no job gets nothing back.
+async fn hand_back(shared: &Shared, main: &mut ConnectionManager, topic: &Topic, ms: u64) {
+    let mut inv = scripts::HANDBACK.prepare_invoke();
+    for k in shared.keys.topic(topic) {
+        inv.key(k);
+    }
+    inv.arg(ms);
+    let r: RedisResult<Value> = inv.invoke_async(main).await;
+    if let Err(e) = r {
+        tracing::debug!(topic = %topic, error = %e, "could not hand a wake-up back to Redis; the safety wake covers it");
     }
 }
 
