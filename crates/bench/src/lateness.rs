@@ -17,7 +17,7 @@ pub struct Lateness {
 }
 
 /// What a [`Lateness`] recorded, in milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LatenessSummary {
     /// Deliveries recorded (on time or late).
     pub count: u64,

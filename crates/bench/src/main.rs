@@ -42,6 +42,9 @@ enum Command {
     RedisLateness(redis_lateness::Args),
     /// Redis used_memory per pending delayed job.
     RedisMemory(redis_memory::Args),
+    /// Rewrites the side-by-side section and the plots from a run's results.json (no
+    /// measuring; the numbers stay those of that run).
+    Report(suite::ReportArgs),
     /// (internal) The delayq HTTP server, for the suite.
     #[command(hide = true)]
     ServeHttp(suite::child::ServeArgs),
@@ -61,6 +64,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Smoke(args) => suite::run(args, true).await,
         Command::RedisLateness(args) => redis_lateness::run(args).await,
         Command::RedisMemory(args) => redis_memory::run(args).await,
+        Command::Report(args) => suite::rerender(args),
         Command::ServeHttp(args) => suite::child::serve(args).await,
         Command::Idle(args) => suite::child::idle(args).await,
         Command::Consume(args) => suite::child::consume(args).await,

@@ -1,7 +1,7 @@
 //! Medians with min–max over repetitions.
 
 /// The median, minimum and maximum of some repetitions of one figure.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Spread {
     /// The median (the mean of the two middle values for an even count).
     pub median: f64,

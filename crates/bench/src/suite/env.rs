@@ -84,7 +84,7 @@ pub(crate) fn check(root: &Path, work: &Path) -> anyhow::Result<Env> {
 }
 
 /// Draws the plots from `results.json` into `out`.
-pub(crate) fn plot(_env: &Env, root: &Path, json: &Path, out: &Path) -> anyhow::Result<()> {
+pub(crate) fn plot_with(root: &Path, json: &Path, out: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(out)?;
     let o = Command::new(python(root))
         .arg(root.join("bench/plot.py"))
@@ -125,7 +125,7 @@ fn load() -> String {
 }
 
 /// The run's circumstances.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Meta {
     pub command: String,
     pub date: String,

@@ -16,7 +16,7 @@ use super::say;
 use super::systems::{self, BeanstalkClient, Env, Kind, System};
 
 /// One W5 row.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct IdleRow {
     pub system: Kind,
     pub workers: usize,

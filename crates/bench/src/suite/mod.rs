@@ -48,6 +48,42 @@ pub(crate) struct Args {
     systems: Vec<String>,
 }
 
+/// Options of `report`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ReportArgs {
+    /// The results of a run (target/bench/all/results.json).
+    #[arg(long)]
+    results: PathBuf,
+    /// The Markdown file whose side-by-side section is rewritten.
+    #[arg(long)]
+    markdown: PathBuf,
+    /// Where the plots go.
+    #[arg(long)]
+    plots: PathBuf,
+}
+
+/// Writes the section and the plots again from a run's results.json, without measuring:
+/// for changes to the report's layout. The numbers stay those of that run.
+pub(crate) fn rerender(a: ReportArgs) -> anyhow::Result<()> {
+    let root = env::repo_root()?;
+    let text = std::fs::read_to_string(&a.results)
+        .with_context(|| format!("reading {}", a.results.display()))?;
+    let results: report::Results = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a results file of this version",
+            a.results.display()
+        )
+    })?;
+    env::plot_with(&root, &a.results, &a.plots)?;
+    report::splice(&a.markdown, &report::markdown(&results, &root, &a.plots))?;
+    say(&format!(
+        "rewrote {} from {}",
+        a.markdown.display(),
+        a.results.display()
+    ));
+    Ok(())
+}
+
 /// Prints a progress line on stderr.
 pub(crate) fn say(line: &str) {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
@@ -114,11 +150,24 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
     }
     if wants("w4") {
         if kinds.contains(&Kind::DelayqRedis) {
-            results.w4 = storage::w4(&env, &plan, Kind::DelayqRedis, &plan.w4_levels_redis).await?;
+            results.w4 = storage::w4(
+                &env,
+                &plan,
+                Kind::DelayqRedis,
+                &plan.w4_levels_redis,
+                &mut results.profiles,
+            )
+            .await?;
         }
         if kinds.contains(&Kind::DelayqEmbedded) {
-            let rows =
-                storage::w4(&env, &plan, Kind::DelayqEmbedded, &plan.w4_levels_embedded).await?;
+            let rows = storage::w4(
+                &env,
+                &plan,
+                Kind::DelayqEmbedded,
+                &plan.w4_levels_embedded,
+                &mut results.profiles,
+            )
+            .await?;
             results.w4.extend(rows);
         }
         lap(&mut results, "W4");
@@ -151,7 +200,7 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
             root.join("docs/bench")
         }
     });
-    env::plot(&env, &root, &json, &plots)?;
+    env::plot_with(&root, &json, &plots)?;
     let markdown = report::markdown(&results, &root, &plots);
     std::fs::write(work.join("section.md"), &markdown)?;
     let target = match (&args.markdown, smoke) {

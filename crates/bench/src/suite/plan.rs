@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Every size and bound of a run.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Plan {
     /// Repetitions of each figure.
     pub reps: usize,

@@ -10,7 +10,7 @@ use super::redis_info::{self, CommandStats};
 use super::systems::{Kind, System};
 
 /// What a profiled run showed.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Profile {
     pub system: Option<Kind>,
     pub workload: String,

@@ -7,6 +7,7 @@ use delayq_bench::driver::Delays;
 use delayq_bench::stats::Spread;
 
 use super::plan::Plan;
+use super::profile::{Probe, Profile};
 use super::say;
 use super::systems::{self, Env, Kind};
 
@@ -14,7 +15,7 @@ use super::systems::{self, Env, Kind};
 const FAR: Duration = Duration::from_secs(3 * 3600);
 
 /// One W3 row.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct MemoryRow {
     pub system: Kind,
     /// What was measured: `Redis used_memory`, `resident memory` or `bytes on disk`.
@@ -85,7 +86,7 @@ pub(crate) async fn w3(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
 }
 
 /// One W4 row: an engine at one pending level.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ScaleRow {
     pub system: Kind,
     pub pending: usize,
@@ -104,6 +105,7 @@ pub(crate) async fn w4(
     plan: &Plan,
     kind: Kind,
     levels: &[usize],
+    profiles: &mut Vec<Profile>,
 ) -> anyhow::Result<Vec<ScaleRow>> {
     let mut sys = systems::start(kind, env).await?;
     let mut rows = Vec::new();
@@ -118,13 +120,27 @@ pub(crate) async fn w4(
         let fill_s = t.elapsed().as_secs_f64();
         let mut push = Vec::new();
         let mut deliver = Vec::new();
-        for _ in 0..plan.reps {
+        for rep in 0..plan.reps {
             let t = Instant::now();
             sys.fill(plan.w4_probe, Delays::Ready, plan.body).await?;
             push.push(plan.w4_probe as f64 / t.elapsed().as_secs_f64().max(1e-9));
+            // The last delivery at the lowest and at the highest level is profiled.
+            let edge = level == levels[0] || Some(&level) == levels.last();
+            let probe = if edge && rep + 1 == plan.reps {
+                Some(Probe::start(sys.as_ref(), Duration::from_secs(1)).await?)
+            } else {
+                None
+            };
             let r = sys
                 .drain(plan.w4_probe, 50, Duration::from_secs(120))
                 .await?;
+            if let Some(p) = probe {
+                let what = format!(
+                    "W4, {} pending",
+                    delayq_bench::stats::fmt_num(level as f64, 0)
+                );
+                profiles.push(p.finish(sys.as_ref(), &what, r.jobs).await?);
+            }
             if r.jobs < plan.w4_probe {
                 anyhow::bail!(
                     "W4 {}: only {} of {} probe jobs delivered at {level} pending",

@@ -18,7 +18,7 @@ use super::say;
 use super::systems::{self, Env, Seeds};
 
 /// One W6 row.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TableRow {
     pub system: String,
     pub consumers: usize,

@@ -13,7 +13,7 @@ use super::systems::{self, Env, Kind};
 use super::{profile, say};
 
 /// One W1 row: a system with C consumers.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct DrainRow {
     pub system: Kind,
     pub consumers: usize,
@@ -63,7 +63,7 @@ pub(crate) async fn w1(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
                     pid.and_then(|p| list.iter().position(|&x| x == p))
                         .map(|i| cpu[i])
                 };
-                let store = cpu_of(pids.store).unwrap_or(0.0);
+                let store = cpu_of(pids.store).unwrap_or(f64::NAN);
                 let queue = cpu_of(Some(pids.queue)).unwrap_or(0.0);
                 let client = cpu_of(pids.client).unwrap_or(f64::NAN);
                 // The store and the queue are one process for beanstalkd.
@@ -108,7 +108,7 @@ pub(crate) async fn w1(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
 }
 
 /// One W2 row.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct DelayedRow {
     pub system: Kind,
     /// Producer jobs/s (one producer, batches awaited in turn).

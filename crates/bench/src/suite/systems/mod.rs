@@ -29,7 +29,9 @@ pub(crate) use tally::Tally;
 pub(crate) type SeenJob = std::sync::Arc<dyn Fn(&str, &[u8]) + Send + Sync>;
 
 /// Which system.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Kind {
     /// delayq's Redis engine, used as a library (worker runtime in this process).
