@@ -47,6 +47,33 @@ local function clock()
   return sec * 1000 + math.floor(usec / 1000), sec * 1000000 + usec
 end
 
+-- Runs `cmd key <args>` in calls of at most 1000 arguments each (unpack and the Lua C stack
+-- bound the arguments of one call). `args` is a flat list of whole items; `step` is the
+-- number of arguments per item (1 for members or fields, 2 for score-member pairs).
+local function call_many(cmd, key, args, step)
+  local per = 1000 - (1000 % step)
+  for i = 1, #args, per do
+    redis.call(cmd, key, unpack(args, i, math.min(i + per - 1, #args)))
+  end
+end
+
+-- The records of `ids` (one HMGET per 1000 ids), decoded; a missing record is false.
+local function load_many(ids)
+  local out = {}
+  for i = 1, #ids, 1000 do
+    local recs = redis.call('HMGET', K_JOBS, unpack(ids, i, math.min(i + 999, #ids)))
+    for k = 1, #recs do
+      local rec = recs[k]
+      out[i + k - 1] = rec and { cmsgpack.unpack(rec) } or false
+    end
+  end
+  return out
+end
+
+local function pack(j)
+  return cmsgpack.pack(unpack(j, 1, F_BODY))
+end
+
 local function load(id)
   local rec = redis.call('HGET', K_JOBS, id)
   if not rec then return nil end
@@ -54,7 +81,7 @@ local function load(id)
 end
 
 local function store(id, j)
-  redis.call('HSET', K_JOBS, id, cmsgpack.pack(unpack(j, 1, F_BODY)))
+  redis.call('HSET', K_JOBS, id, pack(j))
 end
 
 local function ready_member(id, j)
@@ -156,7 +183,7 @@ end
 -- Applies what time has made due: expired leases fail ("lease expired"), due delayed jobs
 -- move to ready; at most `limit` of each. Returns whether more may be left, and, when it
 -- moved nothing, the unchanged delayed and lease heads (so callers need not read them
--- again: an idle reserve costs four calls inside the script).
+-- again).
 local function tick(now, limit)
   local lease_head, delayed_head = head_score(K_LEASES), head_score(K_DELAYED)
   local expired, due = {}, {}
@@ -173,10 +200,18 @@ local function tick(now, limit)
   if #expired > 0 then delayed_head = head_score(K_DELAYED) end
   if delayed_head and delayed_head <= now then
     due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, limit)
-    for _, id in ipairs(due) do
-      redis.call('ZREM', K_DELAYED, id)
-      local j = load(id)
-      if j then redis.call('ZADD', K_READY, j[F_PRIO], ready_member(id, j)) end
+    if #due > 0 then
+      -- The due jobs are exactly the first #due ranks: removed in one call.
+      redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, #due - 1)
+      local js, pairs_ = load_many(due), {}
+      for i, id in ipairs(due) do
+        local j = js[i]
+        if j then
+          pairs_[#pairs_ + 1] = j[F_PRIO]
+          pairs_[#pairs_ + 1] = ready_member(id, j)
+        end
+      end
+      call_many('ZADD', K_READY, pairs_, 2)
     end
   end
   local more = #expired == limit or #due == limit
@@ -185,11 +220,13 @@ local function tick(now, limit)
 end
 
 -- Checks that (id, token) is the job's live lease at `now`; returns the record or nil.
+local function holds_lease(j, token, now)
+  return j and j[F_STATE] == RESERVED and j[F_TOKEN] == token and j[F_DEADLINE] > now
+end
+
 local function leased(id, token, now)
   local j = load(id)
-  if j and j[F_STATE] == RESERVED and j[F_TOKEN] == token and j[F_DEADLINE] > now then
-    return j
-  end
+  if holds_lease(j, token, now) then return j end
   return nil
 end
 

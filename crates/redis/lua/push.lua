@@ -25,30 +25,71 @@ for i = 1, n do
   end
 end
 
+local ids = {}
+for i = 1, n do ids[i] = ARGV[2 + (i - 1) * 11] end
+local existing = load_many(ids)
+-- The topic's timer head and whether ready was empty, read once and kept up to date here,
+-- so that a new earliest event is signalled without reading the heads again per job.
+local head, ready_empty = timer_head(), redis.call('ZCARD', K_READY) == 0
+-- Push order: one INCRBY for the jobs this call creates (none: the counter is untouched).
+local fresh, new_ids = 0, {}
+for i = 1, n do
+  if not existing[i] and not new_ids[ids[i]] then
+    new_ids[ids[i]] = true
+    fresh = fresh + 1
+  end
+end
+local seq = 0
+if fresh > 0 then seq = redis.call('INCRBY', K_SEQ, fresh) - fresh end
+local records, delayed, ready, seen = {}, {}, {}, {}
 local out = { OK }
 for i = 1, n do
   local b = 1 + (i - 1) * 11
-  local id = ARGV[b + 1]
-  local j = load(id)
+  local id = ids[i]
+  local j = seen[id] or existing[i]
   if j then
     out[#out + 1] = 0
-    out[#out + 1] = public_state(id, j)
+    if seen[id] then
+      out[#out + 1] = j[F_READY_AT] <= now and P_READY or P_DELAYED
+    else
+      out[#out + 1] = public_state(id, j)
+    end
     out[#out + 1] = j[F_READY_AT]
   else
     local value = tonumber(ARGV[b + 4])
     local ready_at
     if ARGV[b + 3] == '1' then ready_at = math.max(value, now) else ready_at = now + value end
     j = {
-      WAITING, tonumber(ARGV[b + 5]), ready_at, redis.call('INCR', K_SEQ),
+      WAITING, tonumber(ARGV[b + 5]), ready_at, seq + 1,
       tonumber(ARGV[b + 6]), tonumber(ARGV[b + 7]), 0,
       tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]), tonumber(ARGV[b + 10]), tonumber(ARGV[b + 11]),
       now, 0, 0, '', ARGV[b + 2],
     }
-    place(id, j, now)
-    store(id, j)
+    seq = seq + 1
+    seen[id] = j
+    if ready_at <= now then
+      if ready_empty then
+        signal(now)
+        ready_empty = false
+      end
+      ready[#ready + 1] = j[F_PRIO]
+      ready[#ready + 1] = ready_member(id, j)
+    else
+      if head == nil or ready_at < head then
+        signal(ready_at)
+        head = ready_at
+      end
+      delayed[#delayed + 1] = ready_at
+      delayed[#delayed + 1] = id
+    end
+    records[#records + 1] = id
+    records[#records + 1] = pack(j)
     out[#out + 1] = 1
-    out[#out + 1] = public_state(id, j)
+    out[#out + 1] = ready_at <= now and P_READY or P_DELAYED
     out[#out + 1] = ready_at
   end
 end
+call_many('ZADD', K_READY, ready, 2)
+call_many('ZADD', K_DELAYED, delayed, 2)
+call_many('HSET', K_JOBS, records, 2)
 return out

@@ -25,33 +25,45 @@ if redis.call('EXISTS', K_JOBS) == 0 then return { now_us, -1, 0 } end
 
 local left_behind, unchanged, delayed_head, lease_head = tick(now, math.max(budget, n))
 
-local members = redis.call('ZRANGE', K_READY, 0, n - 1)
+-- ZPOPMIN takes the first n members in the ready order (score = priority, then the member's
+-- due time, push order and id), exactly as ZRANGE 0 n-1 would list them.
+local popped = redis.call('ZPOPMIN', K_READY, n)
+local ids = {}
+for i = 1, #popped, 2 do ids[#ids + 1] = id_of_member(popped[i]) end
 local out = { now_us, 0, 0 }
-for _, m in ipairs(members) do
-  local id = id_of_member(m)
-  redis.call('ZREM', K_READY, m)
-  local j = load(id)
-  if j then
-    j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
-    if at_most_once then
-      redis.call('HDEL', K_JOBS, id)
-      emit(out, id, j, RESERVED)
-    else
-      j[F_STATE] = RESERVED
-      j[F_TOKEN] = redis.call('INCR', K_SEQ)
-      j[F_DEADLINE] = now + j[F_TTR]
-      redis.call('ZADD', K_LEASES, j[F_DEADLINE], id)
-      store(id, j)
+if #ids > 0 then
+  local js = load_many(ids)
+  -- Fresh lease tokens base+1 .. base+#ids, one INCRBY for the whole batch.
+  local base = 0
+  if not at_most_once then base = redis.call('INCRBY', K_SEQ, #ids) - #ids end
+  local gone, leases, records = {}, {}, {}
+  for i, id in ipairs(ids) do
+    local j = js[i]
+    if j then
+      j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
+      if at_most_once then
+        gone[#gone + 1] = id
+      else
+        j[F_STATE] = RESERVED
+        j[F_TOKEN] = base + i
+        j[F_DEADLINE] = now + j[F_TTR]
+        leases[#leases + 1] = j[F_DEADLINE]
+        leases[#leases + 1] = id
+        records[#records + 1] = id
+        records[#records + 1] = pack(j)
+      end
       emit(out, id, j, RESERVED)
     end
   end
+  call_many('HDEL', K_JOBS, gone, 1)
+  call_many('ZADD', K_LEASES, leases, 2)
+  call_many('HSET', K_JOBS, records, 2)
 end
-
 -- Fewer than n taken means ready is now empty.
 local wake
-if left_behind or (#members == n and redis.call('ZCARD', K_READY) > 0) then
+if left_behind or (#ids == n and redis.call('ZCARD', K_READY) > 0) then
   wake = now
-elseif unchanged and #members == 0 then
+elseif unchanged and #ids == 0 then
   wake = delayed_head or -1
   if lease_head and (wake < 0 or lease_head < wake) then wake = lease_head end
 else
@@ -59,5 +71,5 @@ else
 end
 out[2] = wake
 if wake == now then out[3] = 1 end
-if (#members > 0 or left_behind) and wake >= 0 then signal(wake) end
+if (#ids > 0 or left_behind) and wake >= 0 then signal(wake) end
 return out

@@ -25,6 +25,21 @@ async fn engine(server: &RedisServer) -> RedisEngine {
         .unwrap()
 }
 
+/// Acks every delivery in one batch, then checks that acking them again answers LeaseLost
+/// for each.
+async fn ack_all_once(e: &RedisEngine, got: &[delayq_core::Delivery]) {
+    let leases: Vec<_> = got.iter().map(|d| d.lease.clone().unwrap()).collect();
+    let acks = e.ack_batch(&leases).await.unwrap();
+    assert!(acks.iter().all(|r| r.is_ok()), "{acks:?}");
+    let again = e.ack_batch(&leases).await.unwrap();
+    assert!(
+        again
+            .iter()
+            .all(|r| matches!(r, Err(Error::LeaseLost { .. }))),
+        "acked twice: {again:?}"
+    );
+}
+
 /// Sum of `calls` over every command in `INFO commandstats`.
 async fn total_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
     let info: String = redis::cmd("INFO")
@@ -291,16 +306,7 @@ async fn pipelines_recover_from_script_flush() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    let leases: Vec<_> = got.iter().map(|d| d.lease.clone().unwrap()).collect();
-    let acks = e.ack_batch(&leases).await.unwrap();
-    assert!(acks.iter().all(|r| r.is_ok()), "{acks:?}");
-    let again = e.ack_batch(&leases).await.unwrap();
-    assert!(
-        again
-            .iter()
-            .all(|r| matches!(r, Err(Error::LeaseLost { .. }))),
-        "acked twice: {again:?}"
-    );
+    ack_all_once(&e, &got).await;
 }
 
 /// A job that becomes ready without any wake-up signal (as when the signal was lost with a
@@ -430,4 +436,55 @@ async fn connects_over_tls() {
         "{:?}",
         mixed.err()
     );
+}
+
+/// The scripts do their per-job work in multi-member calls (HMGET, ZADD, HSET, ZREM, HDEL),
+/// cut into calls of at most 1000 arguments: a tick that promotes 2,500 due jobs at once
+/// (tick_batch 5000), a reserve of 1000 and an ack of 1000 keep the order, the counts and
+/// the leases exact.
+#[tokio::test]
+async fn large_batches_are_split_and_keep_their_order() {
+    let server = RedisServer::start();
+    let mut config = RedisConfig::new(server.url());
+    config.tick_batch = 5000;
+    let e = RedisEngine::connect(config).await.unwrap();
+    let t = topic("large");
+    for chunk in (0..2500usize).collect::<Vec<_>>().chunks(1000) {
+        let jobs = chunk
+            .iter()
+            .map(|&i| {
+                NewJob::new(t.clone(), format!("body {i}"))
+                    .with_id(id(&format!("j{i:04}")))
+                    .with_priority(u32::try_from(i % 3).unwrap())
+                    .with_delay(Duration::from_millis(200))
+            })
+            .collect();
+        let pushed = e.push_batch(jobs).await.unwrap();
+        assert!(pushed.iter().all(|p| p.created));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got = e.reserve(&Reserve::new(t.clone()).max(1000)).await.unwrap();
+    assert_eq!(got.len(), 1000);
+    // Priority 0 first (834 jobs: i = 0, 3, ..., 2499), then priority 1 in push order.
+    let expected: Vec<String> = (0..2500usize)
+        .filter(|i| i % 3 == 0)
+        .chain((0..2500usize).filter(|i| i % 3 == 1))
+        .take(1000)
+        .map(|i| format!("j{i:04}"))
+        .collect();
+    let ids: Vec<String> = got.iter().map(|d| d.job.id.to_string()).collect();
+    assert_eq!(ids, expected);
+    let mut tokens: Vec<_> = got.iter().map(|d| d.lease.clone().unwrap().token).collect();
+    tokens.sort();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 1000, "every lease token is distinct");
+    let stats = e.stats(&t).await.unwrap();
+    assert_eq!(
+        (stats.delayed, stats.ready, stats.reserved),
+        (0, 1500, 1000)
+    );
+
+    ack_all_once(&e, &got).await;
+    let stats = e.stats(&t).await.unwrap();
+    assert_eq!((stats.ready, stats.reserved), (1500, 0));
 }
