@@ -74,3 +74,9 @@ pub use delayq_worker::{
     CancelReason, FailureKind, Handler, Job, JobError, Json, Payload, Report, ResultExt, Worker,
     WorkerConfig,
 };
+
+/// The README's Rust program, compiled by `cargo test --doc` so that it cannot drift from
+/// the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
