@@ -290,7 +290,7 @@ pub struct DeliveryDto {
     pub attempt: u32,
     /// The lease; absent in at-most-once mode.
     pub lease: Option<LeaseDto>,
-    /// How late the delivery is in ms (engine time at reserve minus the due time).
+    /// How late the delivery is in ms, to the µs (engine time at reserve minus the due time).
     pub lateness_ms: f64,
 }
 
@@ -616,7 +616,7 @@ impl From<&Delivery> for DeliveryDto {
                     deadline_ms: deadline.as_millis(),
                 }
             }),
-            lateness_ms: d.lateness.as_secs_f64() * 1000.0,
+            lateness_ms: d.lateness.as_micros() as f64 / 1000.0,
         }
     }
 }
