@@ -10,10 +10,14 @@
 //! - `job`: [`NewJob`], [`Job`], [`JobState`], [`Delivery`], [`Lease`], [`Pushed`].
 //! - `engine`: the [`Engine`] trait and its request and answer types.
 //! - `error`: [`Error`].
+//! - `acks`: [`ack_batcher`], acks of concurrent callers coalesced into `ack_batch` calls
+//!   (used by the worker runtime and the HTTP server).
 //!
-//! This crate does no I/O: no network, no files, no clock decisions (engines own the clock).
+//! This crate does no I/O: no network, no files, no clock decisions (engines own the clock);
+//! its only runtime piece is the in-process channel of `acks`.
 #![deny(missing_docs)]
 
+mod acks;
 mod backoff;
 mod engine;
 mod error;
@@ -22,6 +26,7 @@ mod job;
 pub mod limits;
 mod time;
 
+pub use acks::{Acker, Acks, ack_batcher, run_acks};
 pub use backoff::Backoff;
 pub use engine::{
     Cursor, DeliveryMode, Engine, Nack, Page, Reserve, TopicStats, check_ack_batch,

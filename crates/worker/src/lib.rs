@@ -67,7 +67,7 @@
 //! - `reserve`: the reserve loop (slots first, then a long-poll for at most that many jobs).
 //! - `delivery`: one delivery's supervisor: handler task, renewal, settlement.
 //! - `renew`: lease renewal of a running handler.
-//! - `acker`: acks of concurrent deliveries sent together, one `ack_batch` per round trip.
+//! - `acker`: the test of acks batching (the worker acks through `delayq_core::ack_batcher`).
 //! - `settle`: ack, nack, bury and release, retried while the engine is unavailable.
 //! - `shutdown`: the grace period, then cancel and release.
 //! - `report`: [`Report`] and its counters.

@@ -5,10 +5,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use delayq_core::limits::{MAX_DELAY, MAX_REASON};
-use delayq_core::{Engine, Error, Lease, Nack, NackOutcome};
+use delayq_core::{Acker, Engine, Error, Lease, Nack, NackOutcome};
 use tokio::time::{Instant, sleep};
 
-use crate::acker::Acker;
 use crate::handler::{Failure, FailureKind};
 use crate::renew::millis;
 use crate::report::Outcome;

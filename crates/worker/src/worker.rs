@@ -5,12 +5,12 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use delayq_core::{Acker, ack_batcher, run_acks};
 use delayq_core::{Engine, Reserve, Result, Topic};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::acker::{self, Acker};
 use crate::report::Tally;
 use crate::{Handler, Payload, Report, WorkerConfig, reserve, shutdown};
 
@@ -129,7 +129,7 @@ where
             mode = ?self.config.mode,
             "worker started"
         );
-        let (acker, acks) = acker::channel();
+        let (acker, acks) = ack_batcher();
         let shared = Arc::new(Shared {
             slots: Arc::new(Semaphore::new(self.config.concurrency)),
             engine: self.engine,
@@ -153,7 +153,7 @@ where
         let unfinished = tokio::select! {
             biased;
             unfinished = work => unfinished,
-            () = acker::run(&shared.engine, acks) => shutdown::drain(&shared).await,
+            () = run_acks(&shared.engine, acks) => shutdown::drain(&shared).await,
         };
         let report = shared.tally.report(unfinished);
         tracing::info!(

@@ -96,7 +96,7 @@ pub async fn ack(
     Json(req): Json<TokenRequest>,
 ) -> Result<StatusCode, ApiError> {
     let l = lease(&path, req.token)?;
-    state.engine.ack(&l).await?;
+    state.acker.ack(&l).await?;
     state
         .metrics
         .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Acked);
