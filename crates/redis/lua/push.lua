@@ -42,6 +42,11 @@ end
 local seq = 0
 if fresh > 0 then seq = redis.call('INCRBY', K_SEQ, fresh) - fresh end
 local records, delayed, ready, seen = {}, {}, {}, {}
+-- The public state of a job created by this call.
+local function new_state(j)
+  if j[F_READY_AT] <= now then return P_READY end
+  return P_DELAYED
+end
 local out = { OK }
 for i = 1, n do
   local b = 1 + (i - 1) * 11
@@ -50,7 +55,7 @@ for i = 1, n do
   if j then
     out[#out + 1] = 0
     if seen[id] then
-      out[#out + 1] = j[F_READY_AT] <= now and P_READY or P_DELAYED
+      out[#out + 1] = new_state(j)
     else
       out[#out + 1] = public_state(id, j)
     end
@@ -85,7 +90,7 @@ for i = 1, n do
     records[#records + 1] = id
     records[#records + 1] = pack(j)
     out[#out + 1] = 1
-    out[#out + 1] = ready_at <= now and P_READY or P_DELAYED
+    out[#out + 1] = new_state(j)
     out[#out + 1] = ready_at
   end
 end

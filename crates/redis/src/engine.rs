@@ -626,15 +626,13 @@ impl Engine for RedisEngine {
             // the safety interval never pays for it (its next call's first pass looks).
             let jitter = rand::rng().random_range(1.0..1.4);
             let safety = now + self.inner.safety_wake.mul_f64(jitter);
-            if deadline <= safety {
-                tokio::select! {
-                    _ = guard.notified() => {}
-                    _ = tokio::time::sleep_until(deadline.into()) => return Ok(Vec::new()),
-                }
-            } else {
-                tokio::select! {
-                    _ = guard.notified() => {}
-                    _ = tokio::time::sleep_until(safety.into()) => {}
+            let until = deadline.min(safety);
+            tokio::select! {
+                _ = guard.notified() => {}
+                _ = tokio::time::sleep_until(until.into()) => {
+                    if until == deadline {
+                        return Ok(Vec::new());
+                    }
                 }
             }
             let (out, _) = self.reserve_once(req).await?;

@@ -49,13 +49,13 @@ where
                 in_flight.push(reserve(&shared.engine, req, permits));
             }
             Some(done) = in_flight.next() => {
-                let Reserved { result, permits, asked, wait } = done;
+                let Reserved { result, permits, asked } = done;
                 match result {
                     Ok(deliveries) if deliveries.is_empty() => {
                         drop(permits);
                         // An engine answers nothing only once the wait is over; one that
                         // answers sooner would make this loop spin, so pause instead.
-                        if asked.elapsed() < wait {
+                        if asked.elapsed() < base.wait {
                             tracing::debug!(
                                 "the engine answered an empty reserve before the wait was over"
                             );
@@ -108,7 +108,6 @@ struct Reserved {
     result: delayq_core::Result<Vec<Delivery>>,
     permits: OwnedSemaphorePermit,
     asked: Instant,
-    wait: std::time::Duration,
 }
 
 async fn reserve<E: Engine>(engine: &E, req: Reserve, permits: OwnedSemaphorePermit) -> Reserved {
@@ -118,7 +117,6 @@ async fn reserve<E: Engine>(engine: &E, req: Reserve, permits: OwnedSemaphorePer
         result,
         permits,
         asked,
-        wait: req.wait,
     }
 }
 
