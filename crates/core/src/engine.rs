@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::limits::MAX_BATCH;
 use crate::limits::{MAX_RESERVE_TOPICS, MAX_WAIT, check_count, check_reason};
 use crate::{Delivery, Error, Job, JobId, JobState, Lease, NackOutcome, NewJob, Pushed, Result};
 use crate::{Schedule, Timestamp, Topic};
@@ -120,6 +121,84 @@ impl Nack {
     }
 }
 
+/// What to do with one lease in [`Engine::settle_and_reserve`]: the outcomes a worker
+/// reports when a delivery ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Settle {
+    /// Done: as [`Engine::ack`].
+    Ack(Lease),
+    /// Failed: as [`Engine::nack`].
+    Nack(Lease, Nack),
+    /// Dead at once: as [`Engine::bury`], with an optional reason.
+    Bury(Lease, Option<String>),
+    /// Given back without counting: as [`Engine::release`].
+    Release(Lease),
+}
+
+impl Settle {
+    /// The lease this settles.
+    pub fn lease(&self) -> &Lease {
+        match self {
+            Settle::Ack(l) | Settle::Nack(l, _) | Settle::Bury(l, _) | Settle::Release(l) => l,
+        }
+    }
+
+    /// Checks the arguments (a nack's delay and reason, a bury's reason).
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Settle::Ack(_) | Settle::Release(_) => Ok(()),
+            Settle::Nack(_, nack) => nack.validate(),
+            Settle::Bury(_, reason) => check_reason(reason.as_deref()),
+        }
+    }
+}
+
+/// What one [`Settle`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// The job was acked and removed.
+    Acked,
+    /// The job was nacked: retried at a time, or dead.
+    Nacked(NackOutcome),
+    /// The job went dead.
+    Buried,
+    /// The job is ready again, the attempt not counted.
+    Released,
+}
+
+/// The answer to [`Engine::settle_and_reserve`].
+#[derive(Debug)]
+pub struct SettledAndReserved {
+    /// One answer per settlement, in order: [`Error::LeaseLost`] for a stale lease.
+    pub settled: Vec<Result<Settled>>,
+    /// The new deliveries, as [`Engine::reserve`] answers them.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// Checks the arguments of [`Engine::settle_and_reserve`]: at most 1000 settlements, each
+/// valid, and a valid reserve (whose `max` may be 0 here: settle only).
+pub fn check_settle_and_reserve(settle: &[Settle], req: &Reserve) -> Result<()> {
+    if settle.len() > MAX_BATCH {
+        return Err(Error::invalid(
+            "settle",
+            format!(
+                "{} settlements is over the maximum of {MAX_BATCH}; split them",
+                settle.len()
+            ),
+        ));
+    }
+    settle.iter().try_for_each(Settle::validate)?;
+    if req.max == 0 {
+        // Settle only: the rest of the request must still be valid.
+        return Reserve {
+            max: 1,
+            ..req.clone()
+        }
+        .validate();
+    }
+    req.validate()
+}
+
 /// An opaque position in a listing, returned by [`Engine::list`] to fetch the next page.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Cursor(pub String);
@@ -200,6 +279,58 @@ pub trait Engine: Send + Sync + 'static {
     /// round trip that hands out jobs is in flight may leave those jobs leased to no one until
     /// their ttr runs out (at-least-once: they come back then; at-most-once: they are lost).
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>>;
+
+    /// Settles a set of leases, then reserves as [`Engine::reserve`] does, in one round trip
+    /// where the engine can: the cycle of a worker that reports what it finished and asks
+    /// for more. Settlements apply in order, each as its own operation would (the same
+    /// lease twice: the second answers [`Error::LeaseLost`]); a stale lease is answered
+    /// [`Error::LeaseLost`] and never keeps the others or the reserve from happening.
+    /// A job settled back to ready (a release, a nack with no delay) may be delivered again
+    /// by the same call.
+    ///
+    /// `req.max` may be 0: then it settles only, and never waits. Every argument is checked
+    /// first ([`check_settle_and_reserve`]); a refused call changes nothing. When the engine
+    /// fails (`Unavailable`) some settlements may have applied; settling again is safe (a
+    /// settled lease answers `LeaseLost`).
+    ///
+    /// The default runs the single operations one after the other; engines override it.
+    async fn settle_and_reserve(
+        &self,
+        settle: &[Settle],
+        req: &Reserve,
+    ) -> Result<SettledAndReserved> {
+        check_settle_and_reserve(settle, req)?;
+        let mut settled = Vec::with_capacity(settle.len());
+        for s in settle {
+            settled.push(match s {
+                Settle::Ack(l) => match self.ack(l).await {
+                    Err(e) if e.is_retryable() => return Err(e),
+                    r => r.map(|()| Settled::Acked),
+                },
+                Settle::Nack(l, n) => match self.nack(l, n.clone()).await {
+                    Err(e) if e.is_retryable() => return Err(e),
+                    r => r.map(Settled::Nacked),
+                },
+                Settle::Bury(l, reason) => match self.bury(l, reason.clone()).await {
+                    Err(e) if e.is_retryable() => return Err(e),
+                    r => r.map(|()| Settled::Buried),
+                },
+                Settle::Release(l) => match self.release(l).await {
+                    Err(e) if e.is_retryable() => return Err(e),
+                    r => r.map(|()| Settled::Released),
+                },
+            });
+        }
+        let deliveries = if req.max == 0 {
+            Vec::new()
+        } else {
+            self.reserve(req).await?
+        };
+        Ok(SettledAndReserved {
+            settled,
+            deliveries,
+        })
+    }
 
     /// Acknowledges a delivery: the job is done and removed.
     /// [`Error::LeaseLost`] when the token is not the job's live lease.
@@ -288,6 +419,13 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
         (**self).reserve(req).await
+    }
+    async fn settle_and_reserve(
+        &self,
+        settle: &[Settle],
+        req: &Reserve,
+    ) -> Result<SettledAndReserved> {
+        (**self).settle_and_reserve(settle, req).await
     }
     async fn ack(&self, lease: &Lease) -> Result<()> {
         (**self).ack(lease).await

@@ -29,8 +29,8 @@ mod time;
 pub use acks::{Acker, Acks, ack_batcher, run_acks};
 pub use backoff::Backoff;
 pub use engine::{
-    Cursor, DeliveryMode, Engine, Nack, Page, Reserve, TopicStats, check_ack_batch,
-    check_push_batch,
+    Cursor, DeliveryMode, Engine, Nack, Page, Reserve, Settle, Settled, SettledAndReserved,
+    TopicStats, check_ack_batch, check_push_batch, check_settle_and_reserve,
 };
 pub use error::{BoxError, Error, Result};
 pub use ids::{JobId, LeaseToken, MAX_ID_LEN, MAX_TOPIC_LEN, Topic};

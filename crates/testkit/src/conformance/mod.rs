@@ -16,6 +16,9 @@ use delayq_core::{
 
 use crate::Harness;
 
+mod settle;
+pub use settle::*;
+
 fn topic(name: &str) -> Topic {
     Topic::new(name).expect("test topic is valid")
 }
@@ -1545,6 +1548,12 @@ macro_rules! conformance_suite {
             new_instance_picks_up_delayed_and_expired,
             bad_input_is_refused_and_changes_nothing,
             body_limit_is_configurable,
+            settle_and_reserve_acks_then_delivers,
+            settle_and_reserve_stale_lease_does_not_block,
+            settle_and_reserve_applies_each_kind_first,
+            settle_and_reserve_max_zero_settles_only,
+            settle_and_reserve_settles_before_waiting,
+            settle_and_reserve_bad_input_changes_nothing,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
