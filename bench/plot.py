@@ -17,6 +17,8 @@ NAMES = {
     "delayq-embedded": "delayq, embedded (library)",
     "http-redis": "delayq server, Redis (HTTP)",
     "http-embedded": "delayq server, embedded (HTTP)",
+    "http-redis-batch": "delayq server, Redis (HTTP, batch consumer)",
+    "http-embedded-batch": "delayq server, embedded (HTTP, batch consumer)",
     "bullmq": "BullMQ",
     "beanstalkd": "beanstalkd (memory)",
     "beanstalkd-binlog": "beanstalkd (-b binlog)",

@@ -646,6 +646,144 @@ async fn metrics_follow_the_session(setup: Setup) {
     }
 }
 
+/// A consumer's cycle in one request: `settle` records what it finished (each answered in
+/// order, a lost lease among them), then the next jobs come; bad settlements are refused
+/// whole and change nothing; `max` 0 settles only.
+async fn reserve_settles_first(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    for i in 0..4 {
+        let (st, v) = s
+            .post(
+                "/v1/topics/cy/jobs",
+                json!({"id": format!("j{i}"), "body": "x"}),
+            )
+            .await;
+        assert_eq!(st, 201, "{v}");
+    }
+    let (st, v) = s
+        .post("/v1/reserve", json!({"topics": ["cy"], "max": 2}))
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["settled"], json!([]));
+    let token = |v: &Value, i: usize| v["jobs"][i]["lease"]["token"].as_u64().unwrap();
+    let (t0, t1) = (token(&v, 0), token(&v, 1));
+
+    // Bad settlements: refused whole, before anything is settled.
+    let bad = [
+        (
+            json!({"topic": "cy", "id": "j0", "token": t0, "delay_ms": 5}),
+            "invalid_argument",
+        ),
+        (
+            json!({"topic": "cy", "id": "j0", "token": t0, "outcome": "release", "reason": "x"}),
+            "invalid_argument",
+        ),
+        (
+            json!({"topic": "cy", "id": "j0", "token": t0, "outcome": "nack", "delay_ms": 315_576_000_001_u64}),
+            "invalid_delay",
+        ),
+        (
+            json!({"topic": "bad topic", "id": "j0", "token": t0}),
+            "invalid_topic",
+        ),
+        (
+            json!({"topic": "cy", "id": "j0", "token": t0, "outcome": "later"}),
+            "invalid_request",
+        ),
+    ];
+    for (item, want) in bad {
+        let (st, v) = s
+            .post("/v1/reserve", json!({"topics": ["cy"], "max": 5, "settle": [{"topic": "cy", "id": "j1", "token": t1}, item]}))
+            .await;
+        assert_eq!((st, code(&v)), (400, want), "{v}");
+    }
+    let (st, v) = s
+        .post("/v1/reserve", json!({"topics": ["cy"], "max": 0}))
+        .await;
+    assert_eq!((st, code(&v)), (400, "invalid_argument"), "{v}");
+    let (_, j) = s.get("/v1/topics/cy/jobs/j1").await;
+    assert_eq!(j["state"], "reserved", "a refused request settled j1: {j}");
+
+    // Ack one, nack one with no delay, and a stale token: all answered, then jobs come,
+    // the nacked one among them as its second attempt.
+    let (st, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["cy"], "max": 10, "settle": [
+                {"topic": "cy", "id": "j0", "token": t0},
+                {"topic": "cy", "id": "j1", "token": t1, "outcome": "nack", "delay_ms": 0, "reason": "flaky"},
+                {"topic": "cy", "id": "j0", "token": t0 + 1000},
+            ]}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        v["settled"][0],
+        json!({"ok": true, "outcome": null, "ready_at": null, "error": null})
+    );
+    assert_eq!(v["settled"][1]["ok"], true, "{v}");
+    assert_eq!(v["settled"][1]["outcome"], "retry", "{v}");
+    assert_eq!(v["settled"][2]["ok"], false, "{v}");
+    assert_eq!(v["settled"][2]["error"]["code"], "lease_lost", "{v}");
+    let mut got: Vec<(String, u64)> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["job"]["id"].as_str().unwrap().to_string(),
+                d["attempt"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![("j1".into(), 2), ("j2".into(), 1), ("j3".into(), 1)]
+    );
+    let (st, _) = s.get("/v1/topics/cy/jobs/j0").await;
+    assert_eq!(st, 404, "j0 was acked");
+
+    // Settle only: max 0 answers at once with no jobs, even with a long wait.
+    let leases: Vec<Value> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| json!({"topic": "cy", "id": d["job"]["id"], "token": d["lease"]["token"], "outcome": "bury", "reason": "done with it"}))
+        .collect();
+    let started = Instant::now();
+    let (st, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["cy"], "max": 0, "wait_ms": 20_000, "settle": leases}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert!(started.elapsed() < Duration::from_secs(10), "max 0 waited");
+    assert_eq!(v["jobs"], json!([]));
+    assert!(
+        v["settled"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["ok"] == true),
+        "{v}"
+    );
+    let (_, st) = s.get("/v1/topics/cy/stats").await;
+    assert_eq!(
+        (st["dead"].as_u64(), st["ready"].as_u64()),
+        (Some(3), Some(0)),
+        "{st}"
+    );
+    let (_, text) = s.text("/metrics").await;
+    for needle in [
+        "delayq_jobs_acked_total{topic=\"cy\"} 1",
+        "delayq_jobs_buried_total{topic=\"cy\"} 3",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+}
+
 async fn unavailable_engine_is_503(setup: Setup, kill: impl FnOnce()) {
     let s = TestServer::start(setup.engine, ServerConfig::default()).await;
     kill();
@@ -683,6 +821,10 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn shutdown_ends_open_long_polls() {
                 super::shutdown_ends_open_long_polls($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn reserve_settles_first() {
+                super::reserve_settles_first($setup(Limits::default()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn metrics_follow_the_session() {

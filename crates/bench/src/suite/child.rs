@@ -85,7 +85,8 @@ pub(crate) async fn idle(a: IdleArgs) -> anyhow::Result<()> {
                 });
             }
         }
-        Kind::HttpRedis | Kind::HttpEmbedded => {
+        // An idle batch consumer waits with the same long-poll as a one-job consumer.
+        Kind::HttpRedis | Kind::HttpEmbedded | Kind::HttpRedisBatch | Kind::HttpEmbeddedBatch => {
             let http = reqwest::Client::builder()
                 .timeout(Duration::from_secs(60))
                 .build()?;

@@ -42,8 +42,9 @@ pub(crate) struct Args {
     /// Only these workloads (w1 … w7); all when absent.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded, bullmq,
-    /// beanstalkd, beanstalkd-binlog, seeds); all when absent.
+    /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded,
+    /// http-redis-batch, http-embedded-batch, bullmq, beanstalkd, beanstalkd-binlog, seeds);
+    /// all when absent.
     #[arg(long, value_delimiter = ',')]
     systems: Vec<String>,
 }
@@ -143,7 +144,9 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
         let w3: Vec<Kind> = kinds
             .iter()
             .copied()
-            .filter(|k| !matches!(k, Kind::HttpRedis | Kind::HttpEmbedded))
+            .filter(|k| {
+                !matches!(k, Kind::HttpRedis | Kind::HttpEmbedded) && !k.is_batch_consumer()
+            })
             .collect();
         results.w3 = storage::w3(&env, &plan, &w3).await?;
         lap(&mut results, "W3");
@@ -173,7 +176,13 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
         lap(&mut results, "W4");
     }
     if wants("w5") {
-        results.w5 = idle::w5(&env, &plan, &kinds).await?;
+        // An idle batch consumer is the same long-poll as an idle one-job consumer.
+        let w5: Vec<Kind> = kinds
+            .iter()
+            .copied()
+            .filter(|k| !k.is_batch_consumer())
+            .collect();
+        results.w5 = idle::w5(&env, &plan, &w5).await?;
         lap(&mut results, "W5");
     }
     if wants("w6") && kinds.contains(&Kind::DelayqRedis) {

@@ -243,8 +243,8 @@ pub struct ReserveRequest {
     /// Topics to take from (1 to 64, no repeats).
     #[schema(schema_with = topics_schema)]
     pub topics: Vec<String>,
-    /// The most jobs to return (1 to 1000, default 1).
-    #[schema(minimum = 1, maximum = 1000)]
+    /// The most jobs to return (1 to 1000, default 1; 0 with `settle`: settle only, no wait).
+    #[schema(minimum = 0, maximum = 1000)]
     pub max: Option<usize>,
     /// How long to wait for a first job, in ms (default 0, at most the server's long-poll
     /// limit, 30 s unless configured). The answer comes as soon as a job is due.
@@ -252,6 +252,63 @@ pub struct ReserveRequest {
     /// `at_least_once` (default) or `at_most_once`.
     #[serde(default)]
     pub mode: ModeDto,
+    /// Leases to settle before reserving (up to 1000), so that a consumer's cycle (report
+    /// what it finished, take the next jobs) is one request. Each is answered in `settled`,
+    /// in order; a lost lease is answered there and never fails the request.
+    #[serde(default)]
+    #[schema(max_items = 1000)]
+    pub settle: Vec<SettleItem>,
+}
+
+/// What was done with a delivery, reported in a reserve's `settle`.
+#[derive(Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeDto {
+    /// Done: the job is removed (default).
+    #[default]
+    Ack,
+    /// Failed: retried after `delay_ms` or the job's back-off, or dead when out of attempts.
+    Nack,
+    /// Dead at once, with an optional `reason`.
+    Bury,
+    /// Given back without counting the attempt: ready again at once.
+    Release,
+}
+
+/// One lease to settle: which delivery, and its outcome.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct SettleItem {
+    /// The topic.
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    pub topic: String,
+    /// The job id.
+    #[schema(pattern = "^[!-~]{1,200}$")]
+    pub id: String,
+    /// The lease token from the reserve.
+    pub token: u64,
+    /// `ack` (default), `nack`, `bury` or `release`.
+    #[serde(default)]
+    pub outcome: OutcomeDto,
+    /// For `nack` only: retry after this many ms instead of the job's back-off.
+    #[schema(maximum = 315_576_000_000_u64)]
+    pub delay_ms: Option<u64>,
+    /// For `nack` and `bury` only: why (at most 4 KiB), kept with the job.
+    #[schema(max_length = 4096)]
+    pub reason: Option<String>,
+}
+
+/// The answer to one settlement of a reserve.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct SettleResult {
+    /// True when the outcome was recorded.
+    pub ok: bool,
+    /// For a recorded nack: `retry` or `dead`.
+    pub outcome: Option<String>,
+    /// For a nack answered `retry`: when it will be delivered again (RFC 3339).
+    pub ready_at: Option<String>,
+    /// Why not (`lease_lost`).
+    pub error: Option<super::error::ErrorDetail>,
 }
 
 /// 1 to 64 distinct topic names.
@@ -299,6 +356,8 @@ pub struct DeliveryDto {
 pub struct ReserveResponse {
     /// The deliveries.
     pub jobs: Vec<DeliveryDto>,
+    /// One answer per item of the request's `settle`, in order (empty without it).
+    pub settled: Vec<SettleResult>,
 }
 
 /// A lease token.

@@ -5,12 +5,15 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use delayq_core::{DeliveryMode, Lease, LeaseToken, Nack, Reserve, Topic};
+use delayq_core::{
+    DeliveryMode, Lease, LeaseToken, Nack, Reserve, Settle, Settled, Topic,
+    check_settle_and_reserve,
+};
 
 use super::dto::{
     AckBatchRequest, AckBatchResponse, AckResult, BuryRequest, DeliveryDto, ModeDto, NackRequest,
-    NackResponse, ReserveRequest, ReserveResponse, TokenRequest, TouchRequest, TouchResponse,
-    check_reason,
+    NackResponse, OutcomeDto, ReserveRequest, ReserveResponse, SettleItem, SettleResult,
+    TokenRequest, TouchRequest, TouchResponse, check_reason,
 };
 use super::error::{ApiError, ErrorDetail};
 use super::extract::{Json, Path};
@@ -27,17 +30,23 @@ fn lease(path: &JobPath, token: u64) -> Result<Lease, ApiError> {
     })
 }
 
-/// Take up to `max` due jobs from one or more topics, waiting up to `wait_ms` for a first one.
+/// Take up to `max` due jobs from one or more topics, waiting up to `wait_ms` for a first one;
+/// first settle the leases listed in `settle`.
 ///
 /// Answers as soon as a job is due (long-poll); with nothing due by then, answers an empty
 /// list. Jobs come lowest priority number first, then earliest due time, then push order.
 /// While the server shuts down, open reserves answer empty at once.
+///
+/// With `settle`, a consumer's whole cycle is one request: the outcomes of the jobs it
+/// finished (ack, nack, bury, release) are recorded first, each answered in `settled` (a lost
+/// lease there never fails the request), then jobs are reserved; a job settled back to ready
+/// can come back in the same answer. `max` 0 settles only.
 #[utoipa::path(
     post,
     path = "/v1/reserve",
     tag = "leases",
     request_body = ReserveRequest,
-    responses((status = 200, description = "The jobs (possibly none)", body = ReserveResponse), CommonErrors)
+    responses((status = 200, description = "The jobs (possibly none) and the settlements' answers", body = ReserveResponse), CommonErrors)
 )]
 pub async fn reserve(
     State(state): State<AppState>,
@@ -56,19 +65,45 @@ pub async fn reserve(
             state.config.max_wait.as_millis()
         )));
     }
+    let max = req.max.unwrap_or(1);
+    if max == 0 && req.settle.is_empty() {
+        return Err(ApiError::invalid_argument(
+            "max is 0 and nothing is settled; ask for 1 to 1000 jobs, or list leases in settle",
+        ));
+    }
+    let settle = req
+        .settle
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| settle_of(i, item))
+        .collect::<Result<Vec<Settle>, ApiError>>()?;
     let r = Reserve::topics(topics)
-        .max(req.max.unwrap_or(1))
+        .max(max)
         .wait(wait)
         .mode(match req.mode {
             ModeDto::AtLeastOnce => DeliveryMode::AtLeastOnce,
             ModeDto::AtMostOnce => DeliveryMode::AtMostOnce,
         });
-    r.validate()?;
-    let got = tokio::select! {
-        got = state.engine.reserve(&r) => got?,
-        _ = state.shutdown.cancelled() => Vec::new(),
-    };
-    for d in &got {
+    check_settle_and_reserve(&settle, &r)?;
+    // The settlements and a first look go out in one engine call that does not wait, so
+    // their answers are never lost to a shutdown; only when it found nothing does the
+    // request go on to long-poll (an idle consumer, where one more call costs nothing).
+    let mut got = state
+        .engine
+        .settle_and_reserve(&settle, &r.clone().wait(Duration::ZERO))
+        .await?;
+    if got.deliveries.is_empty() && max > 0 && !wait.is_zero() {
+        got.deliveries = tokio::select! {
+            got = state.engine.reserve(&r) => got?,
+            _ = state.shutdown.cancelled() => Vec::new(),
+        };
+    }
+    let settled = settle
+        .iter()
+        .zip(got.settled)
+        .map(|(s, r)| settled_dto(&state, s, r))
+        .collect();
+    for d in &got.deliveries {
         state.metrics.delivered(
             &d.job.topic,
             &d.job.id,
@@ -77,8 +112,96 @@ pub async fn reserve(
         );
     }
     Ok(axum::Json(ReserveResponse {
-        jobs: got.iter().map(DeliveryDto::from).collect(),
+        jobs: got.deliveries.iter().map(DeliveryDto::from).collect(),
+        settled,
     }))
+}
+
+/// Item `i` of a reserve's `settle`, checked: an option that does not belong to its outcome
+/// is refused rather than ignored.
+fn settle_of(i: usize, item: SettleItem) -> Result<Settle, ApiError> {
+    let lease = Lease {
+        topic: topic(&item.topic)?,
+        id: job_id(&item.id)?,
+        token: LeaseToken(item.token),
+    };
+    let misplaced = |field: &str, outcome: &str| {
+        ApiError::invalid_argument(format!(
+            "settle[{i}].{field} is not used by outcome {outcome}; remove it, or set the outcome to nack{}",
+            if field == "reason" { " or bury" } else { "" }
+        ))
+    };
+    match item.outcome {
+        OutcomeDto::Ack | OutcomeDto::Release => {
+            let name = if item.outcome == OutcomeDto::Ack {
+                "ack"
+            } else {
+                "release"
+            };
+            if item.delay_ms.is_some() {
+                return Err(misplaced("delay_ms", name));
+            }
+            if item.reason.is_some() {
+                return Err(misplaced("reason", name));
+            }
+            Ok(if item.outcome == OutcomeDto::Ack {
+                Settle::Ack(lease)
+            } else {
+                Settle::Release(lease)
+            })
+        }
+        OutcomeDto::Nack => {
+            check_reason(&item.reason)?;
+            Ok(Settle::Nack(
+                lease,
+                Nack {
+                    delay: item.delay_ms.map(Duration::from_millis),
+                    reason: item.reason,
+                },
+            ))
+        }
+        OutcomeDto::Bury => {
+            if item.delay_ms.is_some() {
+                return Err(misplaced("delay_ms", "bury"));
+            }
+            check_reason(&item.reason)?;
+            Ok(Settle::Bury(lease, item.reason))
+        }
+    }
+}
+
+/// One settlement's answer, counted in the metrics when it was recorded.
+fn settled_dto(state: &AppState, s: &Settle, r: delayq_core::Result<Settled>) -> SettleResult {
+    let l = s.lease();
+    match r {
+        Ok(done) => {
+            let (end, nack) = match done {
+                Settled::Acked => (LeaseEnd::Acked, None),
+                Settled::Nacked(o) => (LeaseEnd::Nacked, Some(NackResponse::from(o))),
+                Settled::Buried => (LeaseEnd::Buried, None),
+                Settled::Released => (LeaseEnd::Released, None),
+            };
+            state.metrics.lease_ended(&l.topic, &l.id, l.token.0, end);
+            SettleResult {
+                ok: true,
+                outcome: nack.as_ref().map(|n| n.outcome.clone()),
+                ready_at: nack.and_then(|n| n.ready_at),
+                error: None,
+            }
+        }
+        Err(e) => {
+            let e = ApiError::from(e);
+            SettleResult {
+                ok: false,
+                outcome: None,
+                ready_at: None,
+                error: Some(ErrorDetail {
+                    code: e.code().to_string(),
+                    message: e.message().to_string(),
+                }),
+            }
+        }
+    }
 }
 
 /// Ack a delivery: the job is done and removed.

@@ -1,6 +1,8 @@
 //! The delayq server over HTTP: a child process of this suite (`delayq-bench serve-http`,
 //! which runs `delayq_server::serve` on `delayq::open(url)`, as `delayq serve` does), driven
-//! by HTTP clients in this process: one long-poll loop per consumer, reserve one job, ack it.
+//! by HTTP clients in this process: one long-poll loop per consumer, either the simplest one
+//! (reserve one job, ack it: two requests per job) or the batch one (reserve up to
+//! [`BATCH`] jobs and settle the previous batch's in the same request: one request per cycle).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,9 +19,22 @@ use tempfile::TempDir;
 use super::{DelayedRun, Env, Footprint, Kind, Pids, System, Tally};
 use crate::suite::{procs, redis_info};
 
+/// The most jobs a batch consumer reserves per request.
+pub(crate) const BATCH: usize = 50;
+
+/// How the HTTP consumers loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Loop {
+    /// Reserve one job, ack it: two requests per job.
+    One,
+    /// Reserve up to [`BATCH`] jobs, settling the previous batch in the same request.
+    Batch,
+}
+
 /// The delayq server and its engine.
 pub(crate) struct DelayqHttp {
     kind: Kind,
+    consumer: Loop,
     server: procs::Owned,
     base: String,
     http: reqwest::Client,
@@ -30,6 +45,13 @@ pub(crate) struct DelayqHttp {
 #[derive(Deserialize)]
 struct ReserveResponse {
     jobs: Vec<DeliveryDto>,
+    #[serde(default)]
+    settled: Vec<SettledDto>,
+}
+
+#[derive(Deserialize)]
+struct SettledDto {
+    ok: bool,
 }
 
 #[derive(Deserialize)]
@@ -51,26 +73,26 @@ struct LeaseDto {
 }
 
 impl DelayqHttp {
-    /// The server on a fresh redis-server.
-    pub(crate) async fn redis(env: &Env) -> anyhow::Result<Self> {
+    /// The server on a fresh redis-server, its consumers looping as `consumer` says.
+    pub(crate) async fn redis(env: &Env, kind: Kind, consumer: Loop) -> anyhow::Result<Self> {
         let redis = super::redis_server();
-        let mut s = Self::start(env, Kind::HttpRedis, &redis.url()).await?;
+        let mut s = Self::start(env, kind, consumer, &redis.url()).await?;
         s.redis = Some(redis);
         Ok(s)
     }
 
-    /// The server on a fresh data directory.
-    pub(crate) async fn embedded(env: &Env) -> anyhow::Result<Self> {
+    /// The server on a fresh data directory, its consumers looping as `consumer` says.
+    pub(crate) async fn embedded(env: &Env, kind: Kind, consumer: Loop) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("delayq-bench-http-")
             .tempdir_in(&env.work)?;
         let url = format!("sqlite://{}", dir.path().display());
-        let mut s = Self::start(env, Kind::HttpEmbedded, &url).await?;
+        let mut s = Self::start(env, kind, consumer, &url).await?;
         s.dir = Some(dir);
         Ok(s)
     }
 
-    async fn start(env: &Env, kind: Kind, engine: &str) -> anyhow::Result<Self> {
+    async fn start(env: &Env, kind: Kind, consumer: Loop, engine: &str) -> anyhow::Result<Self> {
         let port = procs::free_port()?;
         let log = env.work.join(format!("{}-server.log", kind.key()));
         let server = procs::Owned::spawn(
@@ -93,6 +115,7 @@ impl DelayqHttp {
             .build()?;
         Ok(DelayqHttp {
             kind,
+            consumer,
             server,
             base: format!("http://127.0.0.1:{port}"),
             http,
@@ -132,6 +155,7 @@ impl DelayqHttp {
         Client {
             http: s.http.clone(),
             base: s.base.clone(),
+            consumer: s.consumer,
         }
     }
 
@@ -140,10 +164,11 @@ impl DelayqHttp {
     }
 }
 
-/// What the consumers need: the HTTP client and the server's base URL.
+/// What the consumers need: the HTTP client, the server's base URL and the loop.
 struct Client {
     http: reqwest::Client,
     base: String,
+    consumer: Loop,
 }
 
 impl Client {
@@ -152,7 +177,11 @@ impl Client {
     async fn run_consumers(&self, consumers: usize, tally: &Arc<Tally>) -> anyhow::Result<()> {
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..consumers {
-            tasks.spawn(consume(self.http.clone(), self.base.clone(), tally.clone()));
+            let (http, base, tally) = (self.http.clone(), self.base.clone(), tally.clone());
+            match self.consumer {
+                Loop::One => tasks.spawn(consume(http, base, tally)),
+                Loop::Batch => tasks.spawn(consume_batches(http, base, tally)),
+            };
         }
         while let Some(r) = tasks.join_next().await {
             r??;
@@ -161,19 +190,28 @@ impl Client {
     }
 }
 
+/// One `POST /v1/reserve`.
+async fn post_reserve(
+    http: &reqwest::Client,
+    base: &str,
+    req: &serde_json::Value,
+) -> anyhow::Result<ReserveResponse> {
+    Ok(http
+        .post(format!("{base}/v1/reserve"))
+        .json(req)
+        .send()
+        .await
+        .context("reserving over HTTP")?
+        .error_for_status()?
+        .json()
+        .await?)
+}
+
 /// One consumer: reserve one job (long-poll), count it, ack it; until the tally says stop.
 async fn consume(http: reqwest::Client, base: String, tally: Arc<Tally>) -> anyhow::Result<()> {
     let reserve = json!({ "topics": ["bench"], "max": 1, "wait_ms": 500 });
     while !tally.stop() {
-        let r: ReserveResponse = http
-            .post(format!("{base}/v1/reserve"))
-            .json(&reserve)
-            .send()
-            .await
-            .context("reserving over HTTP")?
-            .error_for_status()?
-            .json()
-            .await?;
+        let r = post_reserve(&http, &base, &reserve).await?;
         for d in r.jobs {
             tally.seen(d.job.body.as_bytes());
             tally.own().record_late((d.lateness_ms * 1000.0) as u64);
@@ -187,6 +225,46 @@ async fn consume(http: reqwest::Client, base: String, tally: Arc<Tally>) -> anyh
         }
     }
     Ok(())
+}
+
+/// One batch consumer: each request settles (acks) the jobs of the previous answer and
+/// reserves up to [`BATCH`] more (long-poll); the last answer's jobs are acked with a
+/// settle-only request (`max` 0) once the tally says stop.
+async fn consume_batches(
+    http: reqwest::Client,
+    base: String,
+    tally: Arc<Tally>,
+) -> anyhow::Result<()> {
+    let mut done: Vec<serde_json::Value> = Vec::new();
+    loop {
+        let stop = tally.stop();
+        let req = json!({
+            "topics": ["bench"],
+            "max": if stop { 0 } else { BATCH },
+            "wait_ms": 500,
+            "settle": done,
+        });
+        if stop && done.is_empty() {
+            return Ok(());
+        }
+        let r = post_reserve(&http, &base, &req).await?;
+        if let Some(lost) = r.settled.iter().position(|s| !s.ok) {
+            anyhow::bail!("settlement {lost} of a batch consumer's request failed");
+        }
+        done = r
+            .jobs
+            .iter()
+            .map(|d| {
+                tally.seen(d.job.body.as_bytes());
+                tally.own().record_late((d.lateness_ms * 1000.0) as u64);
+                let token = d.lease.as_ref().map(|l| l.token).unwrap_or(0);
+                json!({ "topic": "bench", "id": d.job.id, "token": token })
+            })
+            .collect();
+        if stop {
+            return Ok(());
+        }
+    }
 }
 
 #[async_trait]

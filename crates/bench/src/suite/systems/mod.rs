@@ -42,6 +42,10 @@ pub(crate) enum Kind {
     HttpRedis,
     /// The delayq server over HTTP, on the embedded engine.
     HttpEmbedded,
+    /// The delayq server over HTTP, on Redis, with batch consumers that settle in reserve.
+    HttpRedisBatch,
+    /// The delayq server over HTTP, on the embedded engine, with batch consumers.
+    HttpEmbeddedBatch,
     /// BullMQ on Node.
     Bullmq,
     /// beanstalkd, in memory.
@@ -53,12 +57,20 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// True for the HTTP consumers that reserve in batches: the same server and store as
+    /// their one-job twin, so only the workloads that measure consumers (W1, W2, W7) run them.
+    pub(crate) fn is_batch_consumer(self) -> bool {
+        matches!(self, Kind::HttpRedisBatch | Kind::HttpEmbeddedBatch)
+    }
+
     /// Every system, in table order.
-    pub(crate) const ALL: [Kind; 8] = [
+    pub(crate) const ALL: [Kind; 10] = [
         Kind::DelayqRedis,
         Kind::DelayqEmbedded,
         Kind::HttpRedis,
         Kind::HttpEmbedded,
+        Kind::HttpRedisBatch,
+        Kind::HttpEmbeddedBatch,
         Kind::Bullmq,
         Kind::Beanstalkd,
         Kind::BeanstalkdBinlog,
@@ -72,6 +84,8 @@ impl Kind {
             Kind::DelayqEmbedded => "delayq, embedded (library)",
             Kind::HttpRedis => "delayq server, Redis (HTTP)",
             Kind::HttpEmbedded => "delayq server, embedded (HTTP)",
+            Kind::HttpRedisBatch => "delayq server, Redis (HTTP, batch consumer)",
+            Kind::HttpEmbeddedBatch => "delayq server, embedded (HTTP, batch consumer)",
             Kind::Bullmq => "BullMQ",
             Kind::Beanstalkd => "beanstalkd (memory)",
             Kind::BeanstalkdBinlog => "beanstalkd (-b binlog)",
@@ -86,6 +100,8 @@ impl Kind {
             Kind::DelayqEmbedded => "delayq-embedded",
             Kind::HttpRedis => "http-redis",
             Kind::HttpEmbedded => "http-embedded",
+            Kind::HttpRedisBatch => "http-redis-batch",
+            Kind::HttpEmbeddedBatch => "http-embedded-batch",
             Kind::Bullmq => "bullmq",
             Kind::Beanstalkd => "beanstalkd",
             Kind::BeanstalkdBinlog => "beanstalkd-binlog",
@@ -191,8 +207,18 @@ pub(crate) async fn start(kind: Kind, env: &Env) -> anyhow::Result<Box<dyn Syste
     Ok(match kind {
         Kind::DelayqRedis => Box::new(delayq_lib::DelayqLib::redis().await?),
         Kind::DelayqEmbedded => Box::new(delayq_lib::DelayqLib::embedded(env)?),
-        Kind::HttpRedis => Box::new(delayq_http::DelayqHttp::redis(env).await?),
-        Kind::HttpEmbedded => Box::new(delayq_http::DelayqHttp::embedded(env).await?),
+        Kind::HttpRedis => {
+            Box::new(delayq_http::DelayqHttp::redis(env, kind, delayq_http::Loop::One).await?)
+        }
+        Kind::HttpEmbedded => {
+            Box::new(delayq_http::DelayqHttp::embedded(env, kind, delayq_http::Loop::One).await?)
+        }
+        Kind::HttpRedisBatch => {
+            Box::new(delayq_http::DelayqHttp::redis(env, kind, delayq_http::Loop::Batch).await?)
+        }
+        Kind::HttpEmbeddedBatch => {
+            Box::new(delayq_http::DelayqHttp::embedded(env, kind, delayq_http::Loop::Batch).await?)
+        }
         Kind::Bullmq => Box::new(bullmq::Bullmq::start(env).await?),
         Kind::Beanstalkd => Box::new(beanstalk::Beanstalk::start(env, false).await?),
         Kind::BeanstalkdBinlog => Box::new(beanstalk::Beanstalk::start(env, true).await?),
