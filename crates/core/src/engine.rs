@@ -242,7 +242,12 @@ pub struct TopicStats {
 pub trait Engine: Send + Sync + 'static {
     /// Pushes one job. Idempotent on `(topic, id)`: if a live job with this id exists
     /// (delayed, ready, reserved or dead), nothing changes and `created` is false.
-    async fn push(&self, job: NewJob) -> Result<Pushed>;
+    /// The default is a batch of one.
+    async fn push(&self, job: NewJob) -> Result<Pushed> {
+        let mut out = self.push_batch(vec![job]).await?;
+        out.pop()
+            .ok_or_else(|| Error::Internal("push_batch answered nothing for one job".into()))
+    }
 
     /// Pushes up to 1000 jobs in one round trip, answering in order. A duplicate inside the
     /// batch is answered like a push of an existing job. Every job is validated before any
@@ -334,7 +339,15 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Acknowledges a delivery: the job is done and removed.
     /// [`Error::LeaseLost`] when the token is not the job's live lease.
-    async fn ack(&self, lease: &Lease) -> Result<()>;
+    /// The default is a batch of one.
+    async fn ack(&self, lease: &Lease) -> Result<()> {
+        let mut out = self.ack_batch(std::slice::from_ref(lease)).await?;
+        out.pop().unwrap_or_else(|| {
+            Err(Error::Internal(
+                "ack_batch answered nothing for one lease".into(),
+            ))
+        })
+    }
 
     /// Acknowledges up to 1000 deliveries in one round trip, answering each in order.
     async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>>;

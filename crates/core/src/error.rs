@@ -152,6 +152,28 @@ pub enum Error {
 }
 
 impl Error {
+    /// [`Error::WrongState`] for a reschedule of a job that is not delayed or ready.
+    pub fn cannot_reschedule(topic: &Topic, id: &JobId, state: JobState) -> Self {
+        Error::WrongState {
+            topic: topic.clone(),
+            id: id.clone(),
+            state,
+            operation: "reschedule",
+            hint: "only delayed and ready jobs can be rescheduled; nack a reserved job with a delay, kick a dead one",
+        }
+    }
+
+    /// [`Error::WrongState`] for a kick of a job that is not dead.
+    pub fn cannot_kick(topic: &Topic, id: &JobId, state: JobState) -> Self {
+        Error::WrongState {
+            topic: topic.clone(),
+            id: id.clone(),
+            state,
+            operation: "kick",
+            hint: "only dead jobs can be kicked; reschedule a delayed or ready job instead",
+        }
+    }
+
     /// Builds [`Error::Unavailable`] from a lower-layer error.
     pub fn unavailable(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Error::Unavailable {
