@@ -17,6 +17,7 @@ NAMES = {
     "delayq-embedded": "delayq, embedded (library)",
     "http-redis": "delayq server, Redis (HTTP)",
     "http-embedded": "delayq server, embedded (HTTP)",
+    "chasquimq": "ChasquiMQ",
     "bullmq": "BullMQ",
     "beanstalkd": "beanstalkd (memory)",
     "beanstalkd-binlog": "beanstalkd (-b binlog)",

@@ -2,10 +2,13 @@
 //!
 //! Each system starts what it needs (its own redis-server, beanstalkd, delayq server or
 //! Node process, on free loopback ports) and stops it when dropped. Every Redis-based
-//! system gets the same redis-server binary with the same options.
+//! system gets the same redis-server binary with the same options: the one
+//! `DELAYQ_REDIS_SERVER` names (bench/run.sh sets it to the Redis 8.6 that
+//! bench/install-redis.sh installs, since ChasquiMQ needs 8.6).
 
 mod beanstalk;
 mod bullmq;
+pub(crate) mod chasquimq;
 mod delayq_http;
 mod delayq_lib;
 mod seeds;
@@ -42,6 +45,8 @@ pub(crate) enum Kind {
     HttpRedis,
     /// The delayq server over HTTP, on the embedded engine.
     HttpEmbedded,
+    /// ChasquiMQ (Rust, Redis Streams), used as a library.
+    Chasquimq,
     /// BullMQ on Node.
     Bullmq,
     /// beanstalkd, in memory.
@@ -54,11 +59,12 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// Every system, in table order.
-    pub(crate) const ALL: [Kind; 8] = [
+    pub(crate) const ALL: [Kind; 9] = [
         Kind::DelayqRedis,
         Kind::DelayqEmbedded,
         Kind::HttpRedis,
         Kind::HttpEmbedded,
+        Kind::Chasquimq,
         Kind::Bullmq,
         Kind::Beanstalkd,
         Kind::BeanstalkdBinlog,
@@ -72,6 +78,7 @@ impl Kind {
             Kind::DelayqEmbedded => "delayq, embedded (library)",
             Kind::HttpRedis => "delayq server, Redis (HTTP)",
             Kind::HttpEmbedded => "delayq server, embedded (HTTP)",
+            Kind::Chasquimq => "ChasquiMQ",
             Kind::Bullmq => "BullMQ",
             Kind::Beanstalkd => "beanstalkd (memory)",
             Kind::BeanstalkdBinlog => "beanstalkd (-b binlog)",
@@ -86,6 +93,7 @@ impl Kind {
             Kind::DelayqEmbedded => "delayq-embedded",
             Kind::HttpRedis => "http-redis",
             Kind::HttpEmbedded => "http-embedded",
+            Kind::Chasquimq => "chasquimq",
             Kind::Bullmq => "bullmq",
             Kind::Beanstalkd => "beanstalkd",
             Kind::BeanstalkdBinlog => "beanstalkd-binlog",
@@ -193,6 +201,7 @@ pub(crate) async fn start(kind: Kind, env: &Env) -> anyhow::Result<Box<dyn Syste
         Kind::DelayqEmbedded => Box::new(delayq_lib::DelayqLib::embedded(env)?),
         Kind::HttpRedis => Box::new(delayq_http::DelayqHttp::redis(env).await?),
         Kind::HttpEmbedded => Box::new(delayq_http::DelayqHttp::embedded(env).await?),
+        Kind::Chasquimq => Box::new(chasquimq::Chasquimq::start().await?),
         Kind::Bullmq => Box::new(bullmq::Bullmq::start(env).await?),
         Kind::Beanstalkd => Box::new(beanstalk::Beanstalk::start(env, false).await?),
         Kind::BeanstalkdBinlog => Box::new(beanstalk::Beanstalk::start(env, true).await?),
