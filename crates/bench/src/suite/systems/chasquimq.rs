@@ -29,8 +29,6 @@ pub(crate) const VERSION: &str = "1.3.0";
 /// Jobs per producer call of a fill, and calls in flight: as delayq's driver fills.
 const FILL_BATCH: usize = 1000;
 const FILL_TASKS: usize = 4;
-/// How often the suite checks whether a run reached its target or its time cap.
-const WATCH: Duration = Duration::from_millis(2);
 
 /// The consumer settings of every run: ChasquiMQ's defaults, with `concurrency` handlers and
 /// no events stream.
@@ -87,9 +85,15 @@ impl Chasquimq {
         })
     }
 
-    /// Runs a consumer with `concurrency` handlers until `tally` says stop; returns how many
-    /// jobs its handlers saw (at most a few batches more than the tally's target).
-    async fn consume(url: String, concurrency: usize, tally: Arc<Tally>) -> anyhow::Result<usize> {
+    /// Runs a consumer with `concurrency` handlers until `tally` reaches its target or `cap`
+    /// after its start passed; returns how many jobs its handlers saw (at most a few
+    /// batches more than the tally's target).
+    async fn consume(
+        url: String,
+        concurrency: usize,
+        tally: Arc<Tally>,
+        cap: Duration,
+    ) -> anyhow::Result<usize> {
         let consumer = Consumer::<String>::new(url, consumer_config(concurrency));
         let stop = CancellationToken::new();
         let seen = Arc::new(AtomicUsize::new(0));
@@ -104,17 +108,21 @@ impl Chasquimq {
                 async { Ok::<_, HandlerError>(chasquimq::Bytes::new()) }
             }
         };
-        let run = tokio::spawn(consumer.run(handler, stop.clone()));
-        // The time cap ends a run that gets no more jobs; a stopped consumer finishes the
-        // jobs it read and flushes their acks before `run` returns.
-        while !stop.is_cancelled() && !run.is_finished() {
-            if tally.stop() {
-                stop.cancel();
-            }
-            tokio::time::sleep(WATCH).await;
-        }
+        let mut run = tokio::spawn(consumer.run(handler, stop.clone()));
+        // The handler stops the run at its target; the time cap ends a run that gets no
+        // more jobs. A stopped consumer finishes the jobs it read and flushes their acks
+        // before `run` returns.
+        let deadline = tokio::time::Instant::from_std(tally.start() + cap);
+        let early = tokio::select! {
+            _ = stop.cancelled() => None,
+            _ = tokio::time::sleep_until(deadline) => None,
+            r = &mut run => Some(r),
+        };
         stop.cancel();
-        run.await?.context("ChasquiMQ's consumer")?;
+        match early {
+            Some(r) => r?.context("ChasquiMQ's consumer stopped on its own")?,
+            None => run.await?.context("ChasquiMQ's consumer")?,
+        }
         Ok(seen.load(Ordering::Relaxed))
     }
 
@@ -262,7 +270,7 @@ impl System for Chasquimq {
         cap: Duration,
     ) -> anyhow::Result<DrainReport> {
         let tally = Tally::new(n, Instant::now(), cap);
-        let seen = Self::consume(self.redis.url(), consumers, tally.clone()).await?;
+        let seen = Self::consume(self.redis.url(), consumers, tally.clone(), cap).await?;
         let report = tally.drain();
         self.overdrawn += seen.saturating_sub(report.jobs);
         Ok(report)
@@ -278,6 +286,7 @@ impl System for Chasquimq {
             self.redis.url(),
             spec.consumers,
             tally.clone(),
+            spec.cap,
         ));
         tokio::time::sleep_until(tally.start().into()).await;
         let mut pushed = 0;
