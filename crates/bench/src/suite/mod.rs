@@ -1,5 +1,6 @@
-//! The side-by-side suite: every workload (W1–W7 of issue 6) for every system, then the
-//! Markdown section of BENCHMARKS.md, `results.json` and the plots.
+//! The side-by-side suite: every workload (W1–W7 of issue 6) for every system (delayq,
+//! ChasquiMQ, BullMQ, beanstalkd, the seeds' design), then the Markdown section of
+//! BENCHMARKS.md, `results.json` and the plots.
 //!
 //! - `plan`: the sizes (full and smoke); `env`: what is installed and its versions.
 //! - `systems`: the systems behind one trait; `procs`, `redis_info`, `profile`: measuring.
@@ -27,24 +28,28 @@ use anyhow::Context;
 
 use systems::Kind;
 
+/// The workloads `--only` takes.
+const WORKLOADS: [&str; 7] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7"];
+
 /// Options of `all` and `smoke`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The Markdown file whose side-by-side section is rewritten (`smoke`: none unless given).
+    /// The Markdown file whose side-by-side section is rewritten (default: BENCHMARKS.md for
+    /// a whole `all` run; none for `smoke` or a part chosen with --only / --systems).
     #[arg(long)]
     markdown: Option<PathBuf>,
-    /// Where the plots go (`all`: docs/bench; `smoke`: the work directory).
+    /// Where the plots go (a whole `all` run: docs/bench; otherwise the work directory).
     #[arg(long)]
     plots: Option<PathBuf>,
     /// Where logs, data directories and results.json go (default: target/bench).
     #[arg(long)]
     work: Option<PathBuf>,
-    /// Only these workloads (w1 … w7); all when absent.
+    /// Only these workloads (w1 … w7; w7 is measured during w1's drains); all when absent.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded,
-    /// http-redis-batch, http-embedded-batch, bullmq, beanstalkd, beanstalkd-binlog, seeds);
-    /// all when absent.
+    /// http-redis-batch, http-embedded-batch, chasquimq, bullmq, beanstalkd, beanstalkd-binlog,
+    /// seeds); all when absent.
     #[arg(long, value_delimiter = ',')]
     systems: Vec<String>,
 }
@@ -67,6 +72,7 @@ pub(crate) struct ReportArgs {
 /// for changes to the report's layout. The numbers stay those of that run.
 pub(crate) fn rerender(a: ReportArgs) -> anyhow::Result<()> {
     let root = env::repo_root()?;
+    report::check_target(&a.markdown)?;
     let text = std::fs::read_to_string(&a.results)
         .with_context(|| format!("reading {}", a.results.display()))?;
     let results: report::Results = serde_json::from_str(&text).with_context(|| {
@@ -101,19 +107,46 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
             .join(if smoke { "smoke" } else { "all" })
     });
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let env = env::check(&root, &work)?;
-    let plan = if smoke {
-        plan::Plan::smoke()
-    } else {
-        plan::Plan::full()
+    // A part of the suite (--only, --systems) never replaces BENCHMARKS.md's section or
+    // its plots unless asked to with --markdown / --plots: its tables would lack the rest.
+    let partial = !args.only.is_empty() || !args.systems.is_empty();
+    // Whatever the run writes to at its end is checked now, not after every workload ran.
+    let target = match (&args.markdown, smoke || partial) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => Some(root.join("BENCHMARKS.md")),
+        (None, true) => None,
     };
+    if let Some(md) = &target {
+        report::check_target(md)?;
+    }
     let kinds: Vec<Kind> = if args.systems.is_empty() {
         Kind::ALL.to_vec()
     } else {
         args.systems
             .iter()
-            .map(|k| Kind::from_key(k).with_context(|| format!("unknown system {k}")))
+            .map(|k| {
+                Kind::from_key(k).with_context(|| {
+                    format!(
+                        "unknown system {k}: --systems takes {}",
+                        Kind::ALL.map(Kind::key).join(", ")
+                    )
+                })
+            })
             .collect::<anyhow::Result<_>>()?
+    };
+    for w in &args.only {
+        if !WORKLOADS.contains(&w.as_str()) {
+            anyhow::bail!(
+                "unknown workload {w}: --only takes {}",
+                WORKLOADS.join(", ")
+            );
+        }
+    }
+    let env = env::check(&root, &work, &kinds)?;
+    let plan = if smoke {
+        plan::Plan::smoke()
+    } else {
+        plan::Plan::full()
     };
     let wants = |w: &str| args.only.is_empty() || args.only.iter().any(|o| o == w);
     let meta_start = env::Meta::now(&env, smoke);
@@ -203,7 +236,7 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
     std::fs::write(&json, serde_json::to_vec_pretty(&results)?)
         .with_context(|| format!("writing {}", json.display()))?;
     let plots = args.plots.clone().unwrap_or_else(|| {
-        if smoke {
+        if smoke || partial {
             work.join("plots")
         } else {
             root.join("docs/bench")
@@ -212,11 +245,6 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
     env::plot_with(&root, &json, &plots)?;
     let markdown = report::markdown(&results, &root, &plots);
     std::fs::write(work.join("section.md"), &markdown)?;
-    let target = match (&args.markdown, smoke) {
-        (Some(p), _) => Some(p.clone()),
-        (None, false) => Some(root.join("BENCHMARKS.md")),
-        (None, true) => None,
-    };
     if let Some(md) = target {
         report::splice(&md, &markdown)?;
         say(&format!("wrote {}", md.display()));

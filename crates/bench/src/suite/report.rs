@@ -1,4 +1,4 @@
-//! The results of a run: `results.json`, the goals of issue 6 with their ratios, and the
+//! The results of a run: `results.json`, the goals of issues 6 and 11 with their ratios, and the
 //! Markdown section spliced into BENCHMARKS.md between two markers. Every number written
 //! here comes from the run that writes it.
 
@@ -71,75 +71,164 @@ fn x(v: f64) -> String {
     }
 }
 
-/// The goals of issue 6, judged on this run's medians.
+/// The targets of issue 11 (and W3–W5 of issue 6), judged on this run's medians. A goal
+/// whose rows are not all in the run is "not measured" rather than judged on a part.
 pub(crate) fn goals(r: &Results) -> Vec<Goal> {
     let mut g = Vec::new();
     let dq = Kind::DelayqRedis;
-    // Throughput against BullMQ and beanstalkd, same run.
+    let cs = &r.plan.w1_consumers;
+
+    // W1: the Redis library against ChasquiMQ and BullMQ at every C.
     let mut parts = Vec::new();
-    let mut ok = true;
-    let mut any = false;
-    for c in &r.plan.w1_consumers {
-        if let (Some(a), Some(b), Some(s)) = (
-            w1(r, dq, *c),
-            w1(r, Kind::Bullmq, *c),
-            w1(r, Kind::Beanstalkd, *c),
-        ) {
-            any = true;
-            let (rb, rs) = (
-                ratio(a.rate.median, b.rate.median),
-                ratio(a.rate.median, s.rate.median),
-            );
-            ok &= rb >= 3.0 && rs > 1.0;
-            parts.push(format!("W1 C={c}: {} BullMQ, {} beanstalkd", x(rb), x(rs)));
-        }
-    }
-    if let (Some(a), Some(b), Some(s)) = (w2(r, dq), w2(r, Kind::Bullmq), w2(r, Kind::Beanstalkd)) {
-        any = true;
-        let (rb, rs) = (
-            ratio(a.deliver_rate.median, b.deliver_rate.median),
-            ratio(a.deliver_rate.median, s.deliver_rate.median),
+    let (mut ok, mut complete) = (true, !cs.is_empty());
+    for &c in cs {
+        let (Some(a), Some(q), Some(b)) = (
+            w1(r, dq, c),
+            w1(r, Kind::Chasquimq, c),
+            w1(r, Kind::Bullmq, c),
+        ) else {
+            complete = false;
+            continue;
+        };
+        let (rq, rb) = (
+            ratio(a.rate.median, q.rate.median),
+            ratio(a.rate.median, b.rate.median),
         );
-        let (pb, ps) = (
-            ratio(a.push_rate.median, b.push_rate.median),
-            ratio(a.push_rate.median, s.push_rate.median),
-        );
-        ok &= rb >= 3.0 && rs > 1.0 && pb >= 3.0 && ps > 1.0;
+        ok &= rq >= 1.0 && rb >= 3.0;
         parts.push(format!(
-            "W2 delivered: {} BullMQ, {} beanstalkd; W2 pushed: {} BullMQ, {} beanstalkd",
-            x(rb),
-            x(rs),
-            x(pb),
-            x(ps)
+            "C={c}: {} jobs/s, {} ChasquiMQ, {} BullMQ",
+            fmt_num(a.rate.median, 0),
+            x(rq),
+            x(rb)
         ));
     }
     g.push(Goal {
-        goal: "W1/W2 throughput ≥ 3× BullMQ and above beanstalkd (delayq on Redis)".into(),
-        met: any.then_some(ok),
+        goal: "W1 drain, delayq on Redis (library): ≥ ChasquiMQ and ≥ 3× BullMQ at every C".into(),
+        met: complete.then_some(ok),
         measured: parts.join("; "),
     });
-    if let Some(a) = w2(r, dq) {
-        let met = a.p99_ms.median <= 5.0 && a.all_delivered && a.early == 0;
-        let peers: Vec<String> = [Kind::Bullmq, Kind::Beanstalkd, Kind::Seeds]
-            .iter()
-            .filter_map(|k| {
-                w2(r, *k).map(|p| format!("{} {} ms", k.name(), fmt_num(p.p99_ms.median, 1)))
-            })
-            .collect();
-        g.push(Goal {
-            goal: "W2 p99 lateness ≤ 5 ms, all jobs delivered, 0 early (delayq on Redis)".into(),
-            met: Some(met),
-            measured: format!(
-                "p99 {} ms, {} of {} delivered in every repetition: {}, early {}; beside it p99 of {}",
-                fmt_num(a.p99_ms.median, 2),
-                fmt_num(a.delivered.min, 0),
-                fmt_num(r.plan.w2_jobs as f64, 0),
-                if a.all_delivered { "yes" } else { "no" },
-                a.early,
-                peers.join(", ")
-            ),
+
+    // W1: the embedded library at least as fast as the Redis one.
+    let mut parts = Vec::new();
+    let (mut ok, mut complete) = (true, !cs.is_empty());
+    for &c in cs {
+        let (Some(e), Some(a)) = (w1(r, Kind::DelayqEmbedded, c), w1(r, dq, c)) else {
+            complete = false;
+            continue;
+        };
+        let q = ratio(e.rate.median, a.rate.median);
+        ok &= q >= 1.0;
+        parts.push(format!(
+            "C={c}: {} vs {} jobs/s, {}",
+            fmt_num(e.rate.median, 0),
+            fmt_num(a.rate.median, 0),
+            x(q)
+        ));
+    }
+    g.push(Goal {
+        goal: "W1 drain, delayq embedded (library) ≥ delayq on Redis at every C".into(),
+        met: complete.then_some(ok),
+        measured: parts.join("; "),
+    });
+
+    // W2: lateness of both libraries, with the peers' p99 beside it.
+    let peers: Vec<String> = [Kind::Chasquimq, Kind::Bullmq, Kind::Beanstalkd, Kind::Seeds]
+        .iter()
+        .filter_map(|k| {
+            w2(r, *k).map(|p| format!("{} {} ms", k.name(), fmt_num(p.p99_ms.median, 1)))
+        })
+        .collect();
+    for (k, what) in [
+        (dq, "delayq on Redis (library)"),
+        (Kind::DelayqEmbedded, "delayq embedded (library)"),
+    ] {
+        let goal = format!("W2 p99 lateness ≤ 5 ms, all jobs delivered, 0 early: {what}");
+        g.push(match w2(r, k) {
+            Some(a) => Goal {
+                goal,
+                met: Some(a.p99_ms.median <= 5.0 && a.all_delivered && a.early == 0),
+                measured: format!(
+                    "p99 {} ms, {} of {} delivered in every repetition: {}, early {}; beside it p99 of {}",
+                    fmt_num(a.p99_ms.median, 2),
+                    fmt_num(a.delivered.min, 0),
+                    fmt_num(r.plan.w2_jobs as f64, 0),
+                    if a.all_delivered { "yes" } else { "no" },
+                    a.early,
+                    peers.join(", ")
+                ),
+            },
+            None => Goal {
+                goal,
+                met: None,
+                measured: String::new(),
+            },
         });
     }
+
+    // The HTTP batch consumer (batch reserve of up to 50, settling in the reserve), on each
+    // engine: W1 at C = 50 and W2's p99.
+    for (k, what) in [
+        (Kind::HttpRedisBatch, "on Redis"),
+        (Kind::HttpEmbeddedBatch, "embedded"),
+    ] {
+        let goal = format!(
+            "HTTP, batch consumer, {what}: W1 C=50 ≥ 40,000 jobs/s; W2 p99 ≤ 20 ms, all delivered, 0 early"
+        );
+        g.push(match (w1(r, k, 50), w2(r, k)) {
+            (Some(a), Some(b)) => Goal {
+                goal,
+                met: Some(
+                    a.rate.median >= 40_000.0
+                        && b.p99_ms.median <= 20.0
+                        && b.all_delivered
+                        && b.early == 0,
+                ),
+                measured: format!(
+                    "W1 C=50 {} jobs/s; W2 p99 {} ms, all delivered: {}, early {}",
+                    fmt_num(a.rate.median, 0),
+                    fmt_num(b.p99_ms.median, 2),
+                    if b.all_delivered { "yes" } else { "no" },
+                    b.early
+                ),
+            },
+            _ => Goal {
+                goal,
+                met: None,
+                measured: "not measured in this run (needs W1 at C=50 and W2)".into(),
+            },
+        });
+    }
+
+    // W7: Redis CPU per job at every C.
+    let mut parts = Vec::new();
+    let (mut ok, mut complete) = (true, !cs.is_empty());
+    for &c in cs {
+        let (Some(a), Some(q), Some(b)) = (
+            w1(r, dq, c),
+            w1(r, Kind::Chasquimq, c),
+            w1(r, Kind::Bullmq, c),
+        ) else {
+            complete = false;
+            continue;
+        };
+        let (rq, rb) = (
+            ratio(a.store_cpu_per_100k.median, q.store_cpu_per_100k.median),
+            ratio(a.store_cpu_per_100k.median, b.store_cpu_per_100k.median),
+        );
+        ok &= rq <= 1.0 && rb <= 1.0 / 3.0;
+        parts.push(format!(
+            "C={c}: {} CPU-s, {} ChasquiMQ's, {} BullMQ's",
+            fmt_num(a.store_cpu_per_100k.median, 2),
+            x(rq),
+            x(rb)
+        ));
+    }
+    g.push(Goal {
+        goal: "W7 Redis CPU per 100,000 jobs (delayq on Redis) ≤ ChasquiMQ's and ≤ 1/3 of BullMQ's at every C".into(),
+        met: complete.then_some(ok),
+        measured: parts.join("; "),
+    });
+
     let mem = |k: Kind| {
         r.w3.iter()
             .find(|m| m.system == k)
@@ -180,20 +269,6 @@ pub(crate) fn goals(r: &Results) -> Vec<Goal> {
             measured: format!("{:.3} per worker per s", i.commands_per_worker_s.median),
         });
     }
-    let c50 = r.plan.w1_consumers.iter().copied().max().unwrap_or(0);
-    if let (Some(a), Some(b)) = (w1(r, dq, c50), w1(r, Kind::Bullmq, c50)) {
-        let q = ratio(a.store_cpu_per_100k.median, b.store_cpu_per_100k.median);
-        g.push(Goal {
-            goal: "W7 Redis CPU per 100,000 jobs ≤ 1/3 of BullMQ's".into(),
-            met: Some(q <= 1.0 / 3.0),
-            measured: format!(
-                "{} vs {} CPU-s (W1, C={c50}): {}",
-                fmt_num(a.store_cpu_per_100k.median, 2),
-                fmt_num(b.store_cpu_per_100k.median, 2),
-                x(q)
-            ),
-        });
-    }
     g
 }
 
@@ -216,11 +291,11 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "## Side by side: delayq, BullMQ, beanstalkd and the seeds' design\n"
+        "## Side by side: delayq, ChasquiMQ, BullMQ, beanstalkd and the seeds' design\n"
     );
     let _ = writeln!(
         s,
-        "Command: `{}` (it installs BullMQ from `bench/package-lock.json`, beanstalkd from Debian and matplotlib into `target/bench-venv`, then runs `cargo run --release -p delayq-bench -- all`). Recorded {}, in {:.0} s ({}).\n",
+        "Command: `{}` (it installs Redis 8.6 into `target/redis86` with `bench/install-redis.sh`, BullMQ from `bench/package-lock.json`, beanstalkd from Debian and matplotlib into `target/bench-venv`, then runs `cargo run --release -p delayq-bench -- all`). Recorded {}, in {:.0} s ({}).\n",
         m.command,
         m.date,
         m.duration_s,
@@ -232,7 +307,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "Machine: {} cores, {}, {:.0} GiB, {}. Load average {} at start, {} at end (the machine is shared with other builds). Versions: redis-server {}, Node {}, BullMQ {}, beanstalkd {}, {}.\n",
+        "Machine: {} cores, {}, {:.0} GiB, {}. Load average {} at start, {} at end (the machine is shared with other builds). Versions: redis-server {} for every Redis-based system ({}); ChasquiMQ {}; Node {}, BullMQ {}, beanstalkd {}, {}.\n",
         m.cores,
         m.cpu,
         m.memory_gib,
@@ -240,6 +315,8 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
         m.load_start,
         m.load_end,
         m.redis,
+        m.redis_binary,
+        m.chasquimq,
         m.node,
         m.bullmq,
         m.beanstalkd,
@@ -268,23 +345,28 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "The backlog is topped up to {} jobs before each drain; a drain stops after the backlog or {:.1} s, whichever comes first (jobs/s = jobs handled / time). Consumers: delayq's worker runtime with concurrency C (library); C HTTP long-poll loops, each reserving one job and acking it (server); BullMQ's Worker with concurrency C; C beanstalkd connections, each sending `delete` and the next `reserve` in one write; the seeds' consumer with C threads. \"store CPU\" is redis-server's (or beanstalkd's) CPU during the drain, in % of one core: near 100% means the store is the bottleneck, not the client.\n",
+        "The backlog is topped up to {} jobs before each drain; a drain stops after the backlog or {:.1} s, whichever comes first (jobs/s = jobs handled / time). Consumers: delayq's worker runtime with concurrency C (library); C HTTP long-poll loops, each reserving one job and acking it (server), or, for the batch consumer, each reserving up to 50 jobs and settling (acking) the previous answer's jobs in the same request; ChasquiMQ's Consumer with concurrency C and `events_enabled = false` (its other settings at their defaults: reads of 64, acks batched by 256 or 5 ms), fed by `add_bulk`; BullMQ's Worker with concurrency C; C beanstalkd connections, each sending `delete` and the next `reserve` in one write; the seeds' consumer with C threads. \"store CPU\" is redis-server's (or beanstalkd's) CPU during the drain, in % of one core: near 100% means the store is the bottleneck, not the client.\n",
         fmt_num(p.w1_jobs as f64, 0),
         p.w1_cap.as_secs_f64()
     );
     let _ = writeln!(
         s,
-        "| system | C | jobs/s | × BullMQ | store CPU % |\n|---|---|---|---|---|"
+        "| system | C | jobs/s | × ChasquiMQ | × BullMQ | store CPU % |\n|---|---|---|---|---|---|"
     );
     for d in &r.w1 {
-        let b = w1(&r, Kind::Bullmq, d.consumers).map(|b| ratio(d.rate.median, b.rate.median));
+        let vs = |k: Kind| {
+            w1(&r, k, d.consumers)
+                .map(|b| x(ratio(d.rate.median, b.rate.median)))
+                .unwrap_or_default()
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             d.system.name(),
             d.consumers,
             sp(&d.rate, 0),
-            b.map(x).unwrap_or_default(),
+            vs(Kind::Chasquimq),
+            vs(Kind::Bullmq),
             sp(&d.store_cpu_pct, 0)
         );
     }
@@ -303,7 +385,8 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "One producer pushes batches of {} (each awaited) while the consumers run; a run gives up {} s after its first push. Delivered jobs/s = deliveries / (first push to last delivery). Lateness in ms on the host clock; \"own p99\" is delayq's engine-clock figure, and for beanstalkd the lateness against the whole second it was given.\n",
+        "One producer pushes batches of {} (each awaited; ChasquiMQ has no batch call for jobs due at different times, so its batch is {} `add_at` calls in flight at once) while the consumers run; a run gives up {} s after its first push. Delivered jobs/s = deliveries / (first push to last delivery). Lateness in ms on the host clock; \"own p99\" is delayq's engine-clock figure, and for beanstalkd the lateness against the whole second it was given.\n",
+        p.w2_batch,
         p.w2_batch,
         p.w2_cap.as_secs()
     );
@@ -361,7 +444,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     }
     let _ = writeln!(
         s,
-        "\nThe HTTP server stores jobs exactly as the library does, so it has no rows of its own. delayq and the seeds' design use 36-character ids (UUIDv7; random UUIDs), BullMQ its own integer ids.\n\n![W3 memory per pending job]({})\n",
+        "\nThe HTTP server stores jobs exactly as the library does, so it has no rows of its own. delayq and the seeds' design use 36-character ids (UUIDv7; random UUIDs), BullMQ its own integer ids, ChasquiMQ 26-character ULIDs inside its MessagePack record (a delayed job is one member of a sorted set).\n\n![W3 memory per pending job]({})\n",
         rel("memory_per_job.png")
     );
 
@@ -385,7 +468,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
 
     let _ = writeln!(
         s,
-        "\n### W5 idle: {} workers waiting {} s on an empty queue\n\nCommands counted by the store (Redis `INFO commandstats`, commands inside scripts included; beanstalkd's `stats`). Each delayq worker has its own engine and connections (as separate processes would), with the default settings; the embedded engine's workers share the one engine their process owns. The repetitions ran at the same time, each on its own servers. CPU in % of one core.\n\n| system | commands/s per worker | store CPU % | workers' process CPU % | server CPU % | commands per worker per minute |\n|---|---|---|---|---|---|",
+        "\n### W5 idle: {} workers waiting {} s on an empty queue\n\nCommands counted by the store (Redis `INFO commandstats`, commands inside scripts included; beanstalkd's `stats`). Each delayq worker has its own engine and connections (as separate processes would), with the default settings; the embedded engine's workers share the one engine their process owns. Each ChasquiMQ worker is one Consumer with its defaults and its own connections: its blocking read, its delayed-job promoter (every 100 ms) and its repeat scheduler (every second). The repetitions ran at the same time, each on its own servers. CPU in % of one core.\n\n| system | commands/s per worker | store CPU % | workers' process CPU % | server CPU % | commands per worker per minute |\n|---|---|---|---|---|---|",
         p.w5_workers,
         p.w5_idle.as_secs()
     );
@@ -430,18 +513,28 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
         );
     }
 
-    let c = p.w1_consumers.iter().copied().max().unwrap_or(0);
     let _ = writeln!(
         s,
-        "\n### W7 CPU per 100,000 jobs delivered (W1, C = {c})\n\nCPU-seconds per 100,000 jobs drained: the store (redis-server or beanstalkd), the queue's own process (this benchmark's process for the Rust libraries, where the workers run; Node for BullMQ; the delayq server for HTTP) and, for servers, the client driving them.\n\n| system | store | queue process | client | × BullMQ (store) |\n|---|---|---|---|---|"
+        "\n### W7 CPU per 100,000 jobs delivered (W1, every C)\n\nCPU-seconds per 100,000 jobs drained, measured over each W1 drain: the store (redis-server or beanstalkd), the queue's own process (this benchmark's process for the Rust libraries, delayq's and ChasquiMQ's, where the workers run; Node for BullMQ; the delayq server for HTTP) and, for servers, the client driving them. The ratios compare the stores' CPU at the same C.\n\n| system | C | store | queue process | client | × ChasquiMQ (store) | × BullMQ (store) |\n|---|---|---|---|---|---|---|"
     );
-    for d in r.w1.iter().filter(|d| d.consumers == c) {
-        let b = w1(&r, Kind::Bullmq, c)
-            .map(|b| ratio(d.store_cpu_per_100k.median, b.store_cpu_per_100k.median));
+    let mut rows: Vec<&DrainRow> = r.w1.iter().collect();
+    rows.sort_by_key(|d| (d.consumers, d.system));
+    for d in rows {
+        let vs = |k: Kind| {
+            w1(&r, k, d.consumers)
+                .map(|b| {
+                    x(ratio(
+                        d.store_cpu_per_100k.median,
+                        b.store_cpu_per_100k.median,
+                    ))
+                })
+                .unwrap_or_default()
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             d.system.name(),
+            d.consumers,
             sp(&d.store_cpu_per_100k, 2),
             if matches!(d.system, Kind::Beanstalkd | Kind::BeanstalkdBinlog) {
                 "— (the server is the store)".to_string()
@@ -451,7 +544,8 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
             d.client_cpu_per_100k
                 .map(|c| sp(&c, 2))
                 .unwrap_or_else(|| "—".into()),
-            b.map(x).unwrap_or_default()
+            vs(Kind::Chasquimq),
+            vs(Kind::Bullmq)
         );
     }
 
@@ -493,6 +587,26 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     s
 }
 
+/// Fails at once, with what to do, when `path` cannot take the section: a run checks its
+/// Markdown file before it measures anything.
+pub(crate) fn check_target(path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && !m.permissions().readonly() => Ok(()),
+        Ok(m) if m.is_file() => anyhow::bail!(
+            "--markdown {} is read-only: the run would fail after measuring; make it writable",
+            path.display()
+        ),
+        Ok(_) => anyhow::bail!(
+            "--markdown {} is not a file: give the Markdown file whose side-by-side section the run rewrites",
+            path.display()
+        ),
+        Err(e) => anyhow::bail!(
+            "--markdown {}: {e}; give an existing Markdown file (its side-by-side section is replaced, or appended when it has none)",
+            path.display()
+        ),
+    }
+}
+
 /// Replaces the section between [`BEGIN`] and [`END`] in `path` (appends it when absent).
 pub(crate) fn splice(path: &Path, section: &str) -> anyhow::Result<()> {
     let old =
@@ -503,4 +617,114 @@ pub(crate) fn splice(path: &Path, section: &str) -> anyhow::Result<()> {
         _ => format!("{}\n{block}\n", old.trim_end()),
     };
     std::fs::write(path, new).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(system: Kind, consumers: usize, rate: f64, store_cpu: f64) -> DrainRow {
+        let one = |v: f64| Spread::of([v]);
+        DrainRow {
+            system,
+            consumers,
+            rate: one(rate),
+            jobs: one(1000.0),
+            store_cpu_pct: one(50.0),
+            store_cpu_per_100k: one(store_cpu),
+            queue_cpu_per_100k: one(1.0),
+            client_cpu_per_100k: None,
+        }
+    }
+
+    fn results(rows: Vec<DrainRow>) -> Results {
+        let mut plan = Plan::smoke();
+        plan.w1_consumers = vec![1, 50];
+        Results {
+            plan,
+            w1: rows,
+            ..Results::default()
+        }
+    }
+
+    fn goal<'a>(goals: &'a [Goal], starts: &str) -> &'a Goal {
+        goals
+            .iter()
+            .find(|g| g.goal.starts_with(starts))
+            .unwrap_or_else(|| panic!("no goal starting with {starts:?} in {goals:?}"))
+    }
+
+    #[test]
+    fn w1_and_w7_are_judged_against_chasquimq_and_bullmq_at_every_c() {
+        let mut rows = Vec::new();
+        for c in [1, 50] {
+            rows.push(drain(Kind::DelayqRedis, c, 90_000.0, 0.5));
+            rows.push(drain(Kind::Chasquimq, c, 80_000.0, 0.6));
+            rows.push(drain(Kind::Bullmq, c, 20_000.0, 3.0));
+        }
+        let g = goals(&results(rows.clone()));
+        assert_eq!(goal(&g, "W1 drain, delayq on Redis").met, Some(true));
+        assert_eq!(goal(&g, "W7").met, Some(true));
+
+        // Below ChasquiMQ at one C only: missed. Less than 3× BullMQ's rate at one C: missed.
+        let mut slow = rows.clone();
+        slow[3].rate = Spread::of([70_000.0]);
+        assert_eq!(
+            goal(&goals(&results(slow)), "W1 drain, delayq on Redis").met,
+            Some(false)
+        );
+        let mut strong_bull = rows.clone();
+        strong_bull[2].rate = Spread::of([40_000.0]);
+        assert_eq!(
+            goal(&goals(&results(strong_bull)), "W1 drain, delayq on Redis").met,
+            Some(false)
+        );
+        // More Redis CPU per job than ChasquiMQ at C = 1: W7 missed.
+        let mut costly = rows.clone();
+        costly[0].store_cpu_per_100k = Spread::of([0.7]);
+        assert_eq!(goal(&goals(&results(costly)), "W7").met, Some(false));
+    }
+
+    #[test]
+    fn a_goal_whose_rows_are_missing_is_not_judged() {
+        // No ChasquiMQ rows at all (a run with --systems): neither W1 nor W7 is judged on
+        // the BullMQ half alone.
+        let rows = vec![
+            drain(Kind::DelayqRedis, 1, 90_000.0, 0.5),
+            drain(Kind::Bullmq, 1, 20_000.0, 3.0),
+            drain(Kind::DelayqRedis, 50, 90_000.0, 0.5),
+            drain(Kind::Bullmq, 50, 20_000.0, 3.0),
+        ];
+        let g = goals(&results(rows));
+        assert_eq!(goal(&g, "W1 drain, delayq on Redis").met, None);
+        assert_eq!(goal(&g, "W7").met, None);
+        assert_eq!(goal(&g, "HTTP, batch consumer, on Redis").met, None);
+        assert_eq!(goal(&g, "W1 drain, delayq embedded").met, None);
+    }
+
+    #[test]
+    fn the_embedded_library_is_judged_against_the_redis_one() {
+        let rows = vec![
+            drain(Kind::DelayqRedis, 1, 10_000.0, 0.5),
+            drain(Kind::DelayqEmbedded, 1, 12_000.0, 0.0),
+            drain(Kind::DelayqRedis, 50, 50_000.0, 0.5),
+            drain(Kind::DelayqEmbedded, 50, 40_000.0, 0.0),
+        ];
+        let g = goals(&results(rows));
+        let e = goal(&g, "W1 drain, delayq embedded");
+        assert_eq!(e.met, Some(false), "{e:?}");
+        assert!(e.measured.contains("C=50: 40,000 vs 50,000"), "{e:?}");
+    }
+
+    #[test]
+    fn a_markdown_target_is_checked_before_the_run() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let missing = dir.path().join("absent.md");
+        let e = check_target(&missing).expect_err("a missing file is refused");
+        assert!(e.to_string().contains("absent.md"), "{e}");
+        assert!(check_target(dir.path()).is_err(), "a directory is refused");
+        let file = dir.path().join("b.md");
+        std::fs::write(&file, "# B\n").expect("write");
+        check_target(&file).expect("an existing file is taken");
+    }
 }

@@ -2,10 +2,13 @@
 //!
 //! Each system starts what it needs (its own redis-server, beanstalkd, delayq server or
 //! Node process, on free loopback ports) and stops it when dropped. Every Redis-based
-//! system gets the same redis-server binary with the same options.
+//! system gets the same redis-server binary with the same options: the one
+//! `DELAYQ_REDIS_SERVER` names (bench/run.sh sets it to the Redis 8.6 that
+//! bench/install-redis.sh installs, since ChasquiMQ needs 8.6).
 
 mod beanstalk;
 mod bullmq;
+pub(crate) mod chasquimq;
 mod delayq_http;
 mod delayq_lib;
 mod seeds;
@@ -46,6 +49,8 @@ pub(crate) enum Kind {
     HttpRedisBatch,
     /// The delayq server over HTTP, on the embedded engine, with batch consumers.
     HttpEmbeddedBatch,
+    /// ChasquiMQ (Rust, Redis Streams), used as a library.
+    Chasquimq,
     /// BullMQ on Node.
     Bullmq,
     /// beanstalkd, in memory.
@@ -64,13 +69,14 @@ impl Kind {
     }
 
     /// Every system, in table order.
-    pub(crate) const ALL: [Kind; 10] = [
+    pub(crate) const ALL: [Kind; 11] = [
         Kind::DelayqRedis,
         Kind::DelayqEmbedded,
         Kind::HttpRedis,
         Kind::HttpEmbedded,
         Kind::HttpRedisBatch,
         Kind::HttpEmbeddedBatch,
+        Kind::Chasquimq,
         Kind::Bullmq,
         Kind::Beanstalkd,
         Kind::BeanstalkdBinlog,
@@ -86,6 +92,7 @@ impl Kind {
             Kind::HttpEmbedded => "delayq server, embedded (HTTP)",
             Kind::HttpRedisBatch => "delayq server, Redis (HTTP, batch consumer)",
             Kind::HttpEmbeddedBatch => "delayq server, embedded (HTTP, batch consumer)",
+            Kind::Chasquimq => "ChasquiMQ",
             Kind::Bullmq => "BullMQ",
             Kind::Beanstalkd => "beanstalkd (memory)",
             Kind::BeanstalkdBinlog => "beanstalkd (-b binlog)",
@@ -102,6 +109,7 @@ impl Kind {
             Kind::HttpEmbedded => "http-embedded",
             Kind::HttpRedisBatch => "http-redis-batch",
             Kind::HttpEmbeddedBatch => "http-embedded-batch",
+            Kind::Chasquimq => "chasquimq",
             Kind::Bullmq => "bullmq",
             Kind::Beanstalkd => "beanstalkd",
             Kind::BeanstalkdBinlog => "beanstalkd-binlog",
@@ -219,6 +227,7 @@ pub(crate) async fn start(kind: Kind, env: &Env) -> anyhow::Result<Box<dyn Syste
         Kind::HttpEmbeddedBatch => {
             Box::new(delayq_http::DelayqHttp::embedded(env, kind, delayq_http::Loop::Batch).await?)
         }
+        Kind::Chasquimq => Box::new(chasquimq::Chasquimq::start().await?),
         Kind::Bullmq => Box::new(bullmq::Bullmq::start(env).await?),
         Kind::Beanstalkd => Box::new(beanstalk::Beanstalk::start(env, false).await?),
         Kind::BeanstalkdBinlog => Box::new(beanstalk::Beanstalk::start(env, true).await?),
