@@ -230,6 +230,41 @@ local function leased(id, token, now)
   return nil
 end
 
+-- Settlement kinds, mirrored by `SettleKind` in codec.rs.
+local S_ACK, S_NACK, S_BURY, S_RELEASE = 1, 2, 3, 4
+
+-- Settles one delivery at `now`: ack (removed), nack (retry after `delay` ms or the back-off,
+-- or dead when attempts are used up), bury (dead now with `reason`) or release (ready again
+-- at its due time, the attempt not counted). Returns a status (OK or LEASE_LOST) and a value:
+-- for a nack, the new due time or -1 when the job went dead; 0 otherwise. The one place each
+-- settlement is written, used by ack, nack, bury, release and reserve's settlements.
+local function settle(kind, id, token, delay, reason, now)
+  local j = leased(id, token, now)
+  if not j then return LEASE_LOST, 0 end
+  redis.call('ZREM', K_LEASES, id)
+  if kind == S_ACK then
+    redis.call('HDEL', K_JOBS, id)
+    return OK, 0
+  elseif kind == S_NACK then
+    if delay < 0 then delay = nil end
+    return OK, fail(id, j, now, delay, reason) or -1
+  elseif kind == S_BURY then
+    j[F_STATE] = DEAD
+    j[F_TOKEN] = 0
+    j[F_DEADLINE] = now
+    j[F_ERR] = reason
+    redis.call('ZADD', K_DEAD, now, id)
+    store(id, j)
+    return OK, 0
+  end
+  j[F_ATTEMPTS] = math.max(j[F_ATTEMPTS] - 1, 0)
+  j[F_TOKEN] = 0
+  j[F_DEADLINE] = 0
+  place(id, j, now)
+  store(id, j)
+  return OK, 0
+end
+
 -- Appends a job to a reply: 17 values (id, public state, record fields 2..16), decoded by
 -- codec.rs `decode_job`. Never nil: Redis would cut the reply at the first nil.
 local function emit(out, id, j, pstate)

@@ -4,19 +4,11 @@
 -- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token
 --
--- Returns: { OK } | { LEASE_LOST }
+-- Returns: { OK, 0 } | { LEASE_LOST, 0 }
 --
 -- Invariants: a stale token changes nothing; the job keeps its place in the ready order.
+-- The work is lib.lua's settle.
 
 local now = clock()
-local id, token = ARGV[1], tonumber(ARGV[2])
-local j = leased(id, token, now)
-if not j then return { LEASE_LOST } end
-
-redis.call('ZREM', K_LEASES, id)
-j[F_ATTEMPTS] = math.max(j[F_ATTEMPTS] - 1, 0)
-j[F_TOKEN] = 0
-j[F_DEADLINE] = 0
-place(id, j, now)
-store(id, j)
-return { OK }
+local status = settle(S_RELEASE, ARGV[1], tonumber(ARGV[2]), -1, '', now)
+return { status, 0 }

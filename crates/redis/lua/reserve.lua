@@ -1,15 +1,28 @@
--- reserve.lua: applies what is due (expired leases, due delayed jobs), then takes up to N
--- ready jobs: the lowest priority number first, then the earliest due time, then push order.
+-- reserve.lua: settles the given deliveries of the topic (a worker's finished leases), then
+-- applies what is due (expired leases, due delayed jobs), then takes up to N ready jobs: the
+-- lowest priority number first, then the earliest due time, then push order. A worker's
+-- cycle (settle what it finished, take the next jobs) is this one call.
 --
 -- KEYS: the eight topic keys of lib.lua.
--- ARGV[1]  N, the most jobs to take (1..1000)
+-- ARGV[1]  N, the most jobs to take (0..1000; 0 = settle only)
 -- ARGV[2]  mode: 0 = at-least-once (lease each job), 1 = at-most-once (remove each job)
 -- ARGV[3]  the most expired leases and due jobs to move first (bounded work per call)
+-- ARGV[4]  S, the number of settlements (0..1000)
+-- then 5 values per settlement i (base = 4 + (i-1)*5):
+--   +1 kind (S_ACK, S_NACK, S_BURY, S_RELEASE of lib.lua)   +2 id   +3 lease token
+--   +4 nack delay ms (-1 = the job's back-off; -1 for other kinds)   +5 reason ('' = none)
 --
--- Returns: { now µs, next wake ms (-1 = none), more (1|0), then 17 values per job (emit) }
+-- Returns: { now µs, next wake ms (-1 = none), more (1|0), S, then 2 values per settlement
+--            (status OK | LEASE_LOST, value as lib.lua's settle), then 17 values per job (emit) }
 --   next wake is when a waiter should call again: now if jobs are still ready, else the
---   earliest due time or lease deadline. more = 1 when jobs are left ready (or due work was
---   left by the bound), so the caller can wake another local waiter.
+--   earliest due time or lease deadline (-1 when N = 0: nothing was looked at). more = 1
+--   when jobs are left ready (or due work was left by the bound), so the caller can wake
+--   another local waiter.
+--
+-- Settlements apply in order, before anything is reserved, each exactly as its own script
+-- would (ack.lua, nack.lua, bury.lua, release.lua): a stale token answers LEASE_LOST and
+-- changes nothing, and never stops the others or the reserve. They refuse nothing as a whole
+-- (their arguments were validated by delayq-core), so there is no check to run first.
 --
 -- Invariants: each ready job is handed out once: it leaves ready in the same script that
 -- leases (or removes) it; a lease token is fresh (INCR of the topic counter) and the
@@ -19,9 +32,20 @@
 
 local now, now_us = clock()
 local n, at_most_once, budget = tonumber(ARGV[1]), ARGV[2] == '1', tonumber(ARGV[3])
+local s = tonumber(ARGV[4])
+
+local out = { now_us, -1, 0, s }
+for i = 1, s do
+  local b = 4 + (i - 1) * 5
+  local status, value = settle(tonumber(ARGV[b + 1]), ARGV[b + 2], tonumber(ARGV[b + 3]),
+    tonumber(ARGV[b + 4]), ARGV[b + 5], now)
+  out[#out + 1] = status
+  out[#out + 1] = value
+end
+if n == 0 then return out end
 
 -- A topic with no job at all (the idle case): nothing to do, nothing to wait for.
-if redis.call('EXISTS', K_JOBS) == 0 then return { now_us, -1, 0 } end
+if redis.call('EXISTS', K_JOBS) == 0 then return out end
 
 local left_behind, unchanged, delayed_head, lease_head = tick(now, math.max(budget, n))
 
@@ -30,7 +54,6 @@ local left_behind, unchanged, delayed_head, lease_head = tick(now, math.max(budg
 local popped = redis.call('ZPOPMIN', K_READY, n)
 local ids = {}
 for i = 1, #popped, 2 do ids[#ids + 1] = id_of_member(popped[i]) end
-local out = { now_us, 0, 0 }
 if #ids > 0 then
   local js = load_many(ids)
   -- Fresh lease tokens base+1 .. base+#ids, one INCRBY for the whole batch.

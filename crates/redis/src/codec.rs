@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use delayq_core::{Backoff, Bytes, Error, Job, JobId, JobState, Result, Timestamp, Topic};
+use delayq_core::{
+    Backoff, Bytes, Error, Job, JobId, JobState, NackOutcome, Result, Settle, Settled, Timestamp,
+    Topic,
+};
 use redis::Value;
 
 /// Status codes of the scripts (`OK, NOT_FOUND, ...` in lib.lua).
@@ -26,6 +29,44 @@ impl Status {
             other => return Err(Error::Internal(format!("unknown script status {other}"))),
         })
     }
+}
+
+/// The settlement kind codes of lib.lua (`S_ACK, S_NACK, S_BURY, S_RELEASE`).
+pub(crate) fn settle_kind(s: &Settle) -> u8 {
+    match s {
+        Settle::Ack(_) => 1,
+        Settle::Nack(..) => 2,
+        Settle::Bury(..) => 3,
+        Settle::Release(_) => 4,
+    }
+}
+
+/// The answer to one settlement: lib.lua's `settle` status and value (a nack's new due time,
+/// or -1 when the job went dead).
+pub(crate) fn settled(s: &Settle, status: &Value, value: &Value) -> Result<Result<Settled>> {
+    let lease = s.lease();
+    Ok(match Status::from_code(int(status)?)? {
+        Status::Ok => Ok(match s {
+            Settle::Ack(_) => Settled::Acked,
+            Settle::Bury(..) => Settled::Buried,
+            Settle::Release(_) => Settled::Released,
+            Settle::Nack(..) => Settled::Nacked(match opt_uint(value)? {
+                Some(ms) => NackOutcome::Retry {
+                    ready_at: Timestamp::from_millis(ms),
+                },
+                None => NackOutcome::Dead,
+            }),
+        }),
+        Status::LeaseLost => Err(Error::LeaseLost {
+            topic: lease.topic.clone(),
+            id: lease.id.clone(),
+        }),
+        other => {
+            return Err(Error::Internal(format!(
+                "settle: unexpected status {other:?}"
+            )));
+        }
+    })
 }
 
 /// The public state codes of lib.lua (1 delayed, 2 ready, 3 reserved, 4 dead).

@@ -10,8 +10,9 @@ use delayq_core::limits::{
 };
 use delayq_core::{
     Cursor, Delivery, DeliveryMode, Engine, Error, Job, JobId, JobState, Lease, LeaseToken, Limits,
-    Nack, NackOutcome, NewJob, Page, Pushed, Reserve, Result, Schedule, Timestamp, Topic,
-    TopicStats, async_trait, check_ack_batch, check_push_batch, duration_ms,
+    Nack, NackOutcome, NewJob, Page, Pushed, Reserve, Result, Schedule, Settle, Settled,
+    SettledAndReserved, Timestamp, Topic, TopicStats, async_trait, check_ack_batch,
+    check_push_batch, check_settle_and_reserve, duration_ms,
 };
 use rand::Rng;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -180,23 +181,168 @@ impl RedisEngine {
             .collect()
     }
 
-    /// One pass over the topics (rotating the first), without waiting. Also answers what each
-    /// script said of its topic's next event, for a waiter that registers after this pass.
-    async fn reserve_once(&self, req: &Reserve) -> Result<(Vec<Delivery>, Vec<Observation>)> {
+    /// A reserve script call on `topic` for up to `want` jobs (0: settle only), carrying the
+    /// settlements of that topic.
+    fn reserve_invocation(
+        &self,
+        topic: &Topic,
+        want: usize,
+        mode: DeliveryMode,
+        settle: &[&Settle],
+    ) -> ScriptInvocation<'static> {
+        let mut inv = self.invocation(&scripts::RESERVE, topic);
+        inv.arg(want)
+            .arg(u8::from(mode == DeliveryMode::AtMostOnce))
+            .arg(self.inner.tick_batch)
+            .arg(settle.len());
+        for s in settle {
+            let (lease, delay, reason) = match s {
+                Settle::Ack(l) | Settle::Release(l) => (l, None, None),
+                Settle::Nack(l, n) => (l, Some(n.delay), n.reason.as_deref()),
+                Settle::Bury(l, r) => (l, None, r.as_deref()),
+            };
+            let delay = match delay.flatten() {
+                Some(d) => delay_ms_ceil(d).to_string(),
+                None => "-1".to_string(),
+            };
+            inv.arg(codec::settle_kind(s))
+                .arg(lease.id.as_str())
+                .arg(lease.token.0)
+                .arg(delay)
+                .arg(reason.unwrap_or(""));
+        }
+        inv
+    }
+
+    /// Decodes a reserve script's reply: what it said of the topic's next event, the answers
+    /// to its settlements (`settle[idx[k]]` is its k-th, answered into `settled[idx[k]]`) and
+    /// its jobs as deliveries.
+    fn take_reserve_reply(
+        topic: &Topic,
+        mode: DeliveryMode,
+        (reply, received): (Vec<Value>, Instant),
+        (settle, idx): (&[Settle], &[usize]),
+        settled: &mut [Option<Result<Settled>>],
+    ) -> Result<(Observation, Vec<Delivery>)> {
+        if reply.len() < 4 {
+            return Err(Error::Internal("short reserve reply".into()));
+        }
+        let now_us = codec::uint(&reply[0])?;
+        let next = codec::opt_uint(&reply[1])?;
+        let s = codec::uint(&reply[3])? as usize;
+        if s != idx.len() || reply.len() < 4 + 2 * s {
+            return Err(Error::Internal(
+                "reserve reply has the wrong number of settlements".into(),
+            ));
+        }
+        for (k, &i) in idx.iter().enumerate() {
+            let (status, value) = (&reply[4 + 2 * k], &reply[5 + 2 * k]);
+            settled[i] = Some(codec::settled(&settle[i], status, value)?);
+        }
+        let jobs = decode_jobs(topic, reply.into_iter().skip(4 + 2 * s).collect())?;
+        let deliveries = jobs
+            .into_iter()
+            .map(|(job, token)| {
+                let lateness =
+                    Duration::from_micros(now_us.saturating_sub(job.ready_at.as_millis() * 1000));
+                let lease = (mode == DeliveryMode::AtLeastOnce).then(|| Lease {
+                    topic: topic.clone(),
+                    id: job.id.clone(),
+                    token: LeaseToken(token),
+                });
+                Delivery {
+                    job,
+                    lease,
+                    lateness,
+                }
+            })
+            .collect();
+        let seen = Observation {
+            topic: topic.clone(),
+            now_us,
+            next,
+            received,
+        };
+        Ok((seen, deliveries))
+    }
+
+    /// One pass over the topics (rotating the first), without waiting, after settling
+    /// `settle`. The first round trip is one pipeline: a settle-only call for each other
+    /// topic that has settlements, then the first topic's call, which settles that topic's
+    /// leases and reserves. With `req.max == 0` it only settles. Also answers what each
+    /// reserve said of its topic's next event, for a waiter that registers after this pass.
+    async fn reserve_once(
+        &self,
+        req: &Reserve,
+        settle: &[Settle],
+    ) -> Result<(Vec<Delivery>, Vec<Observation>, Vec<Result<Settled>>)> {
         let n = req.topics.len();
         let start = self.inner.rotate.fetch_add(1, Ordering::Relaxed) % n;
+        let first = &req.topics[start];
+        let mut groups: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
+        for (i, s) in settle.iter().enumerate() {
+            groups.entry(&s.lease().topic).or_default().push(i);
+        }
+        let mut settled: Vec<Option<Result<Settled>>> = settle.iter().map(|_| None).collect();
         let mut out = Vec::new();
         let mut seen = Vec::new();
-        for k in 0..n {
+
+        // The first round trip: every settlement, and the first topic's reserve.
+        let mut calls: Vec<(&Topic, usize, Vec<usize>)> = groups
+            .iter()
+            .filter(|(t, _)| req.max == 0 || **t != first)
+            .map(|(t, idx)| (*t, 0, idx.clone()))
+            .collect();
+        if req.max > 0 {
+            calls.push((
+                first,
+                req.max,
+                groups.get(first).cloned().unwrap_or_default(),
+            ));
+        }
+        if !calls.is_empty() {
+            let invs: Vec<ScriptInvocation<'_>> = calls
+                .iter()
+                .map(|(t, want, idx)| {
+                    let of: Vec<&Settle> = idx.iter().map(|&i| &settle[i]).collect();
+                    self.reserve_invocation(t, *want, req.mode, &of)
+                })
+                .collect();
+            let replies = self.pipeline(&invs, "settling and reserving").await?;
+            let received = Instant::now();
+            for ((topic, want, idx), reply) in calls.iter().zip(replies) {
+                let reply = codec::array(reply)?;
+                let (o, ds) = Self::take_reserve_reply(
+                    topic,
+                    req.mode,
+                    (reply, received),
+                    (settle, idx),
+                    &mut settled,
+                )?;
+                if *want > 0 {
+                    self.inner
+                        .waiters
+                        .observe(topic, o.now_us, o.next, o.received);
+                    seen.push(o);
+                    out.extend(ds);
+                }
+            }
+        }
+        let settled = settled
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| Err(Error::Internal("a settlement got no answer".into()))))
+            .collect();
+        if req.max == 0 {
+            return Ok((out, seen, settled));
+        }
+
+        for k in 1..n {
             let want = req.max - out.len();
             if want == 0 {
                 break;
             }
             let topic = &req.topics[(start + k) % n];
-            let mut inv = self.invocation(&scripts::RESERVE, topic);
-            inv.arg(want)
-                .arg(u8::from(req.mode == DeliveryMode::AtMostOnce))
-                .arg(self.inner.tick_batch);
+            let inv = self.reserve_invocation(topic, want, req.mode, &[]);
             let reply = match self.call(&inv, "reserving").await.and_then(codec::array) {
                 Ok(r) => r,
                 // Jobs already taken from earlier topics are leased (or removed): hand them
@@ -208,35 +354,66 @@ impl RedisEngine {
                 Err(e) => return Err(e),
             };
             let received = Instant::now();
-            if reply.len() < 3 {
-                return Err(Error::Internal("short reserve reply".into()));
+            let (o, ds) =
+                Self::take_reserve_reply(topic, req.mode, (reply, received), (&[], &[]), &mut [])?;
+            self.inner
+                .waiters
+                .observe(topic, o.now_us, o.next, o.received);
+            seen.push(o);
+            out.extend(ds);
+        }
+        Ok((out, seen, settled))
+    }
+
+    /// Settles `settle` and reserves with `req`'s long-poll: the settlements go in the first
+    /// pass only; a later pass (after a wake) just reserves.
+    async fn settle_then_reserve(
+        &self,
+        settle: &[Settle],
+        req: &Reserve,
+    ) -> Result<SettledAndReserved> {
+        let deadline = Instant::now() + req.wait;
+        let (first, seen, settled) = self.reserve_once(req, settle).await?;
+        let answer = |deliveries| SettledAndReserved {
+            settled,
+            deliveries,
+        };
+        if !first.is_empty() || req.wait.is_zero() || req.max == 0 {
+            return Ok(answer(first));
+        }
+        // Only a reserver that found nothing registers, so busy workers never involve the
+        // waker. It starts from what its first pass learnt of each topic's next event; a
+        // signal sent meanwhile is still in its wake key.
+        let guard = self.inner.waiters.register(&req.topics);
+        for o in seen {
+            self.inner
+                .waiters
+                .observe(&o.topic, o.now_us, o.next, o.received);
+        }
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(answer(Vec::new()));
             }
-            let now_us = codec::uint(&reply[0])?;
-            let next = codec::opt_uint(&reply[1])?;
-            self.inner.waiters.observe(topic, now_us, next, received);
-            seen.push(Observation {
-                topic: topic.clone(),
-                now_us,
-                next,
-                received,
-            });
-            let jobs = decode_jobs(topic, reply.into_iter().skip(3).collect())?;
-            for (job, token) in jobs {
-                let lateness =
-                    Duration::from_micros(now_us.saturating_sub(job.ready_at.as_millis() * 1000));
-                let lease = (req.mode == DeliveryMode::AtLeastOnce).then(|| Lease {
-                    topic: topic.clone(),
-                    id: job.id.clone(),
-                    token: LeaseToken(token),
-                });
-                out.push(Delivery {
-                    job,
-                    lease,
-                    lateness,
-                });
+            // The safety wake, never sooner than configured and jittered later, so that many
+            // idle processes do not look in step, and a caller whose wait is no longer than
+            // the safety interval never pays for it (its next call's first pass looks).
+            let jitter = rand::rng().random_range(1.0..1.4);
+            let safety = now + self.inner.safety_wake.mul_f64(jitter);
+            let until = deadline.min(safety);
+            tokio::select! {
+                _ = guard.notified() => {}
+                _ = tokio::time::sleep_until(until.into()) => {
+                    if until == deadline {
+                        return Ok(answer(Vec::new()));
+                    }
+                }
+            }
+            let (out, _, _) = self.reserve_once(req, &[]).await?;
+            if !out.is_empty() {
+                return Ok(answer(out));
             }
         }
-        Ok((out, seen))
     }
 
     /// Runs a lease script and maps its status; returns the rest of the reply.
@@ -602,44 +779,16 @@ impl Engine for RedisEngine {
 
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
         req.validate()?;
-        let deadline = Instant::now() + req.wait;
-        let (first, seen) = self.reserve_once(req).await?;
-        if !first.is_empty() || req.wait.is_zero() {
-            return Ok(first);
-        }
-        // Only a reserver that found nothing registers, so busy workers never involve the
-        // waker. It starts from what its first pass learnt of each topic's next event; a
-        // signal sent meanwhile is still in its wake key.
-        let guard = self.inner.waiters.register(&req.topics);
-        for o in seen {
-            self.inner
-                .waiters
-                .observe(&o.topic, o.now_us, o.next, o.received);
-        }
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(Vec::new());
-            }
-            // The safety wake, never sooner than configured and jittered later, so that many
-            // idle processes do not look in step, and a caller whose wait is no longer than
-            // the safety interval never pays for it (its next call's first pass looks).
-            let jitter = rand::rng().random_range(1.0..1.4);
-            let safety = now + self.inner.safety_wake.mul_f64(jitter);
-            let until = deadline.min(safety);
-            tokio::select! {
-                _ = guard.notified() => {}
-                _ = tokio::time::sleep_until(until.into()) => {
-                    if until == deadline {
-                        return Ok(Vec::new());
-                    }
-                }
-            }
-            let (out, _) = self.reserve_once(req).await?;
-            if !out.is_empty() {
-                return Ok(out);
-            }
-        }
+        Ok(self.settle_then_reserve(&[], req).await?.deliveries)
+    }
+
+    async fn settle_and_reserve(
+        &self,
+        settle: &[Settle],
+        req: &Reserve,
+    ) -> Result<SettledAndReserved> {
+        check_settle_and_reserve(settle, req)?;
+        self.settle_then_reserve(settle, req).await
     }
 
     async fn ack(&self, lease: &Lease) -> Result<()> {

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use delayq_core::{Engine, Error, JobId, JobState, Nack, NewJob, Reserve, Topic};
+use delayq_core::{Engine, Error, JobId, JobState, Nack, NewJob, Reserve, Settle, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::{Persistence, RedisOptions, RedisServer};
 use redis::AsyncCommands;
@@ -52,6 +52,79 @@ async fn total_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
         .filter_map(|rest| rest.split(',').next())
         .filter_map(|n| n.parse::<u64>().ok())
         .sum()
+}
+
+/// Calls of `command` (lowercase) in `INFO commandstats`.
+async fn calls_of(conn: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|rest| rest.split(',').next())
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+}
+
+/// A worker's cycle is one script call per topic: the settlements of the reserved topic go
+/// in its reserve call, those of another topic in one settle-only call of the same pipeline.
+#[tokio::test]
+async fn settle_and_reserve_is_one_call_per_topic() {
+    let server = RedisServer::start();
+    let e = engine(&server).await;
+    let (a, b) = (topic("sra"), topic("srb"));
+    for name in ["1", "2", "3", "4"] {
+        e.push(NewJob::new(a.clone(), name).with_id(id(name)))
+            .await
+            .unwrap();
+    }
+    e.push(NewJob::new(b.clone(), "b").with_id(id("b")))
+        .await
+        .unwrap();
+    let mut held = e.reserve(&Reserve::new(a.clone()).max(2)).await.unwrap();
+    held.extend(e.reserve(&Reserve::new(b.clone())).await.unwrap());
+    let settle: Vec<Settle> = held
+        .iter()
+        .map(|d| Settle::Ack(d.lease.clone().unwrap()))
+        .collect();
+    let mut conn = server.connection().await;
+    let before = calls_of(&mut conn, "evalsha").await;
+    let got = e
+        .settle_and_reserve(&settle, &Reserve::new(a.clone()).max(10))
+        .await
+        .unwrap();
+    let calls = calls_of(&mut conn, "evalsha").await - before;
+    assert_eq!(
+        calls, 2,
+        "one call for topic sra (settle + reserve), one for srb"
+    );
+    assert!(got.settled.iter().all(|r| r.is_ok()), "{:?}", got.settled);
+    let ids: Vec<String> = got
+        .deliveries
+        .iter()
+        .map(|d| d.job.id.to_string())
+        .collect();
+    assert_eq!(ids, ["3", "4"]);
+    assert_eq!(e.stats(&b).await.unwrap().reserved, 0);
+
+    // Settle only (max 0): one call per topic with settlements, nothing reserved.
+    let settle: Vec<Settle> = got
+        .deliveries
+        .iter()
+        .map(|d| Settle::Ack(d.lease.clone().unwrap()))
+        .collect();
+    let before = calls_of(&mut conn, "evalsha").await;
+    let got = e
+        .settle_and_reserve(&settle, &Reserve::new(b.clone()).max(0))
+        .await
+        .unwrap();
+    assert_eq!(calls_of(&mut conn, "evalsha").await - before, 1);
+    assert!(got.settled.iter().all(|r| r.is_ok()), "{:?}", got.settled);
+    assert!(got.deliveries.is_empty());
+    assert_eq!(e.stats(&a).await.unwrap().reserved, 0);
 }
 
 /// The keys and their contents after one push, one reserve and one nack are exactly those
