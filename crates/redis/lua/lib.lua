@@ -1,8 +1,10 @@
--- lib.lua: helpers shared by every delayq script. It is prepended to each script at build
--- time (scripts.rs, concat! of include_str!), so every script is one self-contained chunk
--- and defines only locals (Redis forbids globals).
+-- lib.lua: helpers shared by every delayq function. library.rs assembles the Redis Functions
+-- library at build time: this file first (it runs once per FUNCTION LOAD, so the helpers are
+-- created once per load, not per call), then each lua/<op>.lua as the body of the function
+-- delayq_<version>_<op>, whose parameters are KEYS and ARGV and which first calls
+-- bind(KEYS). Everything here is local (Redis forbids globals).
 --
--- KEYS (the same eight for every script; all carry the topic's hash tag, so one script
+-- KEYS (the same eight for every function; all carry the topic's hash tag, so one call
 -- touches exactly one cluster slot):
 --   KEYS[1] jobs     HASH  id -> record (cmsgpack, see FIELDS below)
 --   KEYS[2] delayed  ZSET  id scored by due time (ms)
@@ -13,15 +15,22 @@
 --   KEYS[7] wake     ZSET  one member "w" scored by the earliest time a waiter should look
 --   KEYS[8] counters HASH  "expired" -> leases that ran out since creation or purge
 --
--- Invariants kept by every script:
+-- Invariants kept by every function:
 --   * a job id is in the jobs hash iff it is in exactly one of delayed, ready, leases, dead;
 --   * the record's state is WAITING iff the job is in delayed or ready, RESERVED iff in
 --     leases (with record deadline = score and a non-zero token), DEAD iff in dead;
 --   * time comes only from redis.call('TIME'); no argument carries "now";
 --   * every check that can refuse the call runs before the first write.
 
-local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+-- The keys of the current call, set by bind. Redis runs one function at a time, so these
+-- shared upvalues always hold the running call's keys.
+local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS
+
+-- Binds the helpers to a call's KEYS; every function calls it first.
+local function bind(keys)
+  K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS =
+    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8]
+end
 
 -- Status codes, mirrored by `Status` in codec.rs.
 local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY = 0, 1, 2, 3, 4

@@ -19,15 +19,15 @@
 --   when jobs are left ready (or due work was left by the bound), so the caller can wake
 --   another local waiter.
 --
--- Settlements apply in order, before anything is reserved, each exactly as its own script
+-- Settlements apply in order, before anything is reserved, each exactly as its own function
 -- would (ack.lua, nack.lua, bury.lua, release.lua): a stale token answers LEASE_LOST and
 -- changes nothing, and never stops the others or the reserve. They refuse nothing as a whole
 -- (their arguments were validated by delayq-core), so there is no check to run first.
 --
--- Invariants: each ready job is handed out once: it leaves ready in the same script that
+-- Invariants: each ready job is handed out once: it leaves ready in the same call that
 -- leases (or removes) it; a lease token is fresh (INCR of the topic counter) and the
 -- deadline is now + ttr on the Redis clock; attempts counts this delivery. When it delivers,
--- the script passes the baton: it signals the next wake time, so that some blocked waiter
+-- the call passes the baton: it signals the next wake time, so that some blocked waiter
 -- (in any process) learns of the next event even if this caller stops reserving.
 
 local now, now_us = clock()

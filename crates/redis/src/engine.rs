@@ -16,14 +16,14 @@ use delayq_core::{
 };
 use rand::Rng;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, Script, ScriptInvocation, Value};
+use redis::{Client, Cmd, Value};
 use tokio::sync::oneshot;
 
 use crate::RedisConfig;
 use crate::codec::{self, Status, decode_job, decode_jobs, state_code, state_from_code};
 use crate::error::map_redis_err;
 use crate::keys::KeySpace;
-use crate::scripts;
+use crate::library;
 use crate::wait::Waiters;
 
 /// Jobs per push script call: bounds the size of one script's work and arguments.
@@ -71,7 +71,8 @@ struct Inner {
 }
 
 impl RedisEngine {
-    /// Connects, loads the scripts and starts the waker task. Warns (through `tracing`) when
+    /// Connects, checks that the server is Redis 7.0 or newer, loads the functions library
+    /// and starts the waker task. Warns (through `tracing`) when
     /// the server's `maxmemory-policy` may evict keys: jobs would then vanish silently.
     pub async fn connect(config: RedisConfig) -> Result<Self> {
         let keys = KeySpace::new(&config.prefix)?;
@@ -94,9 +95,15 @@ impl RedisEngine {
             .get_connection_manager_with_config(cm_config)
             .await
             .map_err(|e| map_redis_err("connecting to Redis", e))?;
-        scripts::load_all(&mut conn)
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
             .await
-            .map_err(|e| map_redis_err("loading the scripts", e))?;
+            .map_err(|e| map_redis_err("reading the Redis version", e))?;
+        library::check_version(&info)?;
+        library::load(&mut conn)
+            .await
+            .map_err(|e| map_redis_err("loading the delayq functions", e))?;
         warn_on_eviction(&mut conn).await;
 
         let (stop_tx, stop_rx) = oneshot::channel();
@@ -116,33 +123,40 @@ impl RedisEngine {
         })
     }
 
-    fn invocation<'a>(&self, script: &'a Script, topic: &Topic) -> ScriptInvocation<'a> {
-        let mut inv = script.prepare_invoke();
-        for k in self.inner.keys.topic(topic) {
-            inv.key(k);
+    /// An `FCALL` of `function` with the topic's keys; the caller adds the arguments.
+    fn invocation(&self, function: &str, topic: &Topic) -> Cmd {
+        let keys = self.inner.keys.topic(topic);
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(function).arg(keys.len());
+        for k in keys {
+            cmd.arg(k);
         }
-        inv
+        cmd
     }
 
-    async fn call(&self, inv: &ScriptInvocation<'_>, what: &'static str) -> Result<Value> {
+    /// Runs one function call; when Redis answers that the function is missing (restarted
+    /// without persistence, `FUNCTION FLUSH`, a failover), loads the library and calls again.
+    async fn call(&self, cmd: &Cmd, what: &'static str) -> Result<Value> {
         let mut conn = self.inner.conn.clone();
-        inv.invoke_async(&mut conn)
-            .await
-            .map_err(|e| map_redis_err(what, e))
+        let reply = match cmd.query_async::<Value>(&mut conn).await {
+            Err(e) if library::is_missing(&e) => {
+                library::load(&mut conn)
+                    .await
+                    .map_err(|e| map_redis_err("reloading the delayq functions", e))?;
+                cmd.query_async(&mut conn).await
+            }
+            r => r,
+        };
+        reply.map_err(|e| map_redis_err(what, e))
     }
 
-    /// Runs several script calls in one round trip. Pipelines do not reload scripts on
-    /// NOSCRIPT (after a Redis restart or SCRIPT FLUSH), so the calls that came back NOSCRIPT
-    /// are resent after loading every script.
-    async fn pipeline(
-        &self,
-        invs: &[ScriptInvocation<'_>],
-        what: &'static str,
-    ) -> Result<Vec<Value>> {
+    /// Runs several function calls in one round trip. When some come back "function not
+    /// found", the library is loaded and just those calls are resent (the others ran).
+    async fn pipeline(&self, invs: &[Cmd], what: &'static str) -> Result<Vec<Value>> {
         let mut conn = self.inner.conn.clone();
         let mut pipe = redis::pipe();
         for inv in invs {
-            pipe.invoke_script(inv);
+            pipe.add_command(inv.clone());
         }
         pipe.ignore_errors();
         let mut replies: Vec<Value> = pipe
@@ -152,16 +166,16 @@ impl RedisEngine {
         let missing: Vec<usize> = replies
             .iter()
             .enumerate()
-            .filter(|(_, v)| is_noscript(v))
+            .filter(|(_, v)| library::is_missing_reply(v))
             .map(|(i, _)| i)
             .collect();
         if !missing.is_empty() {
-            scripts::load_all(&mut conn)
+            library::load(&mut conn)
                 .await
-                .map_err(|e| map_redis_err("reloading the scripts", e))?;
+                .map_err(|e| map_redis_err("reloading the delayq functions", e))?;
             let mut retry = redis::pipe();
             for &i in &missing {
-                retry.invoke_script(&invs[i]);
+                retry.add_command(invs[i].clone());
             }
             retry.ignore_errors();
             let again: Vec<Value> = retry
@@ -189,8 +203,8 @@ impl RedisEngine {
         want: usize,
         mode: DeliveryMode,
         settle: &[&Settle],
-    ) -> ScriptInvocation<'static> {
-        let mut inv = self.invocation(&scripts::RESERVE, topic);
+    ) -> Cmd {
+        let mut inv = self.invocation(library::RESERVE, topic);
         inv.arg(want)
             .arg(u8::from(mode == DeliveryMode::AtMostOnce))
             .arg(self.inner.tick_batch)
@@ -301,7 +315,7 @@ impl RedisEngine {
             ));
         }
         if !calls.is_empty() {
-            let invs: Vec<ScriptInvocation<'_>> = calls
+            let invs: Vec<Cmd> = calls
                 .iter()
                 .map(|(t, want, idx)| {
                     let of: Vec<&Settle> = idx.iter().map(|&i| &settle[i]).collect();
@@ -419,12 +433,12 @@ impl RedisEngine {
     /// Runs a lease script and maps its status; returns the rest of the reply.
     async fn lease_call(
         &self,
-        script: &Script,
+        function: &str,
         lease: &Lease,
         extra: &[Vec<u8>],
         what: &'static str,
     ) -> Result<Vec<Value>> {
-        let mut inv = self.invocation(script, &lease.topic);
+        let mut inv = self.invocation(function, &lease.topic);
         inv.arg(lease.id.as_str()).arg(lease.token.0);
         for a in extra {
             inv.arg(a.as_slice());
@@ -567,10 +581,6 @@ struct Observation {
     received: Instant,
 }
 
-fn is_noscript(v: &Value) -> bool {
-    matches!(v, Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript))
-}
-
 /// The (kind, value) pair the scripts take for a schedule.
 fn schedule_args(s: Schedule) -> (u8, u64) {
     match s {
@@ -648,10 +658,10 @@ impl Engine for RedisEngine {
             self.check_batch_times(&jobs).await?;
         }
 
-        let invs: Vec<ScriptInvocation<'_>> = chunks
+        let invs: Vec<Cmd> = chunks
             .iter()
             .map(|(topic, idx)| {
-                let mut inv = self.invocation(&scripts::PUSH, topic);
+                let mut inv = self.invocation(library::PUSH, topic);
                 inv.arg(idx.len());
                 for &i in idx {
                     let j = &jobs[i];
@@ -724,7 +734,7 @@ impl Engine for RedisEngine {
     }
 
     async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
-        let mut inv = self.invocation(&scripts::GET, topic);
+        let mut inv = self.invocation(library::GET, topic);
         inv.arg(id.as_str()).arg(self.inner.tick_batch);
         let reply = codec::array(self.call(&inv, "reading a job").await?)?;
         if reply.is_empty() {
@@ -734,7 +744,7 @@ impl Engine for RedisEngine {
     }
 
     async fn delete(&self, topic: &Topic, id: &JobId) -> Result<bool> {
-        let mut inv = self.invocation(&scripts::DELETE, topic);
+        let mut inv = self.invocation(library::DELETE, topic);
         inv.arg(id.as_str());
         Ok(codec::int(&self.call(&inv, "deleting a job").await?)? == 1)
     }
@@ -742,7 +752,7 @@ impl Engine for RedisEngine {
     async fn reschedule(&self, topic: &Topic, id: &JobId, when: Schedule) -> Result<Timestamp> {
         check_schedule(when)?;
         let (kind, value) = schedule_args(when);
-        let mut inv = self.invocation(&scripts::RESCHEDULE, topic);
+        let mut inv = self.invocation(library::RESCHEDULE, topic);
         inv.arg(id.as_str()).arg(kind).arg(value);
         let reply = codec::array(self.call(&inv, "rescheduling a job").await?)?;
         let code = codec::int(reply.first().unwrap_or(&Value::Nil))?;
@@ -804,10 +814,10 @@ impl Engine for RedisEngine {
             by_topic.entry(&l.topic).or_default().push(i);
         }
         let groups: Vec<(&Topic, Vec<usize>)> = by_topic.into_iter().collect();
-        let invs: Vec<ScriptInvocation<'_>> = groups
+        let invs: Vec<Cmd> = groups
             .iter()
             .map(|(topic, idx)| {
-                let mut inv = self.invocation(&scripts::ACK, topic);
+                let mut inv = self.invocation(library::ACK, topic);
                 inv.arg(idx.len());
                 for &i in idx {
                     inv.arg(leases[i].id.as_str()).arg(leases[i].token.0);
@@ -845,7 +855,7 @@ impl Engine for RedisEngine {
         let reason = nack.reason.unwrap_or_default();
         let rest = self
             .lease_call(
-                &scripts::NACK,
+                library::NACK,
                 lease,
                 &[delay.into_bytes(), reason.into_bytes()],
                 "nacking",
@@ -861,7 +871,7 @@ impl Engine for RedisEngine {
     }
 
     async fn release(&self, lease: &Lease) -> Result<()> {
-        self.lease_call(&scripts::RELEASE, lease, &[], "releasing")
+        self.lease_call(library::RELEASE, lease, &[], "releasing")
             .await?;
         Ok(())
     }
@@ -874,7 +884,7 @@ impl Engine for RedisEngine {
             .map(|t| duration_ms(t).to_string())
             .unwrap_or_else(|| "-1".into());
         let rest = self
-            .lease_call(&scripts::TOUCH, lease, &[ttr.into_bytes()], "touching")
+            .lease_call(library::TOUCH, lease, &[ttr.into_bytes()], "touching")
             .await?;
         Ok(Timestamp::from_millis(codec::uint(
             rest.first().unwrap_or(&Value::Nil),
@@ -884,13 +894,13 @@ impl Engine for RedisEngine {
     async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
         check_reason(reason.as_deref())?;
         let reason = reason.unwrap_or_default();
-        self.lease_call(&scripts::BURY, lease, &[reason.into_bytes()], "burying")
+        self.lease_call(library::BURY, lease, &[reason.into_bytes()], "burying")
             .await?;
         Ok(())
     }
 
     async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
-        let mut inv = self.invocation(&scripts::KICK, topic);
+        let mut inv = self.invocation(library::KICK, topic);
         inv.arg(id.as_str()).arg(1);
         let reply = codec::array(self.call(&inv, "kicking a job").await?)?;
         match Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)? {
@@ -921,7 +931,7 @@ impl Engine for RedisEngine {
         // the loop stops after as many rounds as the first count needs, plus one.
         let mut rounds_left: Option<u64> = None;
         loop {
-            let mut inv = self.invocation(&scripts::KICK, topic);
+            let mut inv = self.invocation(library::KICK, topic);
             inv.arg("").arg(1000);
             let reply = codec::array(self.call(&inv, "kicking dead jobs").await?)?;
             let kicked = codec::uint(reply.get(1).unwrap_or(&Value::Nil))?;
@@ -951,7 +961,7 @@ impl Engine for RedisEngine {
             None => ("0".to_string(), String::new()),
             Some(c) => parse_cursor(&c.0, code)?,
         };
-        let mut inv = self.invocation(&scripts::LIST, topic);
+        let mut inv = self.invocation(library::LIST, topic);
         inv.arg(code)
             .arg(score)
             .arg(member)
@@ -973,7 +983,7 @@ impl Engine for RedisEngine {
     }
 
     async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
-        let mut inv = self.invocation(&scripts::STATS, topic);
+        let mut inv = self.invocation(library::STATS, topic);
         inv.arg(self.inner.tick_batch);
         let r = codec::array(self.call(&inv, "reading stats").await?)?;
         if r.len() != 8 {
@@ -1008,7 +1018,7 @@ impl Engine for RedisEngine {
     }
 
     async fn purge(&self, topic: &Topic) -> Result<u64> {
-        let inv = self.invocation(&scripts::PURGE, topic);
+        let inv = self.invocation(library::PURGE, topic);
         codec::uint(&self.call(&inv, "purging a topic").await?)
     }
 

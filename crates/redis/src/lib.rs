@@ -4,8 +4,9 @@
 //!
 //! - `engine`: [`RedisEngine`], the [`delayq_core::Engine`] implementation: argument checks,
 //!   script calls, one-round-trip batches, reply decoding.
-//! - `scripts` and `lua/*.lua`: one Lua script per atomic operation, each prefixed with
-//!   `lua/lib.lua`; every state change happens inside one script, on the Redis clock.
+//! - `library` and `lua/*.lua`: the Redis Functions library, one function per atomic
+//!   operation (one `.lua` file each) over the helpers of `lua/lib.lua`, assembled at build
+//!   time; every state change happens inside one function call, on the Redis clock.
 //! - `keys`: every key name, `<prefix>:{<topic>}:<name>`, so one script touches one slot.
 //! - `wait`: the waker task: per-topic local timers and one blocking BZPOPMIN on a dedicated
 //!   connection, so waiting reservers neither poll nor miss a due time.
@@ -21,7 +22,7 @@ mod config;
 mod engine;
 mod error;
 mod keys;
-mod scripts;
+mod library;
 mod wait;
 
 pub use config::RedisConfig;

@@ -30,7 +30,7 @@ use tokio::sync::{Notify, oneshot};
 use crate::clock::Clock;
 use crate::codec;
 use crate::keys::KeySpace;
-use crate::scripts;
+use crate::library;
 
 /// The shared half: what reservers call.
 #[derive(Clone)]
@@ -419,12 +419,19 @@ async fn on_signal(shared: &Shared, main: &mut ConnectionManager, topic: Topic, 
 /// Gives the event at Redis time `ms` back to Redis (`lua/handback.lua`), for a waiter
 /// elsewhere or the next one here; a topic left with no job gets nothing back.
 async fn hand_back(shared: &Shared, main: &mut ConnectionManager, topic: &Topic, ms: u64) {
-    let mut inv = scripts::HANDBACK.prepare_invoke();
-    for k in shared.keys.topic(topic) {
-        inv.key(k);
+    let keys = shared.keys.topic(topic);
+    let mut cmd = redis::cmd("FCALL");
+    cmd.arg(library::HANDBACK)
+        .arg(keys.len())
+        .arg(&keys)
+        .arg(ms);
+    let mut r: RedisResult<Value> = cmd.query_async(main).await;
+    if matches!(&r, Err(e) if library::is_missing(e)) {
+        r = match library::load(main).await {
+            Ok(()) => cmd.query_async(main).await,
+            Err(e) => Err(e),
+        };
     }
-    inv.arg(ms);
-    let r: RedisResult<Value> = inv.invoke_async(main).await;
     if let Err(e) = r {
         tracing::debug!(topic = %topic, error = %e, "could not hand a wake-up back to Redis; the safety wake covers it");
     }

@@ -1,5 +1,5 @@
 //! Redis-specific behaviour that the engine-agnostic suite cannot see: the exact key layout,
-//! the idle cost of blocked reservers, persistence and script reloading across a Redis
+//! the idle cost of blocked reservers, persistence and function reloading across a Redis
 //! restart, the safety wake covering a lost signal, ACL authentication and outages.
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
@@ -69,7 +69,7 @@ async fn calls_of(conn: &mut redis::aio::MultiplexedConnection, command: &str) -
         .sum()
 }
 
-/// A worker's cycle is one script call per topic: the settlements of the reserved topic go
+/// A worker's cycle is one function call per topic: the settlements of the reserved topic go
 /// in its reserve call, those of another topic in one settle-only call of the same pipeline.
 #[tokio::test]
 async fn settle_and_reserve_is_one_call_per_topic() {
@@ -91,12 +91,12 @@ async fn settle_and_reserve_is_one_call_per_topic() {
         .map(|d| Settle::Ack(d.lease.clone().unwrap()))
         .collect();
     let mut conn = server.connection().await;
-    let before = calls_of(&mut conn, "evalsha").await;
+    let before = calls_of(&mut conn, "fcall").await;
     let got = e
         .settle_and_reserve(&settle, &Reserve::new(a.clone()).max(10))
         .await
         .unwrap();
-    let calls = calls_of(&mut conn, "evalsha").await - before;
+    let calls = calls_of(&mut conn, "fcall").await - before;
     assert_eq!(
         calls, 2,
         "one call for topic sra (settle + reserve), one for srb"
@@ -116,12 +116,12 @@ async fn settle_and_reserve_is_one_call_per_topic() {
         .iter()
         .map(|d| Settle::Ack(d.lease.clone().unwrap()))
         .collect();
-    let before = calls_of(&mut conn, "evalsha").await;
+    let before = calls_of(&mut conn, "fcall").await;
     let got = e
         .settle_and_reserve(&settle, &Reserve::new(b.clone()).max(0))
         .await
         .unwrap();
-    assert_eq!(calls_of(&mut conn, "evalsha").await - before, 1);
+    assert_eq!(calls_of(&mut conn, "fcall").await - before, 1);
     assert!(got.settled.iter().all(|r| r.is_ok()), "{:?}", got.settled);
     assert!(got.deliveries.is_empty());
     assert_eq!(e.stats(&a).await.unwrap().reserved, 0);
@@ -230,7 +230,7 @@ async fn key_layout_matches_architecture() {
 /// 20 reservers on empty topics, each reserving again as soon as its 5 s long-poll ends (as a
 /// worker does), cost fewer than 1 Redis command per second each over 12 s, measured with
 /// INFO commandstats, which also counts the calls made inside scripts. One reserve is one
-/// script of three commands (EVALSHA, EXISTS, TIME) on its first pass and nothing more until
+/// function call of three commands (FCALL, EXISTS, TIME) on its first pass and nothing more until
 /// its wait ends: a reserve that looked again when its wait ended would cost twice that and
 /// fail here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -278,9 +278,9 @@ async fn idle_reservers_cost_under_one_command_per_second() {
 }
 
 /// With AOF fsync always, jobs and leases survive a kill -9 of Redis; the engine reconnects
-/// and reloads its scripts (single calls and pipelines alike).
+/// and its functions are still there (Redis persists them with the data).
 #[tokio::test]
-async fn jobs_survive_a_redis_crash_with_aof_and_scripts_reload() {
+async fn jobs_survive_a_redis_crash_with_aof() {
     let mut server = RedisServer::start_with(RedisOptions {
         persistence: Persistence::AofAlways,
         ..RedisOptions::default()
@@ -331,7 +331,7 @@ async fn jobs_survive_a_redis_crash_with_aof_and_scripts_reload() {
     };
     assert!(
         pushed.iter().all(|p| p.created),
-        "pipelined scripts were reloaded"
+        "pipelined calls work after the restart"
     );
     assert_eq!(
         e.get(&t, &id("later")).await.unwrap().map(|j| j.state),
@@ -345,22 +345,44 @@ async fn jobs_survive_a_redis_crash_with_aof_and_scripts_reload() {
     assert!(acks[0].is_ok(), "the lease survived the crash: {acks:?}");
 }
 
-/// SCRIPT FLUSH in the middle of a run (as after a failover): pipelines resend what came
-/// back NOSCRIPT, without running anything twice.
+/// `FUNCTION FLUSH` (as after a restart without persistence, or a failover to a replica
+/// without the library): the next single call and the next pipeline load the library again
+/// and resend just what came back "function not found", without running anything twice.
 #[tokio::test]
-async fn pipelines_recover_from_script_flush() {
+async fn calls_and_pipelines_recover_from_function_flush() {
     let server = RedisServer::start();
     let e = engine(&server).await;
     let (a, b) = (topic("fa"), topic("fb"));
+    let mut conn = server.connection().await;
+    let flush = |mut conn: redis::aio::MultiplexedConnection| async move {
+        let _: () = redis::cmd("FUNCTION")
+            .arg("FLUSH")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    };
+    let libraries = |mut conn: redis::aio::MultiplexedConnection| async move {
+        let list: Vec<Vec<redis::Value>> = redis::cmd("FUNCTION")
+            .arg("LIST")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        list.len()
+    };
+    assert_eq!(libraries(conn.clone()).await, 1, "loaded at connect");
+
+    flush(conn.clone()).await;
+    assert_eq!(libraries(conn.clone()).await, 0);
     e.push(NewJob::new(a.clone(), "1").with_id(id("1")))
         .await
         .unwrap();
-    let mut conn = server.connection().await;
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    assert_eq!(
+        libraries(conn.clone()).await,
+        1,
+        "reloaded by a single call"
+    );
+
+    flush(conn.clone()).await;
     let pushed = e
         .push_batch(vec![
             NewJob::new(a.clone(), "2").with_id(id("2")),
@@ -369,17 +391,16 @@ async fn pipelines_recover_from_script_flush() {
         .await
         .unwrap();
     assert!(pushed.iter().all(|p| p.created));
+    flush(conn.clone()).await;
     let got = e
         .reserve(&Reserve::topics([a.clone(), b.clone()]).max(3))
         .await
         .unwrap();
     assert_eq!(got.len(), 3);
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    flush(conn.clone()).await;
     ack_all_once(&e, &got).await;
+    let seq: u64 = conn.get("delayq:{fa}:seq").await.unwrap();
+    assert_eq!(seq, 4, "two pushes and two leases on fa: nothing ran twice");
 }
 
 /// A job that becomes ready without any wake-up signal (as when the signal was lost with a
@@ -511,7 +532,7 @@ async fn connects_over_tls() {
     );
 }
 
-/// The scripts do their per-job work in multi-member calls (HMGET, ZADD, HSET, ZREM, HDEL),
+/// The functions do their per-job work in multi-member calls (HMGET, ZADD, HSET, ZREM, HDEL),
 /// cut into calls of at most 1000 arguments: a tick that promotes 2,500 due jobs at once
 /// (tick_batch 5000), a reserve of 1000 and an ack of 1000 keep the order, the counts and
 /// the leases exact.
