@@ -4,7 +4,9 @@
 //! It starts its own `redis-server` (through `delayq-testkit`), then runs three bounded
 //! phases on one topic, each after `CONFIG RESETSTAT`: push (batches of 100), reserve (up to 10
 //! per call, the leases held), `ack_batch` of those leases (10 per call), and a worker's
-//! cycle as one `settle_and_reserve` call (the acks of the last 10 deliveries, reserve 10). Figures go to BENCHMARKS.md ("Redis engine: cost per call").
+//! cycle as one `settle_and_reserve` call (the acks of the last 10 deliveries, reserve 10).
+//! Besides command times it prints Redis's CPU time per job (`INFO cpu`), which a busy
+//! machine inflates less. Figures go to BENCHMARKS.md ("Redis engine: cost per call").
 //!
 //! ```sh
 //! cargo run --release -p delayq-redis --example call_cost -- 20000
@@ -49,12 +51,12 @@ async fn main() {
         }
     };
 
-    reset(&mut conn).await;
+    let cpu0 = reset(&mut conn).await;
     let start = Instant::now();
     push(jobs).await;
-    report("push, batches of 100", jobs, start, &mut conn).await;
+    report("push, batches of 100", jobs, (start, cpu0), &mut conn).await;
 
-    reset(&mut conn).await;
+    let cpu0 = reset(&mut conn).await;
     let start = Instant::now();
     let mut held = Vec::new();
     while held.len() < jobs {
@@ -64,19 +66,19 @@ async fn main() {
             .unwrap();
         held.extend(got.into_iter().filter_map(|d| d.lease));
     }
-    report("reserve up to 10 per call", jobs, start, &mut conn).await;
+    report("reserve up to 10 per call", jobs, (start, cpu0), &mut conn).await;
 
-    reset(&mut conn).await;
+    let cpu0 = reset(&mut conn).await;
     let start = Instant::now();
     for leases in held.chunks(BATCH) {
         for r in e.ack_batch(leases).await.unwrap() {
             r.unwrap();
         }
     }
-    report("ack_batch of 10 per call", jobs, start, &mut conn).await;
+    report("ack_batch of 10 per call", jobs, (start, cpu0), &mut conn).await;
 
     push(jobs).await;
-    reset(&mut conn).await;
+    let cpu0 = reset(&mut conn).await;
     let start = Instant::now();
     let mut done = 0;
     let mut settle: Vec<Settle> = Vec::new();
@@ -102,28 +104,48 @@ async fn main() {
     report(
         "cycle as one call: settle_and_reserve (acks + reserve 10)",
         jobs,
-        start,
+        (start, cpu0),
         &mut conn,
     )
     .await;
 }
 
-async fn reset(conn: &mut redis::aio::MultiplexedConnection) {
+/// Resets the command statistics; answers Redis's CPU seconds so far (user + system).
+async fn reset(conn: &mut redis::aio::MultiplexedConnection) -> f64 {
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query_async(conn)
         .await
         .unwrap();
+    cpu(conn).await
+}
+
+/// Redis's CPU seconds so far (`used_cpu_user` + `used_cpu_sys` of `INFO cpu`): unlike
+/// command times, it does not count time the server spent preempted on a busy machine.
+async fn cpu(conn: &mut redis::aio::MultiplexedConnection) -> f64 {
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .query_async(conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|l| {
+            l.strip_prefix("used_cpu_user:")
+                .or_else(|| l.strip_prefix("used_cpu_sys:"))
+        })
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum()
 }
 
 /// Prints each command's calls and µs per call, and the total µs per job.
 async fn report(
     what: &str,
     jobs: usize,
-    start: Instant,
+    (start, cpu0): (Instant, f64),
     conn: &mut redis::aio::MultiplexedConnection,
 ) {
     let wall = start.elapsed();
+    let cpu_us = (cpu(conn).await - cpu0) * 1e6;
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
@@ -171,6 +193,10 @@ async fn report(
     println!(
         "  script/function time per job: {:.2} µs (it includes the commands they run)",
         script_us / jobs as f64
+    );
+    println!(
+        "  Redis CPU per job: {:.2} µs (INFO cpu, user + system)",
+        cpu_us / jobs as f64
     );
 }
 
