@@ -1,14 +1,12 @@
-//! Decoding script replies: status codes, states and jobs, mirrored from `lua/lib.lua`.
+//! Decoding function replies: status codes, states and jobs, mirrored from `lua/lib.lua`.
 
 use std::time::Duration;
 
-use delayq_core::{
-    Backoff, Bytes, Error, Job, JobId, JobState, NackOutcome, Result, Settle, Settled, Timestamp,
-    Topic,
-};
+use delayq_core::{Backoff, Bytes, Error, Job, JobId, JobState, Result, Timestamp, Topic};
 use redis::Value;
 
-/// Status codes of the scripts (`OK, NOT_FOUND, ...` in lib.lua).
+/// Status codes of the functions (`OK, NOT_FOUND, ...` in lib.lua); what each means is
+/// decided in one place, in `ops`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
     Ok,
@@ -26,47 +24,9 @@ impl Status {
             2 => Status::LeaseLost,
             3 => Status::WrongState,
             4 => Status::InvalidDelay,
-            other => return Err(Error::Internal(format!("unknown script status {other}"))),
+            other => return Err(Error::Internal(format!("unknown function status {other}"))),
         })
     }
-}
-
-/// The settlement kind codes of lib.lua (`S_ACK, S_NACK, S_BURY, S_RELEASE`).
-pub(crate) fn settle_kind(s: &Settle) -> u8 {
-    match s {
-        Settle::Ack(_) => 1,
-        Settle::Nack(..) => 2,
-        Settle::Bury(..) => 3,
-        Settle::Release(_) => 4,
-    }
-}
-
-/// The answer to one settlement: lib.lua's `settle` status and value (a nack's new due time,
-/// or -1 when the job went dead).
-pub(crate) fn settled(s: &Settle, status: &Value, value: &Value) -> Result<Result<Settled>> {
-    let lease = s.lease();
-    Ok(match Status::from_code(int(status)?)? {
-        Status::Ok => Ok(match s {
-            Settle::Ack(_) => Settled::Acked,
-            Settle::Bury(..) => Settled::Buried,
-            Settle::Release(_) => Settled::Released,
-            Settle::Nack(..) => Settled::Nacked(match opt_uint(value)? {
-                Some(ms) => NackOutcome::Retry {
-                    ready_at: Timestamp::from_millis(ms),
-                },
-                None => NackOutcome::Dead,
-            }),
-        }),
-        Status::LeaseLost => Err(Error::LeaseLost {
-            topic: lease.topic.clone(),
-            id: lease.id.clone(),
-        }),
-        other => {
-            return Err(Error::Internal(format!(
-                "settle: unexpected status {other:?}"
-            )));
-        }
-    })
 }
 
 /// The public state codes of lib.lua (1 delayed, 2 ready, 3 reserved, 4 dead).
@@ -90,7 +50,7 @@ pub(crate) fn state_code(state: JobState) -> u8 {
     }
 }
 
-/// A script reply that must be an array.
+/// A function reply that must be an array.
 pub(crate) fn array(v: Value) -> Result<Vec<Value>> {
     match v {
         Value::Array(items) => Ok(items),
@@ -207,5 +167,5 @@ pub(crate) fn decode_jobs(topic: &Topic, rest: Vec<Value>) -> Result<Vec<(Job, u
 }
 
 fn unexpected(what: &str, got: &Value) -> Error {
-    Error::Internal(format!("expected {what} in a script reply, got {got:?}"))
+    Error::Internal(format!("expected {what} in a function reply, got {got:?}"))
 }

@@ -6,7 +6,7 @@ use redis::{ErrorKind, RedisError, ServerErrorKind};
 /// Maps a redis-rs error raised while doing `what`.
 ///
 /// Connection failures, timeouts, a loading, read-only or out-of-memory server become
-/// [`Error::Unavailable`] (retry later); an error raised inside a script means the data is
+/// [`Error::Unavailable`] (retry later); an error raised inside a function means the data is
 /// not what the functions wrote, which is [`Error::Internal`].
 pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
     let detail = e.detail().unwrap_or("").to_string();
