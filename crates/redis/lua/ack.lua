@@ -1,32 +1,21 @@
 -- ack.lua: acknowledges up to N deliveries of one topic; each acked job is removed.
 --
--- KEYS: the eight topic keys of lib.lua.
--- ARGV[1]  N
+-- KEYS: the nine topic keys of lib.lua.
+-- ARGV[1]  N (1..1000)
 -- ARGV[2i], ARGV[2i+1]  id and lease token of delivery i
 --
 -- Returns: { status per delivery }: OK, or LEASE_LOST when the token is not the job's live
 --          lease (expired, already acked, redelivered, deleted).
 --
 -- Invariants: a stale token changes nothing; a lease is live while now < deadline; a
--- delivery listed twice in one call is acked once (the second answers LEASE_LOST). The
--- records are read with one HMGET and removed with one ZREM and one HDEL per 1000 ids.
+-- delivery listed twice in one call is acked once (the second answers LEASE_LOST). The work
+-- is lib.lua's settle_many: no record is read, the tokens come from one HMGET of tokens,
+-- the deadlines from one ZMSCORE of leases; the acked jobs leave leases, tokens and jobs
+-- with one call each.
 
 local now = clock()
 local n = tonumber(ARGV[1])
-local ids = {}
-for i = 1, n do ids[i] = ARGV[2 * i] end
-local js, out, done, acked = load_many(ids), {}, {}, {}
-for i = 1, n do
-  local id = ids[i]
-  -- The same delivery twice in one call: the second finds it already acked.
-  if not done[id] and holds_lease(js[i], tonumber(ARGV[2 * i + 1]), now) then
-    done[id] = true
-    acked[#acked + 1] = id
-    out[i] = OK
-  else
-    out[i] = LEASE_LOST
-  end
-end
-call_many('ZREM', K_LEASES, acked, 1)
-call_many('HDEL', K_JOBS, acked, 1)
-return out
+local items = {}
+for i = 1, n do items[i] = { S_ACK, ARGV[2 * i], tonumber(ARGV[2 * i + 1]) } end
+local statuses = settle_many(items, now)
+return statuses

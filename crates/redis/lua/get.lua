@@ -1,10 +1,11 @@
 -- get.lua: reads one job, after applying what is due (so its state is the one time gives
 -- it, as in the embedded engine whose timers fire on time).
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the nine topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] the most expired leases and due jobs to move first
 --
--- Returns: {} when there is no such job, else the 17 values of emit.
+-- Returns: {} when there is no such job, else the 17 values of emit (lease token 0: a
+--          read never reveals a lease).
 --
 -- Invariants: writes only what any reserve would have written (tick).
 
@@ -13,5 +14,8 @@ tick(now, tonumber(ARGV[2]))
 local id = ARGV[1]
 local j = load(id)
 local out = {}
-if j then emit(out, id, j, public_state(id, j)) end
+if j then
+  local state, deadline = describe(id, j)
+  emit(out, id, j, state, 0, deadline)
+end
 return out

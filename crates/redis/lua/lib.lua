@@ -1,10 +1,12 @@
--- lib.lua: helpers shared by every delayq script. It is prepended to each script at build
--- time (scripts.rs, concat! of include_str!), so every script is one self-contained chunk
--- and defines only locals (Redis forbids globals).
+-- lib.lua: helpers shared by every delayq function. library.rs assembles the Redis Functions
+-- library at build time: this file first (it runs once per FUNCTION LOAD, so the helpers are
+-- created once per load, not per call), then each lua/<op>.lua as the body of the function
+-- delayq_<version>_<op>, whose parameters are KEYS and ARGV and which first calls
+-- bind(KEYS). Everything here is local (Redis forbids globals).
 --
--- KEYS (the same eight for every script; all carry the topic's hash tag, so one script
+-- KEYS (the same nine for every function; all carry the topic's hash tag, so one call
 -- touches exactly one cluster slot):
---   KEYS[1] jobs     HASH  id -> record (cmsgpack, see FIELDS below)
+--   KEYS[1] jobs     HASH  id -> record (cmsgpack, see the F_ fields below)
 --   KEYS[2] delayed  ZSET  id scored by due time (ms)
 --   KEYS[3] ready    ZSET  "<due:13 digits><seq:16 digits><id>" scored by priority
 --   KEYS[4] leases   ZSET  id scored by lease deadline (ms)
@@ -12,30 +14,44 @@
 --   KEYS[6] seq      STRING counter: push order and lease tokens
 --   KEYS[7] wake     ZSET  one member "w" scored by the earliest time a waiter should look
 --   KEYS[8] counters HASH  "expired" -> leases that ran out since creation or purge
+--   KEYS[9] tokens   HASH  id -> lease token, for each leased job
 --
--- Invariants kept by every script:
+-- The lease (token, deadline) is not in the record: it is the job's entries in tokens and
+-- leases, so settling checks two small fields instead of decoding the record, and a reserve
+-- writes no record. The record counts the attempts that have ended; a leased job's current
+-- attempt is its lease, so its public attempts are the record's plus one.
+--
+-- Invariants kept by every function:
 --   * a job id is in the jobs hash iff it is in exactly one of delayed, ready, leases, dead;
---   * the record's state is WAITING iff the job is in delayed or ready, RESERVED iff in
---     leases (with record deadline = score and a non-zero token), DEAD iff in dead;
+--   * a job id is in tokens iff it is in leases;
+--   * the record's state is DEAD iff the job is in dead, else WAITING (delayed, ready or
+--     leased: the sets say which);
 --   * time comes only from redis.call('TIME'); no argument carries "now";
 --   * every check that can refuse the call runs before the first write.
 
-local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+-- The keys of the current call, set by bind. Redis runs one function at a time, so these
+-- shared upvalues always hold the running call's keys.
+local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_TOKENS
+
+-- Binds the helpers to a call's KEYS; every function calls it first.
+local function bind(keys)
+  K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_TOKENS =
+    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8], keys[9]
+end
 
 -- Status codes, mirrored by `Status` in codec.rs.
 local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY = 0, 1, 2, 3, 4
 
--- Stored states. Delayed and ready share WAITING: promotion then moves only sorted-set
--- members and never rewrites a record.
-local WAITING, RESERVED, DEAD = 1, 3, 4
+-- Stored states: WAITING (delayed, ready or leased) and DEAD. Promotion, reserve and release
+-- then move only sorted-set members and never rewrite a record.
+local WAITING, DEAD = 1, 4
 -- Public states, mirrored by codec.rs: 1 delayed, 2 ready, 3 reserved, 4 dead.
-local P_DELAYED, P_READY = 1, 2
+local P_DELAYED, P_READY, P_RESERVED, P_DEAD = 1, 2, 3, 4
 
--- Record fields (positions in the cmsgpack sequence).
+-- Record fields (positions in the cmsgpack sequence). F_ATTEMPTS counts ended attempts.
 local F_STATE, F_PRIO, F_READY_AT, F_SEQ, F_TTR, F_MAX, F_ATTEMPTS = 1, 2, 3, 4, 5, 6, 7
 local F_BO_BASE, F_BO_FACTOR, F_BO_MAX, F_BO_JITTER = 8, 9, 10, 11
-local F_CREATED, F_TOKEN, F_DEADLINE, F_ERR, F_BODY = 12, 13, 14, 15, 16
+local F_CREATED, F_ERR, F_BODY = 12, 13, 14
 
 -- 10 years of 365.25 days, as core's MAX_DELAY.
 local MAX_DELAY_MS = 315576000000
@@ -124,27 +140,36 @@ local function place(id, j, now)
   end
 end
 
+-- Ends a job's lease: out of leases and tokens. The caller rewrites, places or deletes it.
+local function drop_lease(id)
+  redis.call('ZREM', K_LEASES, id)
+  redis.call('HDEL', K_TOKENS, id)
+end
+
 -- Removes a job from whichever set holds it. The caller deletes or rewrites the record.
 local function unplace(id, j)
-  local st = j[F_STATE]
-  if st == WAITING then
-    if redis.call('ZREM', K_DELAYED, id) == 0 then
-      redis.call('ZREM', K_READY, ready_member(id, j))
-    end
-  elseif st == RESERVED then
-    redis.call('ZREM', K_LEASES, id)
-  else
+  if j[F_STATE] == DEAD then
     redis.call('ZREM', K_DEAD, id)
+  elseif redis.call('ZREM', K_DELAYED, id) == 0
+    and redis.call('ZREM', K_READY, ready_member(id, j)) == 0 then
+    drop_lease(id)
   end
 end
 
-local function public_state(id, j)
-  local st = j[F_STATE]
-  if st == WAITING then
-    if redis.call('ZSCORE', K_DELAYED, id) then return P_DELAYED end
-    return P_READY
+-- The public state of a stored job, and its deadline: the lease's while reserved, the time
+-- of death while dead, else 0.
+local function describe(id, j)
+  if j[F_STATE] == DEAD then
+    return P_DEAD, tonumber(redis.call('ZSCORE', K_DEAD, id) or '0')
   end
-  return st
+  local deadline = redis.call('ZSCORE', K_LEASES, id)
+  if deadline then return P_RESERVED, tonumber(deadline) end
+  if redis.call('ZSCORE', K_DELAYED, id) then return P_DELAYED, 0 end
+  return P_READY, 0
+end
+
+local function public_state(id, j)
+  return (describe(id, j))
 end
 
 -- The retry delay after `n` failed attempts: min(max, base * factor^(n-1)), reduced by up
@@ -160,21 +185,19 @@ local function backoff(j, n)
   return ms - math.floor(jitter)
 end
 
--- A delivery failed (nack, or lease expired): retry after `delay` (or the back-off) or go
--- dead when every attempt is used. `j` must already be out of every set. Returns the new
--- due time, or nil when the job went dead.
+-- A delivery failed (nack, or lease expired): the attempt ends; retry after `delay` (or the
+-- back-off) or go dead when every attempt is used. `j` must already be out of every set.
+-- Returns the new due time, or nil when the job went dead.
 local function fail(id, j, now, delay, reason)
-  j[F_TOKEN] = 0
+  j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
   j[F_ERR] = reason or ''
   if j[F_ATTEMPTS] >= j[F_MAX] then
     j[F_STATE] = DEAD
-    j[F_DEADLINE] = now
     redis.call('ZADD', K_DEAD, now, id)
     store(id, j)
     return nil
   end
   j[F_READY_AT] = now + (delay or backoff(j, j[F_ATTEMPTS]))
-  j[F_DEADLINE] = 0
   place(id, j, now)
   store(id, j)
   return j[F_READY_AT]
@@ -189,12 +212,16 @@ local function tick(now, limit)
   local expired, due = {}, {}
   if lease_head and lease_head <= now then
     expired = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, limit)
-    for _, id in ipairs(expired) do
-      redis.call('ZREM', K_LEASES, id)
-      local j = load(id)
-      if j then fail(id, j, now, nil, 'lease expired') end
+    if #expired > 0 then
+      -- The expired leases are exactly the first #expired ranks: removed in one call.
+      redis.call('ZREMRANGEBYRANK', K_LEASES, 0, #expired - 1)
+      call_many('HDEL', K_TOKENS, expired, 1)
+      local js = load_many(expired)
+      for i, id in ipairs(expired) do
+        if js[i] then fail(id, js[i], now, nil, 'lease expired') end
+      end
+      redis.call('HINCRBY', K_COUNTERS, 'expired', #expired)
     end
-    if #expired > 0 then redis.call('HINCRBY', K_COUNTERS, 'expired', #expired) end
   end
   -- Read again: expired leases may have gone back to delayed with no back-off.
   if #expired > 0 then delayed_head = head_score(K_DELAYED) end
@@ -219,22 +246,94 @@ local function tick(now, limit)
   return more, false
 end
 
--- Checks that (id, token) is the job's live lease at `now`; returns the record or nil.
-local function holds_lease(j, token, now)
-  return j and j[F_STATE] == RESERVED and j[F_TOKEN] == token and j[F_DEADLINE] > now
+-- True when (id, token) is a live lease at `now`: the token is the job's in tokens and the
+-- deadline in leases is later than now. Reads two small fields, never the record.
+local function live_lease(id, token, now)
+  local t = redis.call('HGET', K_TOKENS, id)
+  if not t or tonumber(t) ~= token then return false end
+  local deadline = redis.call('ZSCORE', K_LEASES, id)
+  return deadline ~= false and tonumber(deadline) > now
 end
 
-local function leased(id, token, now)
-  local j = load(id)
-  if holds_lease(j, token, now) then return j end
-  return nil
+-- Settlement kinds, mirrored by `codec::settle_kind`.
+local S_ACK, S_NACK, S_BURY, S_RELEASE = 1, 2, 3, 4
+
+-- Settles deliveries at `now`, in order. `items[i]` is { kind, id, token, delay, reason }:
+-- ack (removed), nack (the attempt ends: retry after `delay` ms, or the back-off when delay
+-- < 0, or dead when attempts are used up), bury (the attempt ends: dead now with `reason`)
+-- or release (ready again at its due time, the attempt not counted, the record untouched).
+-- Returns two lists: a status per item (OK, or LEASE_LOST when (id, token) is not a live
+-- lease: expired, settled, redelivered, deleted, or settled earlier in this same call) and
+-- a value per item (for a nack, the new due time or -1 when the job went dead; else 0).
+--
+-- The one place each settlement is written (ack, nack, bury, release and reserve's
+-- settlements all come here). The leases are checked with one HMGET of tokens and one
+-- ZMSCORE of leases for the whole list, never by decoding a record, and the acked jobs
+-- leave leases, tokens and jobs with one call each at the end (they are removed, so no
+-- later item or the reserve that follows can see them in between).
+local function settle_many(items, now)
+  local ids = {}
+  for i, it in ipairs(items) do ids[i] = it[2] end
+  local statuses, values = {}, {}
+  if #ids == 0 then return statuses, values end
+  local tokens = redis.call('HMGET', K_TOKENS, unpack(ids))
+  local deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids))
+  local done, acked = {}, {}
+  for i, it in ipairs(items) do
+    local id, kind = ids[i], it[1]
+    local status, value = LEASE_LOST, 0
+    local live = not done[id] and tokens[i] and tonumber(tokens[i]) == it[3]
+      and deadlines[i] and tonumber(deadlines[i]) > now
+    local j = live and kind ~= S_ACK and load(id)
+    if live and kind == S_ACK then
+      acked[#acked + 1] = id
+      status = OK
+    elseif j then
+      drop_lease(id)
+      status = OK
+      if kind == S_NACK then
+        local delay = it[4]
+        if delay < 0 then delay = nil end
+        value = fail(id, j, now, delay, it[5]) or -1
+      elseif kind == S_BURY then
+        j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
+        j[F_STATE] = DEAD
+        j[F_ERR] = it[5]
+        redis.call('ZADD', K_DEAD, now, id)
+        store(id, j)
+      else
+        -- Release: the attempt does not count and the due time is the original one, so the
+        -- record is unchanged: the job only goes back to its place in ready.
+        place(id, j, now)
+      end
+    end
+    if status == OK then done[id] = true end
+    statuses[i], values[i] = status, value
+  end
+  call_many('ZREM', K_LEASES, acked, 1)
+  call_many('HDEL', K_TOKENS, acked, 1)
+  call_many('HDEL', K_JOBS, acked, 1)
+  return statuses, values
 end
 
--- Appends a job to a reply: 17 values (id, public state, record fields 2..16), decoded by
--- codec.rs `decode_job`. Never nil: Redis would cut the reply at the first nil.
-local function emit(out, id, j, pstate)
+-- Settles one delivery (settle_many of one item); returns its status and value.
+local function settle(kind, id, token, delay, reason, now)
+  local statuses, values = settle_many({ { kind, id, token, delay, reason } }, now)
+  return statuses[1], values[1]
+end
+
+-- Appends a job to a reply: 17 values (id, public state, priority, due time, push order,
+-- ttr, max attempts, attempts, back-off base, factor, max, jitter, created, lease token,
+-- deadline, last error, body), decoded by codec.rs `decode_job`. A reserved job's attempts
+-- count the current one. Never nil: Redis would cut the reply at the first nil.
+local function emit(out, id, j, pstate, token, deadline)
   local n = #out
   out[n + 1] = id
   out[n + 2] = pstate
-  for f = F_PRIO, F_BODY do out[n + f + 1] = j[f] end
+  for f = F_PRIO, F_CREATED do out[n + f + 1] = j[f] end
+  if pstate == P_RESERVED then out[n + F_ATTEMPTS + 1] = j[F_ATTEMPTS] + 1 end
+  out[n + 14] = token
+  out[n + 15] = deadline
+  out[n + 16] = j[F_ERR]
+  out[n + 17] = j[F_BODY]
 end

@@ -1,6 +1,6 @@
 -- purge.lua: removes every job of the topic in every state.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the nine topic keys of lib.lua.
 -- ARGV: none
 --
 -- Returns: the number of jobs removed.
@@ -10,5 +10,5 @@
 -- thread, so a purge of millions of jobs does not stall Redis.
 
 local n = redis.call('HLEN', K_JOBS)
-redis.call('UNLINK', K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_WAKE, K_COUNTERS)
+redis.call('UNLINK', K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_WAKE, K_COUNTERS, K_TOKENS)
 return n

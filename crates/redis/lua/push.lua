@@ -1,6 +1,6 @@
 -- push.lua: creates up to N jobs of one topic, idempotent on id.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the nine topic keys of lib.lua.
 -- ARGV[1]  N, the number of jobs
 -- then 11 values per job i (base = 1 + (i-1)*11):
 --   +1 id   +2 body   +3 schedule kind (0 = delay ms, 1 = absolute ms)   +4 schedule value
@@ -68,7 +68,7 @@ for i = 1, n do
       WAITING, tonumber(ARGV[b + 5]), ready_at, seq + 1,
       tonumber(ARGV[b + 6]), tonumber(ARGV[b + 7]), 0,
       tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]), tonumber(ARGV[b + 10]), tonumber(ARGV[b + 11]),
-      now, 0, 0, '', ARGV[b + 2],
+      now, '', ARGV[b + 2],
     }
     seq = seq + 1
     seen[id] = j

@@ -1,7 +1,7 @@
 -- reschedule.lua: moves a delayed or ready job to a new due time, keeping its id, push
 -- order and attempts.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the nine topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] kind (0 = delay ms, 1 = absolute ms)   ARGV[3] value
 --
 -- Returns: { OK, new due time ms, public state } | { NOT_FOUND } | { WRONG_STATE, public state }
@@ -16,7 +16,8 @@ if kind == '1' and value > now + MAX_DELAY_MS then return { INVALID_DELAY } end
 
 local j = load(id)
 if not j then return { NOT_FOUND } end
-if j[F_STATE] ~= WAITING then return { WRONG_STATE, j[F_STATE] } end
+local state = public_state(id, j)
+if state ~= P_DELAYED and state ~= P_READY then return { WRONG_STATE, state } end
 
 unplace(id, j)
 if kind == '1' then j[F_READY_AT] = math.max(value, now) else j[F_READY_AT] = now + value end

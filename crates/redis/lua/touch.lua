@@ -1,19 +1,21 @@
 -- touch.lua: extends a live lease to now + ttr.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the nine topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token   ARGV[3] ttr ms, or -1 for the job's own ttr
 --
 -- Returns: { OK, new deadline ms } | { LEASE_LOST }
 --
--- Invariants: a stale or expired lease is not revived; the token stays the same.
+-- Invariants: a stale or expired lease is not revived; the token stays the same; only the
+-- lease's deadline (its score in leases) changes, never the record.
 
 local now = clock()
 local id, token, ttr = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local j = leased(id, token, now)
-if not j then return { LEASE_LOST } end
-
-if ttr < 0 then ttr = j[F_TTR] end
-j[F_DEADLINE] = now + ttr
-redis.call('ZADD', K_LEASES, 'XX', j[F_DEADLINE], id)
-store(id, j)
-return { OK, j[F_DEADLINE] }
+if not live_lease(id, token, now) then return { LEASE_LOST } end
+if ttr < 0 then
+  local j = load(id)
+  if not j then return { LEASE_LOST } end
+  ttr = j[F_TTR]
+end
+local deadline = now + ttr
+redis.call('ZADD', K_LEASES, 'XX', deadline, id)
+return { OK, deadline }

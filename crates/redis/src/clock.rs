@@ -1,7 +1,7 @@
 //! Maps Redis `TIME` to this process's monotonic clock, so a waiter can sleep until a due
 //! time on a local timer and wake no earlier than Redis reaches it.
 //!
-//! Every script reply carries Redis's "now" (µs). A reply received at local instant `t`
+//! Every reserve reply carries Redis's "now" (µs). A reply received at local instant `t`
 //! says Redis read `R` no later than `t`, so Redis time `X` comes no later than
 //! `t + (X - R)`: an upper bound. The tightest recent bound is kept (largest `R - t`); it is
 //! replaced when a new sample is as tight or when it is older than [`MAX_AGE`], so drift
@@ -34,7 +34,7 @@ impl Clock {
         }
     }
 
-    /// Records a script reply carrying Redis time `redis_us`, received at `received`.
+    /// Records a function reply carrying Redis time `redis_us`, received at `received`.
     pub(crate) fn observe(&self, redis_us: u64, received: Instant) {
         let local_us = received.saturating_duration_since(self.base).as_micros() as i128;
         let offset_us = i128::from(redis_us) - local_us;

@@ -1,11 +1,12 @@
-//! Decoding script replies: status codes, states and jobs, mirrored from `lua/lib.lua`.
+//! Decoding function replies: status codes, states and jobs, mirrored from `lua/lib.lua`.
 
 use std::time::Duration;
 
 use delayq_core::{Backoff, Bytes, Error, Job, JobId, JobState, Result, Timestamp, Topic};
 use redis::Value;
 
-/// Status codes of the scripts (`OK, NOT_FOUND, ...` in lib.lua).
+/// Status codes of the functions (`OK, NOT_FOUND, ...` in lib.lua); what each means is
+/// decided in one place, in `ops`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
     Ok,
@@ -23,7 +24,7 @@ impl Status {
             2 => Status::LeaseLost,
             3 => Status::WrongState,
             4 => Status::InvalidDelay,
-            other => return Err(Error::Internal(format!("unknown script status {other}"))),
+            other => return Err(Error::Internal(format!("unknown function status {other}"))),
         })
     }
 }
@@ -49,7 +50,7 @@ pub(crate) fn state_code(state: JobState) -> u8 {
     }
 }
 
-/// A script reply that must be an array.
+/// A function reply that must be an array.
 pub(crate) fn array(v: Value) -> Result<Vec<Value>> {
     match v {
         Value::Array(items) => Ok(items),
@@ -166,5 +167,5 @@ pub(crate) fn decode_jobs(topic: &Topic, rest: Vec<Value>) -> Result<Vec<(Job, u
 }
 
 fn unexpected(what: &str, got: &Value) -> Error {
-    Error::Internal(format!("expected {what} in a script reply, got {got:?}"))
+    Error::Internal(format!("expected {what} in a function reply, got {got:?}"))
 }

@@ -27,7 +27,7 @@ pub struct RedisConfig {
     /// connection are covered at once: every waiter looks again when the wake connection
     /// comes back.
     pub safety_wake: Duration,
-    /// The most expired leases and the most due jobs one script call moves (default 1000),
+    /// The most expired leases and the most due jobs one function call moves (default 1000),
     /// so that one call never blocks Redis for long.
     pub tick_batch: usize,
     /// How long a command may take before the call fails with `Unavailable` (default 10 s).

@@ -1,34 +1,25 @@
-//! [`RedisEngine`]: the [`Engine`] contract on Redis, one Lua script per state change.
+//! [`RedisEngine`]: the [`Engine`] contract on Redis. It checks the caller's input and
+//! dispatches to `ops` (one module per group of operations); `conn` owns the connection
+//! and the functions library.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::collections::HashSet;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use delayq_core::limits::{
-    at_too_far, check_at, check_count, check_delay, check_reason, check_ttr, delay_ms_ceil,
-};
+use delayq_core::limits::{check_count, check_reason, check_ttr};
 use delayq_core::{
-    Cursor, Delivery, DeliveryMode, Engine, Error, Job, JobId, JobState, Lease, LeaseToken, Limits,
-    Nack, NackOutcome, NewJob, Page, Pushed, Reserve, Result, Schedule, Timestamp, Topic,
-    TopicStats, async_trait, check_ack_batch, check_push_batch, duration_ms,
+    Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page,
+    Pushed, Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic, TopicStats,
+    async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve,
 };
-use rand::Rng;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, Script, ScriptInvocation, Value};
 use tokio::sync::oneshot;
 
 use crate::RedisConfig;
-use crate::codec::{self, Status, decode_job, decode_jobs, state_code, state_from_code};
-use crate::error::map_redis_err;
+use crate::conn::Conn;
 use crate::keys::KeySpace;
-use crate::scripts;
+use crate::ops::Ops;
 use crate::wait::Waiters;
-
-/// Jobs per push script call: bounds the size of one script's work and arguments.
-const PUSH_CHUNK: usize = 100;
-/// Bytes of bodies per push script call.
-const PUSH_CHUNK_BYTES: usize = 4 << 20;
 
 /// The Redis engine. Cheap to clone; clones share one connection and one waker task, which
 /// stops when the last clone is dropped.
@@ -52,26 +43,13 @@ const PUSH_CHUNK_BYTES: usize = 4 << 20;
 /// ```
 #[derive(Clone)]
 pub struct RedisEngine {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    conn: ConnectionManager,
-    keys: KeySpace,
-    limits: Limits,
-    tick_batch: usize,
-    safety_wake: Duration,
-    waiters: Waiters,
-    rotate: AtomicUsize,
-    /// Topics this process has put in the registry (or seen there).
-    registered: std::sync::Mutex<std::collections::HashSet<Topic>>,
-    /// Dropping it stops the waker task.
-    _stop: oneshot::Sender<()>,
+    ops: Arc<Ops>,
 }
 
 impl RedisEngine {
-    /// Connects, loads the scripts and starts the waker task. Warns (through `tracing`) when
-    /// the server's `maxmemory-policy` may evict keys: jobs would then vanish silently.
+    /// Connects, checks that the server is Redis 7.0 or newer, loads the functions library
+    /// and starts the waker task. Warns (through `tracing`) when the server's
+    /// `maxmemory-policy` may evict keys: jobs would then vanish silently.
     pub async fn connect(config: RedisConfig) -> Result<Self> {
         let keys = KeySpace::new(&config.prefix)?;
         if config.tick_batch == 0 || config.tick_batch > 100_000 {
@@ -84,24 +62,11 @@ impl RedisEngine {
                 reason: "safety_wake must be at least 100 ms".into(),
             });
         }
-        let client = client(&config)?;
-        let cm_config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(config.response_timeout))
-            .set_connection_timeout(Some(config.connect_timeout))
-            .set_number_of_retries(3);
-        let mut conn = client
-            .get_connection_manager_with_config(cm_config)
-            .await
-            .map_err(|e| map_redis_err("connecting to Redis", e))?;
-        scripts::load_all(&mut conn)
-            .await
-            .map_err(|e| map_redis_err("loading the scripts", e))?;
-        warn_on_eviction(&mut conn).await;
-
+        let (conn, client) = Conn::connect(&config).await?;
         let (stop_tx, stop_rx) = oneshot::channel();
-        let waiters = Waiters::start(client, conn.clone(), keys.clone(), stop_rx);
+        let waiters = Waiters::start(client, conn.manager(), keys.clone(), stop_rx);
         Ok(RedisEngine {
-            inner: Arc::new(Inner {
+            ops: Arc::new(Ops {
                 conn,
                 keys,
                 limits: config.limits,
@@ -109,331 +74,18 @@ impl RedisEngine {
                 safety_wake: config.safety_wake,
                 waiters,
                 rotate: AtomicUsize::new(0),
-                registered: std::sync::Mutex::new(std::collections::HashSet::new()),
+                registered: Mutex::new(HashSet::new()),
                 _stop: stop_tx,
             }),
         })
-    }
-
-    fn invocation<'a>(&self, script: &'a Script, topic: &Topic) -> ScriptInvocation<'a> {
-        let mut inv = script.prepare_invoke();
-        for k in self.inner.keys.topic(topic) {
-            inv.key(k);
-        }
-        inv
-    }
-
-    async fn call(&self, inv: &ScriptInvocation<'_>, what: &'static str) -> Result<Value> {
-        let mut conn = self.inner.conn.clone();
-        inv.invoke_async(&mut conn)
-            .await
-            .map_err(|e| map_redis_err(what, e))
-    }
-
-    /// Runs several script calls in one round trip. Pipelines do not reload scripts on
-    /// NOSCRIPT (after a Redis restart or SCRIPT FLUSH), so the calls that came back NOSCRIPT
-    /// are resent after loading every script.
-    async fn pipeline(
-        &self,
-        invs: &[ScriptInvocation<'_>],
-        what: &'static str,
-    ) -> Result<Vec<Value>> {
-        let mut conn = self.inner.conn.clone();
-        let mut pipe = redis::pipe();
-        for inv in invs {
-            pipe.invoke_script(inv);
-        }
-        pipe.ignore_errors();
-        let mut replies: Vec<Value> = pipe
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| map_redis_err(what, e))?;
-        let missing: Vec<usize> = replies
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| is_noscript(v))
-            .map(|(i, _)| i)
-            .collect();
-        if !missing.is_empty() {
-            scripts::load_all(&mut conn)
-                .await
-                .map_err(|e| map_redis_err("reloading the scripts", e))?;
-            let mut retry = redis::pipe();
-            for &i in &missing {
-                retry.invoke_script(&invs[i]);
-            }
-            retry.ignore_errors();
-            let again: Vec<Value> = retry
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| map_redis_err(what, e))?;
-            for (i, v) in missing.into_iter().zip(again) {
-                replies[i] = v;
-            }
-        }
-        replies
-            .into_iter()
-            .map(|v| match v {
-                Value::ServerError(e) => Err(map_redis_err(what, e.into())),
-                v => Ok(v),
-            })
-            .collect()
-    }
-
-    /// One pass over the topics (rotating the first), without waiting. Also answers what each
-    /// script said of its topic's next event, for a waiter that registers after this pass.
-    async fn reserve_once(&self, req: &Reserve) -> Result<(Vec<Delivery>, Vec<Observation>)> {
-        let n = req.topics.len();
-        let start = self.inner.rotate.fetch_add(1, Ordering::Relaxed) % n;
-        let mut out = Vec::new();
-        let mut seen = Vec::new();
-        for k in 0..n {
-            let want = req.max - out.len();
-            if want == 0 {
-                break;
-            }
-            let topic = &req.topics[(start + k) % n];
-            let mut inv = self.invocation(&scripts::RESERVE, topic);
-            inv.arg(want)
-                .arg(u8::from(req.mode == DeliveryMode::AtMostOnce))
-                .arg(self.inner.tick_batch);
-            let reply = match self.call(&inv, "reserving").await.and_then(codec::array) {
-                Ok(r) => r,
-                // Jobs already taken from earlier topics are leased (or removed): hand them
-                // out rather than drop them; the caller sees the failure on its next call.
-                Err(e) if !out.is_empty() => {
-                    tracing::warn!(topic = %topic, error = %e, "reserve failed on one topic; returning what the others gave");
-                    break;
-                }
-                Err(e) => return Err(e),
-            };
-            let received = Instant::now();
-            if reply.len() < 3 {
-                return Err(Error::Internal("short reserve reply".into()));
-            }
-            let now_us = codec::uint(&reply[0])?;
-            let next = codec::opt_uint(&reply[1])?;
-            self.inner.waiters.observe(topic, now_us, next, received);
-            seen.push(Observation {
-                topic: topic.clone(),
-                now_us,
-                next,
-                received,
-            });
-            let jobs = decode_jobs(topic, reply.into_iter().skip(3).collect())?;
-            for (job, token) in jobs {
-                let lateness =
-                    Duration::from_micros(now_us.saturating_sub(job.ready_at.as_millis() * 1000));
-                let lease = (req.mode == DeliveryMode::AtLeastOnce).then(|| Lease {
-                    topic: topic.clone(),
-                    id: job.id.clone(),
-                    token: LeaseToken(token),
-                });
-                out.push(Delivery {
-                    job,
-                    lease,
-                    lateness,
-                });
-            }
-        }
-        Ok((out, seen))
-    }
-
-    /// Runs a lease script and maps its status; returns the rest of the reply.
-    async fn lease_call(
-        &self,
-        script: &Script,
-        lease: &Lease,
-        extra: &[Vec<u8>],
-        what: &'static str,
-    ) -> Result<Vec<Value>> {
-        let mut inv = self.invocation(script, &lease.topic);
-        inv.arg(lease.id.as_str()).arg(lease.token.0);
-        for a in extra {
-            inv.arg(a.as_slice());
-        }
-        let mut reply = codec::array(self.call(&inv, what).await?)?.into_iter();
-        match Status::from_code(codec::int(&reply.next().unwrap_or(Value::Nil))?)? {
-            Status::Ok => Ok(reply.collect()),
-            Status::LeaseLost => Err(Error::LeaseLost {
-                topic: lease.topic.clone(),
-                id: lease.id.clone(),
-            }),
-            other => Err(Error::Internal(format!(
-                "{what}: unexpected status {other:?}"
-            ))),
-        }
-    }
-
-    /// Adds topics this process has not registered yet to the topic registry. Runs after the
-    /// push succeeded, so a refused push never registers a topic; the registry key has no
-    /// topic's hash tag, so no script may write it.
-    async fn register<'t>(&self, topics: impl Iterator<Item = &'t Topic>) -> Result<()> {
-        let new: Vec<Topic> = {
-            let known = self
-                .inner
-                .registered
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            topics.filter(|t| !known.contains(*t)).cloned().collect()
-        };
-        if new.is_empty() {
-            return Ok(());
-        }
-        let mut conn = self.inner.conn.clone();
-        let mut cmd = redis::cmd("SADD");
-        cmd.arg(self.inner.keys.registry());
-        for t in &new {
-            cmd.arg(t.as_str());
-        }
-        let _: i64 = cmd
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| map_redis_err("registering a topic", e))?;
-        self.inner
-            .registered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(new);
-        Ok(())
-    }
-
-    /// Checks absolute times of a multi-call batch against Redis's clock before any call
-    /// writes, so that a batch is refused whole rather than half written.
-    async fn check_batch_times(&self, jobs: &[NewJob]) -> Result<()> {
-        let latest = jobs
-            .iter()
-            .filter_map(|j| match j.schedule {
-                Schedule::At(at) => Some(at),
-                Schedule::Delay(_) => None,
-            })
-            .max();
-        if let Some(at) = latest {
-            let now = self.now().await?;
-            if at > now.plus(delayq_core::limits::MAX_DELAY) {
-                return Err(at_too_far(at, now));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Builds the redis-rs client from the URL and the TLS files.
-fn client(config: &RedisConfig) -> Result<Client> {
-    let tls = config.url.starts_with("rediss://");
-    let bad_url = |e: redis::RedisError| Error::InvalidConfig {
-        reason: format!(
-            "cannot use the Redis URL: {e}; use redis://[user:password@]host[:port][/db], or rediss:// for TLS"
-        ),
-    };
-    if !tls {
-        if config.tls_ca_file.is_some() || config.tls_client_cert.is_some() {
-            return Err(Error::InvalidConfig {
-                reason: "TLS certificate files are set but the URL is not rediss://; use a rediss:// URL".into(),
-            });
-        }
-        return Client::open(config.url.as_str()).map_err(bad_url);
-    }
-    // redis-rs leaves the choice of TLS crypto provider to the application; ring needs no C
-    // toolchain. An application that installed its own provider keeps it.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    if config.tls_ca_file.is_none() && config.tls_client_cert.is_none() {
-        return Client::open(config.url.as_str()).map_err(bad_url);
-    }
-    let read = |path: &std::path::Path, what: &str| {
-        std::fs::read(path).map_err(|e| Error::InvalidConfig {
-            reason: format!("cannot read the TLS {what} file {}: {e}", path.display()),
-        })
-    };
-    let root_cert = match &config.tls_ca_file {
-        Some(p) => Some(read(p, "CA certificate")?),
-        None => None,
-    };
-    let client_tls = match &config.tls_client_cert {
-        Some((cert, key)) => Some(redis::ClientTlsConfig {
-            client_cert: read(cert, "client certificate")?,
-            client_key: read(key, "client key")?,
-        }),
-        None => None,
-    };
-    Client::build_with_tls(
-        config.url.as_str(),
-        redis::TlsCertificates {
-            client_tls,
-            root_cert,
-        },
-    )
-    .map_err(bad_url)
-}
-
-/// Splits a list cursor `<state>:<score>:<member>` made for the listing of `state`.
-fn parse_cursor(cursor: &str, state: u8) -> Result<(String, String)> {
-    let bad = |why: &str| Error::invalid("cursor", format!("{why}; start again without a cursor"));
-    let (st, rest) = cursor
-        .split_once(':')
-        .ok_or_else(|| bad("it is not a cursor returned by list"))?;
-    let (score, member) = rest
-        .split_once(':')
-        .filter(|(s, m)| !m.is_empty() && s.parse::<f64>().is_ok())
-        .ok_or_else(|| bad("it is not a cursor returned by list"))?;
-    if st.parse::<u8>().ok() != Some(state) {
-        return Err(bad("it was returned by the listing of another state"));
-    }
-    Ok((score.to_string(), member.to_string()))
-}
-
-/// What one reserve script said of its topic: Redis's clock and the next event.
-struct Observation {
-    topic: Topic,
-    now_us: u64,
-    next: Option<u64>,
-    received: Instant,
-}
-
-fn is_noscript(v: &Value) -> bool {
-    matches!(v, Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript))
-}
-
-/// The (kind, value) pair the scripts take for a schedule.
-fn schedule_args(s: Schedule) -> (u8, u64) {
-    match s {
-        Schedule::Delay(d) => (0, delay_ms_ceil(d)),
-        Schedule::At(at) => (1, at.as_millis()),
     }
 }
 
 fn check_schedule(s: Schedule) -> Result<()> {
     match s {
-        Schedule::Delay(d) => check_delay(d),
-        Schedule::At(at) => check_at(at),
+        Schedule::Delay(d) => delayq_core::limits::check_delay(d),
+        Schedule::At(at) => delayq_core::limits::check_at(at),
     }
-}
-
-async fn warn_on_eviction(conn: &mut ConnectionManager) {
-    let policy: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("maxmemory-policy")
-        .query_async(conn)
-        .await;
-    match policy {
-        Ok(kv) => {
-            if let Some(p) = kv.get(1).filter(|p| may_evict_jobs(p)) {
-                tracing::warn!(
-                    maxmemory_policy = %p,
-                    "Redis may evict any key when it reaches maxmemory: delayq jobs would vanish silently; set maxmemory-policy noeviction"
-                );
-            }
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "cannot read maxmemory-policy (CONFIG may be disabled)")
-        }
-    }
-}
-
-/// True for eviction policies that can remove delayq's keys. delayq's keys have no TTL, so
-/// the `volatile-*` policies never pick them; `allkeys-*` ones may.
-pub(crate) fn may_evict_jobs(policy: &str) -> bool {
-    policy.starts_with("allkeys-")
 }
 
 #[async_trait]
@@ -445,201 +97,35 @@ impl Engine for RedisEngine {
     }
 
     async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
-        check_push_batch(&jobs, &self.inner.limits)?;
-
-        // Group by topic (keeping each job's index), then cut into bounded script calls.
-        let mut by_topic: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
-        for (i, j) in jobs.iter().enumerate() {
-            by_topic.entry(&j.topic).or_default().push(i);
-        }
-        let mut chunks: Vec<(&Topic, Vec<usize>)> = Vec::new();
-        for (topic, idx) in &by_topic {
-            let mut cur: Vec<usize> = Vec::new();
-            let mut bytes = 0;
-            for &i in idx {
-                let len = jobs[i].body.len();
-                if !cur.is_empty() && (cur.len() == PUSH_CHUNK || bytes + len > PUSH_CHUNK_BYTES) {
-                    chunks.push((topic, std::mem::take(&mut cur)));
-                    bytes = 0;
-                }
-                cur.push(i);
-                bytes += len;
-            }
-            chunks.push((topic, cur));
-        }
-        if chunks.len() > 1 {
-            self.check_batch_times(&jobs).await?;
-        }
-
-        let invs: Vec<ScriptInvocation<'_>> = chunks
-            .iter()
-            .map(|(topic, idx)| {
-                let mut inv = self.invocation(&scripts::PUSH, topic);
-                inv.arg(idx.len());
-                for &i in idx {
-                    let j = &jobs[i];
-                    let (kind, value) = schedule_args(j.schedule);
-                    inv.arg(j.id.as_str())
-                        .arg(j.body.as_ref())
-                        .arg(kind)
-                        .arg(value)
-                        .arg(j.priority)
-                        .arg(duration_ms(j.ttr))
-                        .arg(j.max_attempts)
-                        .arg(j.backoff.base_ms())
-                        .arg(j.backoff.factor())
-                        .arg(j.backoff.max_ms())
-                        .arg(j.backoff.jitter_permille());
-                }
-                inv
-            })
-            .collect();
-        let replies = self.pipeline(&invs, "pushing").await?;
-
-        let mut answers: Vec<Option<Pushed>> = vec![None; jobs.len()];
-        for ((topic, idx), reply) in chunks.iter().zip(replies) {
-            let reply = codec::array(reply)?;
-            let status = Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)?;
-            match status {
-                Status::Ok => {}
-                Status::InvalidDelay => {
-                    let k = codec::uint(reply.get(1).unwrap_or(&Value::Nil))? as usize;
-                    let j = idx.get(k.saturating_sub(1)).map(|&i| &jobs[i]);
-                    let at = match j.map(|j| j.schedule) {
-                        Some(Schedule::At(at)) => at,
-                        _ => Timestamp::EPOCH,
-                    };
-                    return Err(at_too_far(at, self.now().await.unwrap_or(Timestamp::EPOCH)));
-                }
-                other => {
-                    return Err(Error::Internal(format!(
-                        "push: unexpected status {other:?}"
-                    )));
-                }
-            }
-            let vals = &reply[1..];
-            if vals.len() != idx.len() * 3 {
-                return Err(Error::Internal("push reply has the wrong length".into()));
-            }
-            for (k, &i) in idx.iter().enumerate() {
-                let state = state_from_code(codec::int(&vals[3 * k + 1])?)?;
-                let ready_at = codec::uint(&vals[3 * k + 2])?;
-                let created = codec::int(&vals[3 * k])? == 1;
-                if created && matches!(state, JobState::Ready | JobState::Delayed) {
-                    self.inner
-                        .waiters
-                        .pushed(topic, ready_at, state == JobState::Ready);
-                }
-                answers[i] = Some(Pushed {
-                    id: jobs[i].id.clone(),
-                    created,
-                    state,
-                    ready_at: Timestamp::from_millis(ready_at),
-                });
-            }
-        }
-        let answers = answers
-            .into_iter()
-            .map(|a| a.ok_or_else(|| Error::Internal("a pushed job got no answer".into())))
-            .collect::<Result<Vec<_>>>()?;
-        self.register(by_topic.keys().copied()).await?;
-        Ok(answers)
+        check_push_batch(&jobs, &self.ops.limits)?;
+        self.ops.push_batch(jobs).await
     }
 
     async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
-        let mut inv = self.invocation(&scripts::GET, topic);
-        inv.arg(id.as_str()).arg(self.inner.tick_batch);
-        let reply = codec::array(self.call(&inv, "reading a job").await?)?;
-        if reply.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(decode_job(topic, &mut reply.into_iter())?.0))
+        self.ops.get(topic, id).await
     }
 
     async fn delete(&self, topic: &Topic, id: &JobId) -> Result<bool> {
-        let mut inv = self.invocation(&scripts::DELETE, topic);
-        inv.arg(id.as_str());
-        Ok(codec::int(&self.call(&inv, "deleting a job").await?)? == 1)
+        self.ops.delete(topic, id).await
     }
 
     async fn reschedule(&self, topic: &Topic, id: &JobId, when: Schedule) -> Result<Timestamp> {
         check_schedule(when)?;
-        let (kind, value) = schedule_args(when);
-        let mut inv = self.invocation(&scripts::RESCHEDULE, topic);
-        inv.arg(id.as_str()).arg(kind).arg(value);
-        let reply = codec::array(self.call(&inv, "rescheduling a job").await?)?;
-        let code = codec::int(reply.first().unwrap_or(&Value::Nil))?;
-        match Status::from_code(code)? {
-            Status::Ok => {
-                let ready_at = codec::uint(reply.get(1).unwrap_or(&Value::Nil))?;
-                let state = state_from_code(codec::int(reply.get(2).unwrap_or(&Value::Nil))?)?;
-                self.inner
-                    .waiters
-                    .pushed(topic, ready_at, state == JobState::Ready);
-                Ok(Timestamp::from_millis(ready_at))
-            }
-            Status::NotFound => Err(Error::NotFound {
-                topic: topic.clone(),
-                id: id.clone(),
-            }),
-            Status::WrongState => Err(Error::WrongState {
-                topic: topic.clone(),
-                id: id.clone(),
-                state: state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
-                operation: "reschedule",
-                hint: "only delayed and ready jobs can be rescheduled; nack a reserved job with a delay, kick a dead one",
-            }),
-            Status::InvalidDelay => {
-                let at = match when {
-                    Schedule::At(at) => at,
-                    Schedule::Delay(_) => Timestamp::EPOCH,
-                };
-                Err(at_too_far(at, self.now().await.unwrap_or(Timestamp::EPOCH)))
-            }
-            Status::LeaseLost => Err(Error::Internal("reschedule: unexpected status".into())),
-        }
+        self.ops.reschedule(topic, id, when).await
     }
 
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
         req.validate()?;
-        let deadline = Instant::now() + req.wait;
-        let (first, seen) = self.reserve_once(req).await?;
-        if !first.is_empty() || req.wait.is_zero() {
-            return Ok(first);
-        }
-        // Only a reserver that found nothing registers, so busy workers never involve the
-        // waker. It starts from what its first pass learnt of each topic's next event; a
-        // signal sent meanwhile is still in its wake key.
-        let guard = self.inner.waiters.register(&req.topics);
-        for o in seen {
-            self.inner
-                .waiters
-                .observe(&o.topic, o.now_us, o.next, o.received);
-        }
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(Vec::new());
-            }
-            // The safety wake, never sooner than configured and jittered later, so that many
-            // idle processes do not look in step, and a caller whose wait is no longer than
-            // the safety interval never pays for it (its next call's first pass looks).
-            let jitter = rand::rng().random_range(1.0..1.4);
-            let safety = now + self.inner.safety_wake.mul_f64(jitter);
-            let until = deadline.min(safety);
-            tokio::select! {
-                _ = guard.notified() => {}
-                _ = tokio::time::sleep_until(until.into()) => {
-                    if until == deadline {
-                        return Ok(Vec::new());
-                    }
-                }
-            }
-            let (out, _) = self.reserve_once(req).await?;
-            if !out.is_empty() {
-                return Ok(out);
-            }
-        }
+        Ok(self.ops.settle_then_reserve(&[], req).await?.deliveries)
+    }
+
+    async fn settle_and_reserve(
+        &self,
+        settle: &[Settle],
+        req: &Reserve,
+    ) -> Result<SettledAndReserved> {
+        check_settle_and_reserve(settle, req)?;
+        self.ops.settle_then_reserve(settle, req).await
     }
 
     async fn ack(&self, lease: &Lease) -> Result<()> {
@@ -650,143 +136,36 @@ impl Engine for RedisEngine {
 
     async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
         check_ack_batch(leases)?;
-        let mut by_topic: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
-        for (i, l) in leases.iter().enumerate() {
-            by_topic.entry(&l.topic).or_default().push(i);
-        }
-        let groups: Vec<(&Topic, Vec<usize>)> = by_topic.into_iter().collect();
-        let invs: Vec<ScriptInvocation<'_>> = groups
-            .iter()
-            .map(|(topic, idx)| {
-                let mut inv = self.invocation(&scripts::ACK, topic);
-                inv.arg(idx.len());
-                for &i in idx {
-                    inv.arg(leases[i].id.as_str()).arg(leases[i].token.0);
-                }
-                inv
-            })
-            .collect();
-        let replies = self.pipeline(&invs, "acking").await?;
-        let mut out: Vec<Result<()>> = leases.iter().map(|_| Ok(())).collect();
-        for ((_, idx), reply) in groups.iter().zip(replies) {
-            let codes = codec::array(reply)?;
-            if codes.len() != idx.len() {
-                return Err(Error::Internal("ack reply has the wrong length".into()));
-            }
-            for (&i, code) in idx.iter().zip(&codes) {
-                out[i] = match Status::from_code(codec::int(code)?)? {
-                    Status::Ok => Ok(()),
-                    Status::LeaseLost => Err(Error::LeaseLost {
-                        topic: leases[i].topic.clone(),
-                        id: leases[i].id.clone(),
-                    }),
-                    other => Err(Error::Internal(format!("ack: unexpected status {other:?}"))),
-                };
-            }
-        }
-        Ok(out)
+        self.ops.ack_batch(leases).await
     }
 
     async fn nack(&self, lease: &Lease, nack: Nack) -> Result<NackOutcome> {
         nack.validate()?;
-        let delay = nack
-            .delay
-            .map(|d| delay_ms_ceil(d).to_string())
-            .unwrap_or_else(|| "-1".into());
-        let reason = nack.reason.unwrap_or_default();
-        let rest = self
-            .lease_call(
-                &scripts::NACK,
-                lease,
-                &[delay.into_bytes(), reason.into_bytes()],
-                "nacking",
-            )
-            .await?;
-        match codec::opt_uint(rest.first().unwrap_or(&Value::Nil))? {
-            Some(ms) => {
-                let ready_at = Timestamp::from_millis(ms);
-                Ok(NackOutcome::Retry { ready_at })
-            }
-            None => Ok(NackOutcome::Dead),
-        }
+        self.ops.nack(lease, nack).await
     }
 
     async fn release(&self, lease: &Lease) -> Result<()> {
-        self.lease_call(&scripts::RELEASE, lease, &[], "releasing")
-            .await?;
-        Ok(())
+        self.ops.release(lease).await
     }
 
     async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp> {
         if let Some(ttr) = ttr {
             check_ttr(ttr)?;
         }
-        let ttr = ttr
-            .map(|t| duration_ms(t).to_string())
-            .unwrap_or_else(|| "-1".into());
-        let rest = self
-            .lease_call(&scripts::TOUCH, lease, &[ttr.into_bytes()], "touching")
-            .await?;
-        Ok(Timestamp::from_millis(codec::uint(
-            rest.first().unwrap_or(&Value::Nil),
-        )?))
+        self.ops.touch(lease, ttr).await
     }
 
     async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
         check_reason(reason.as_deref())?;
-        let reason = reason.unwrap_or_default();
-        self.lease_call(&scripts::BURY, lease, &[reason.into_bytes()], "burying")
-            .await?;
-        Ok(())
+        self.ops.bury(lease, reason).await
     }
 
     async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
-        let mut inv = self.invocation(&scripts::KICK, topic);
-        inv.arg(id.as_str()).arg(1);
-        let reply = codec::array(self.call(&inv, "kicking a job").await?)?;
-        match Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)? {
-            Status::Ok => {
-                self.inner.waiters.pushed(topic, 0, true);
-                Ok(())
-            }
-            Status::NotFound => Err(Error::NotFound {
-                topic: topic.clone(),
-                id: id.clone(),
-            }),
-            Status::WrongState => Err(Error::WrongState {
-                topic: topic.clone(),
-                id: id.clone(),
-                state: state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
-                operation: "kick",
-                hint: "only dead jobs can be kicked; reschedule a delayed or ready job instead",
-            }),
-            other => Err(Error::Internal(format!(
-                "kick: unexpected status {other:?}"
-            ))),
-        }
+        self.ops.kick(topic, id).await
     }
 
     async fn kick_all(&self, topic: &Topic) -> Result<u64> {
-        let mut total = 0;
-        // Bounded: each call kicks up to 1000; jobs that die meanwhile may be kicked too, but
-        // the loop stops after as many rounds as the first count needs, plus one.
-        let mut rounds_left: Option<u64> = None;
-        loop {
-            let mut inv = self.invocation(&scripts::KICK, topic);
-            inv.arg("").arg(1000);
-            let reply = codec::array(self.call(&inv, "kicking dead jobs").await?)?;
-            let kicked = codec::uint(reply.get(1).unwrap_or(&Value::Nil))?;
-            let left = codec::uint(reply.get(2).unwrap_or(&Value::Nil))?;
-            total += kicked;
-            let rounds = rounds_left.get_or_insert(left / 1000 + 1);
-            if kicked > 0 {
-                self.inner.waiters.pushed(topic, 0, true);
-            }
-            if left == 0 || kicked == 0 || *rounds == 0 {
-                return Ok(total);
-            }
-            *rounds -= 1;
-        }
+        self.ops.kick_all(topic).await
     }
 
     async fn list(
@@ -797,98 +176,22 @@ impl Engine for RedisEngine {
         after: Option<&Cursor>,
     ) -> Result<Page> {
         check_count("limit", limit)?;
-        let code = state_code(state);
-        let (score, member) = match after {
-            None => ("0".to_string(), String::new()),
-            Some(c) => parse_cursor(&c.0, code)?,
-        };
-        let mut inv = self.invocation(&scripts::LIST, topic);
-        inv.arg(code)
-            .arg(score)
-            .arg(member)
-            .arg(limit)
-            .arg(self.inner.tick_batch);
-        let mut reply = codec::array(self.call(&inv, "listing jobs").await?)?.into_iter();
-        let mut head = || reply.next().unwrap_or(Value::Nil);
-        let has_next = codec::int(&head())? == 1;
-        let next_score = codec::string(head())?;
-        let next_member = codec::string(head())?;
-        let jobs = decode_jobs(topic, reply.collect())?
-            .into_iter()
-            .map(|(j, _)| j)
-            .collect();
-        Ok(Page {
-            jobs,
-            next: has_next.then(|| Cursor(format!("{code}:{next_score}:{next_member}"))),
-        })
+        self.ops.list(topic, state, limit, after).await
     }
 
     async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
-        let mut inv = self.invocation(&scripts::STATS, topic);
-        inv.arg(self.inner.tick_batch);
-        let r = codec::array(self.call(&inv, "reading stats").await?)?;
-        if r.len() != 8 {
-            return Err(Error::Internal("stats reply has the wrong length".into()));
-        }
-        let now = codec::uint(&r[0])?;
-        Ok(TopicStats {
-            delayed: codec::uint(&r[1])?,
-            ready: codec::uint(&r[2])?,
-            reserved: codec::uint(&r[3])?,
-            dead: codec::uint(&r[4])?,
-            oldest_overdue: codec::opt_uint(&r[5])?
-                .map(|due| Duration::from_millis(now.saturating_sub(due))),
-            next_due: codec::opt_uint(&r[6])?.map(Timestamp::from_millis),
-            expired_leases: codec::uint(&r[7])?,
-        })
+        self.ops.stats(topic).await
     }
 
     async fn topics(&self) -> Result<Vec<Topic>> {
-        let mut conn = self.inner.conn.clone();
-        let names: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(self.inner.keys.registry())
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| map_redis_err("listing topics", e))?;
-        let mut topics: Vec<Topic> = names
-            .into_iter()
-            .filter_map(|n| Topic::new(n).ok())
-            .collect();
-        topics.sort();
-        Ok(topics)
+        self.ops.topics().await
     }
 
     async fn purge(&self, topic: &Topic) -> Result<u64> {
-        let inv = self.invocation(&scripts::PURGE, topic);
-        codec::uint(&self.call(&inv, "purging a topic").await?)
+        self.ops.purge(topic).await
     }
 
     async fn now(&self) -> Result<Timestamp> {
-        let mut conn = self.inner.conn.clone();
-        let (sec, usec): (u64, u64) = redis::cmd("TIME")
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| map_redis_err("reading the Redis clock", e))?;
-        Ok(Timestamp::from_millis(sec * 1000 + usec / 1000))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn eviction_policies() {
-        for p in ["allkeys-lru", "allkeys-lfu", "allkeys-random"] {
-            assert!(may_evict_jobs(p), "{p}");
-        }
-        for p in [
-            "noeviction",
-            "volatile-lru",
-            "volatile-ttl",
-            "volatile-random",
-        ] {
-            assert!(!may_evict_jobs(p), "{p}");
-        }
+        self.ops.now().await
     }
 }

@@ -6,8 +6,8 @@ use redis::{ErrorKind, RedisError, ServerErrorKind};
 /// Maps a redis-rs error raised while doing `what`.
 ///
 /// Connection failures, timeouts, a loading, read-only or out-of-memory server become
-/// [`Error::Unavailable`] (retry later); an error raised inside a script means the data is
-/// not what the scripts wrote, which is [`Error::Internal`].
+/// [`Error::Unavailable`] (retry later); an error raised inside a function means the data is
+/// not what the functions wrote, which is [`Error::Internal`].
 pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
     let detail = e.detail().unwrap_or("").to_string();
     if e.code() == Some("OOM") {
@@ -20,9 +20,11 @@ pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
     }
     match e.kind() {
         ErrorKind::Server(ServerErrorKind::ResponseError)
-            if detail.contains("user_script") || detail.contains("script:") =>
+            if detail.contains("user_script")
+                || detail.contains("user_function")
+                || detail.contains("script:") =>
         {
-            Error::Internal(format!("{what}: a delayq script failed: {e}"))
+            Error::Internal(format!("{what}: a delayq function failed: {e}"))
         }
         ErrorKind::AuthenticationFailed => Error::InvalidConfig {
             reason: format!(
@@ -34,7 +36,7 @@ pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
         },
         ErrorKind::Server(ServerErrorKind::NoPerm) => Error::InvalidConfig {
             reason: format!(
-                "{what}: the Redis user lacks a permission delayq needs ({e}); allow EVALSHA, SCRIPT, TIME, SADD, SMEMBERS, BZPOPMIN, ZADD, CLIENT on the delayq:* keys"
+                "{what}: the Redis user lacks a permission delayq needs ({e}); allow FCALL, FUNCTION, INFO, TIME, SADD, SMEMBERS, BZPOPMIN, ZADD, CLIENT on the delayq:* keys"
             ),
         },
         _ => Error::unavailable(format!("{what}: {e}"), e),

@@ -1,14 +1,14 @@
 //! Every Redis key delayq uses, built in one place from one prefix.
 //!
 //! A topic's keys all carry the topic as hash tag (`<prefix>:{<topic>}:<name>`), so each
-//! script touches exactly one cluster slot. The topic alphabet has no braces, so the tag is
+//! function call touches exactly one cluster slot. The topic alphabet has no braces, so the tag is
 //! always the whole topic.
 
 use delayq_core::{Error, Topic};
 
-/// The names of a topic's keys, in the order every script receives them as KEYS.
-pub(crate) const TOPIC_KEY_NAMES: [&str; 8] = [
-    "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters",
+/// The names of a topic's keys, in the order every function receives them as KEYS.
+pub(crate) const TOPIC_KEY_NAMES: [&str; 9] = [
+    "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters", "tokens",
 ];
 
 /// Builds keys under one prefix (default `delayq`).
@@ -30,8 +30,8 @@ impl KeySpace {
         })
     }
 
-    /// The eight keys of a topic, in script KEYS order.
-    pub(crate) fn topic(&self, topic: &Topic) -> [String; 8] {
+    /// The nine keys of a topic, in function KEYS order.
+    pub(crate) fn topic(&self, topic: &Topic) -> [String; 9] {
         TOPIC_KEY_NAMES.map(|name| format!("{}:{{{}}}:{name}", self.prefix, topic.as_str()))
     }
 
@@ -77,6 +77,7 @@ mod tests {
                 "delayq:{orders.cancel}:seq",
                 "delayq:{orders.cancel}:wake",
                 "delayq:{orders.cancel}:counters",
+                "delayq:{orders.cancel}:tokens",
             ]
         );
         assert_eq!(ks.wake(&topic("orders.cancel")), keys[6]);

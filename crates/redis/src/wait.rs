@@ -2,14 +2,14 @@
 //!
 //! Local reservers that found nothing register interest in their topics and wait on a
 //! per-topic [`Notify`]. The waker task wakes one of them (`notify_one`) when
-//! - a topic's next event (due time or lease deadline, learnt from script replies or from a
+//! - a topic's next event (due time or lease deadline, learnt from reserve replies or from a
 //!   signal) is reached on the local clock, mapped from Redis time by [`Clock`]; or
 //! - a signal arrives: the task keeps one BZPOPMIN on the wake keys of every topic with local
 //!   waiters, on its own connection with no response timeout (a blocking command on a
 //!   shared multiplexed connection would stall everyone on it). Scripts add to a wake key
 //!   when they create a new earliest event, so a blocked process learns of it at once.
 //!
-//! A woken reserver runs the reserve script, which hands out jobs and reports the next event;
+//! A woken reserver runs the reserve function, which hands out jobs and reports the next event;
 //! if jobs are left, the next local waiter is woken in turn. When the last local waiter of a
 //! topic leaves while this process knew of the topic's next event, the event goes back to
 //! Redis (a signal), so that a waiter elsewhere, or the next one here, takes it over. Waiters also wake on their own every few seconds (the
@@ -30,7 +30,7 @@ use tokio::sync::{Notify, oneshot};
 use crate::clock::Clock;
 use crate::codec;
 use crate::keys::KeySpace;
-use crate::scripts;
+use crate::{conn, library};
 
 /// The shared half: what reservers call.
 #[derive(Clone)]
@@ -92,7 +92,7 @@ impl Waiters {
         Waiters { shared }
     }
 
-    /// Records a reserve script's reply for `topic`: Redis's now (µs), received at
+    /// Records a reserve call's reply for `topic`: Redis's now (µs), received at
     /// `received`, and the topic's next event (`None` when it has none).
     pub(crate) fn observe(
         &self,
@@ -110,7 +110,7 @@ impl Waiters {
         let learnt = next_ms.map(|ms| {
             // Due already (jobs left ready): wake the next local waiter now. Due later: never
             // before Redis gets there, and never sooner than 1 ms, so an estimate that is a
-            // little early cannot turn into a busy loop of script calls.
+            // little early cannot turn into a busy loop of calls.
             if ms * 1000 <= redis_now_us {
                 (Instant::now(), ms)
             } else {
@@ -118,7 +118,7 @@ impl Waiters {
                 (at.max(Instant::now() + Duration::from_millis(1)), ms)
             }
         });
-        // Keep the earlier of what was known and what the script said: a signal popped while
+        // Keep the earlier of what was known and what the reply said: a signal popped while
         // this reply was on its way may be newer than the reply. A stale earlier time costs
         // one wake-up that finds nothing; a lost one would make a job late.
         tw.next = match (tw.next, learnt) {
@@ -419,12 +419,13 @@ async fn on_signal(shared: &Shared, main: &mut ConnectionManager, topic: Topic, 
 /// Gives the event at Redis time `ms` back to Redis (`lua/handback.lua`), for a waiter
 /// elsewhere or the next one here; a topic left with no job gets nothing back.
 async fn hand_back(shared: &Shared, main: &mut ConnectionManager, topic: &Topic, ms: u64) {
-    let mut inv = scripts::HANDBACK.prepare_invoke();
-    for k in shared.keys.topic(topic) {
-        inv.key(k);
-    }
-    inv.arg(ms);
-    let r: RedisResult<Value> = inv.invoke_async(main).await;
+    let keys = shared.keys.topic(topic);
+    let mut cmd = redis::cmd("FCALL");
+    cmd.arg(library::HANDBACK)
+        .arg(keys.len())
+        .arg(&keys)
+        .arg(ms);
+    let r = conn::fcall(main, &cmd).await;
     if let Err(e) = r {
         tracing::debug!(topic = %topic, error = %e, "could not hand a wake-up back to Redis; the safety wake covers it");
     }

@@ -1,12 +1,12 @@
 //! Redis-specific behaviour that the engine-agnostic suite cannot see: the exact key layout,
-//! the idle cost of blocked reservers, persistence and script reloading across a Redis
+//! the idle cost of blocked reservers, persistence and function reloading across a Redis
 //! restart, the safety wake covering a lost signal, ACL authentication and outages.
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
 use std::time::{Duration, Instant};
 
-use delayq_core::{Engine, Error, JobId, JobState, Nack, NewJob, Reserve, Topic};
+use delayq_core::{Engine, Error, JobId, JobState, Nack, NewJob, Reserve, Settle, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::{Persistence, RedisOptions, RedisServer};
 use redis::AsyncCommands;
@@ -52,6 +52,278 @@ async fn total_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
         .filter_map(|rest| rest.split(',').next())
         .filter_map(|n| n.parse::<u64>().ok())
         .sum()
+}
+
+/// Calls of `command` (lowercase) in `INFO commandstats`.
+async fn calls_of(conn: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|rest| rest.split(',').next())
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+}
+
+/// A worker's cycle is one function call per topic: the settlements of the reserved topic go
+/// in its reserve call, those of another topic in one settle-only call of the same pipeline.
+#[tokio::test]
+async fn settle_and_reserve_is_one_call_per_topic() {
+    let server = RedisServer::start();
+    let e = engine(&server).await;
+    let (a, b) = (topic("sra"), topic("srb"));
+    for name in ["1", "2", "3", "4"] {
+        e.push(NewJob::new(a.clone(), name).with_id(id(name)))
+            .await
+            .unwrap();
+    }
+    e.push(NewJob::new(b.clone(), "b").with_id(id("b")))
+        .await
+        .unwrap();
+    let mut held = e.reserve(&Reserve::new(a.clone()).max(2)).await.unwrap();
+    held.extend(e.reserve(&Reserve::new(b.clone())).await.unwrap());
+    let settle: Vec<Settle> = held
+        .iter()
+        .map(|d| Settle::Ack(d.lease.clone().unwrap()))
+        .collect();
+    let mut conn = server.connection().await;
+    let before = calls_of(&mut conn, "fcall").await;
+    let got = e
+        .settle_and_reserve(&settle, &Reserve::new(a.clone()).max(10))
+        .await
+        .unwrap();
+    let calls = calls_of(&mut conn, "fcall").await - before;
+    assert_eq!(
+        calls, 2,
+        "one call for topic sra (settle + reserve), one for srb"
+    );
+    assert!(got.settled.iter().all(|r| r.is_ok()), "{:?}", got.settled);
+    let ids: Vec<String> = got
+        .deliveries
+        .iter()
+        .map(|d| d.job.id.to_string())
+        .collect();
+    assert_eq!(ids, ["3", "4"]);
+    assert_eq!(e.stats(&b).await.unwrap().reserved, 0);
+
+    // Settle only (max 0): one call per topic with settlements, nothing reserved.
+    let settle: Vec<Settle> = got
+        .deliveries
+        .iter()
+        .map(|d| Settle::Ack(d.lease.clone().unwrap()))
+        .collect();
+    let before = calls_of(&mut conn, "fcall").await;
+    let got = e
+        .settle_and_reserve(&settle, &Reserve::new(b.clone()).max(0))
+        .await
+        .unwrap();
+    assert_eq!(calls_of(&mut conn, "fcall").await - before, 1);
+    assert!(got.settled.iter().all(|r| r.is_ok()), "{:?}", got.settled);
+    assert!(got.deliveries.is_empty());
+    assert_eq!(e.stats(&a).await.unwrap().reserved, 0);
+}
+
+/// The fields of a job's record (cmsgpack), decoded by Redis's own cmsgpack.
+async fn record(
+    conn: &mut redis::aio::MultiplexedConnection,
+    topic: &str,
+    id: &str,
+) -> Vec<redis::Value> {
+    redis::Script::new("return { cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1])) }")
+        .key(format!("delayq:{{{topic}}}:jobs"))
+        .arg(id)
+        .invoke_async(conn)
+        .await
+        .unwrap()
+}
+
+/// Seeds one leased job of `topic` exactly as reserve.lua leaves it: a record with
+/// `attempts` ended attempts out of `max`, a deadline `ttl_ms` from now on the Redis clock
+/// (negative: already expired) in leases, and `token` in tokens.
+async fn seed_leased(
+    conn: &mut redis::aio::MultiplexedConnection,
+    topic: &str,
+    (id, token): (&str, u64),
+    (attempts, max): (u32, u32),
+    ttl_ms: i64,
+) {
+    let key = |name: &str| format!("delayq:{{{topic}}}:{name}");
+    let _: () = redis::Script::new(
+        r"
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        local id, attempts, max = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4])
+        redis.call('HSET', KEYS[1], id, cmsgpack.pack(1, 0, now - 5, 1, 30000, max, attempts,
+          1000, 2, 3600000, 0, now - 5, '', 'seeded body'))
+        redis.call('ZADD', KEYS[2], now + tonumber(ARGV[5]), id)
+        redis.call('HSET', KEYS[3], id, ARGV[2])
+        redis.call('SET', KEYS[4], ARGV[2])
+        ",
+    )
+    .key(key("jobs"))
+    .key(key("leases"))
+    .key(key("tokens"))
+    .key(key("seq"))
+    .arg(id)
+    .arg(token)
+    .arg(attempts)
+    .arg(max)
+    .arg(ttl_ms)
+    .invoke_async(conn)
+    .await
+    .unwrap();
+}
+
+/// The keys of a topic that exist, sorted.
+async fn topic_keys(conn: &mut redis::aio::MultiplexedConnection, topic: &str) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("delayq:{{{topic}}}:*"))
+        .query_async(conn)
+        .await
+        .unwrap();
+    keys.sort();
+    keys
+}
+
+/// Ack against seeded state: a wrong token, an expired lease and a second ack answer
+/// LEASE_LOST and change nothing (byte for byte); the right token removes the job from
+/// jobs, leases and tokens and nothing else.
+#[tokio::test]
+async fn ack_on_seeded_state() {
+    let server = RedisServer::start();
+    let e = engine(&server).await;
+    let mut conn = server.connection().await;
+    let t = topic("sack");
+    seed_leased(&mut conn, "sack", ("live", 41), (0, 3), 60_000).await;
+    seed_leased(&mut conn, "sack", ("gone", 42), (1, 3), -1).await;
+    let lease = |id: &str, token: u64| delayq_core::Lease {
+        topic: t.clone(),
+        id: JobId::new(id).unwrap(),
+        token: delayq_core::LeaseToken(token),
+    };
+
+    let before = server.snapshot().await;
+    let got = e
+        .ack_batch(&[lease("live", 40), lease("gone", 42), lease("none", 1)])
+        .await
+        .unwrap();
+    assert!(
+        got.iter()
+            .all(|r| matches!(r, Err(Error::LeaseLost { .. }))),
+        "{got:?}"
+    );
+    assert_eq!(
+        server.snapshot().await,
+        before,
+        "a refused ack changed the store"
+    );
+
+    let got = e
+        .ack_batch(&[lease("live", 41), lease("live", 41)])
+        .await
+        .unwrap();
+    assert!(got[0].is_ok(), "{got:?}");
+    assert!(matches!(got[1], Err(Error::LeaseLost { .. })), "{got:?}");
+    let ids: Vec<String> = conn.hkeys("delayq:{sack}:jobs").await.unwrap();
+    assert_eq!(ids, ["gone"]);
+    let leases: Vec<String> = conn.zrange("delayq:{sack}:leases", 0, -1).await.unwrap();
+    assert_eq!(leases, ["gone"]);
+    let tokens: Vec<String> = conn.hkeys("delayq:{sack}:tokens").await.unwrap();
+    assert_eq!(tokens, ["gone"]);
+    assert_eq!(
+        topic_keys(&mut conn, "sack").await,
+        [
+            "delayq:{sack}:jobs",
+            "delayq:{sack}:leases",
+            "delayq:{sack}:seq",
+            "delayq:{sack}:tokens"
+        ]
+    );
+}
+
+/// settle_and_reserve against seeded state: a nack ends the attempt in the record (attempts
+/// + 1, the reason) and places it by its delay; a release puts the job back in ready with its
+/// record untouched (byte for byte); the reserve that follows leases without rewriting the
+/// record; a stale token changes nothing.
+#[tokio::test]
+async fn settle_on_seeded_state() {
+    let server = RedisServer::start();
+    let e = engine(&server).await;
+    let mut conn = server.connection().await;
+    let t = topic("sset");
+    seed_leased(&mut conn, "sset", ("n", 7), (1, 3), 60_000).await;
+    seed_leased(&mut conn, "sset", ("r", 8), (0, 3), 60_000).await;
+    seed_leased(&mut conn, "sset", ("s", 9), (0, 3), 60_000).await;
+    let lease = |id: &str, token: u64| delayq_core::Lease {
+        topic: t.clone(),
+        id: JobId::new(id).unwrap(),
+        token: delayq_core::LeaseToken(token),
+    };
+    let released_before: Vec<u8> = conn.hget("delayq:{sset}:jobs", "r").await.unwrap();
+    let settle = vec![
+        Settle::Nack(
+            lease("n", 7),
+            Nack {
+                delay: Some(Duration::from_secs(60)),
+                reason: Some("boom".into()),
+            },
+        ),
+        Settle::Release(lease("r", 8)),
+        Settle::Ack(lease("s", 1)),
+    ];
+    let got = e
+        .settle_and_reserve(&settle, &Reserve::new(t.clone()).max(5))
+        .await
+        .unwrap();
+    let now = e.now().await.unwrap().as_millis();
+    let nacked_at = match &got.settled[0] {
+        Ok(delayq_core::Settled::Nacked(delayq_core::NackOutcome::Retry { ready_at })) => {
+            ready_at.as_millis()
+        }
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        nacked_at > now + 59_000 && nacked_at <= now + 60_000,
+        "{nacked_at} vs {now}"
+    );
+    assert!(got.settled[1].is_ok(), "{:?}", got.settled[1]);
+    assert!(matches!(got.settled[2], Err(Error::LeaseLost { .. })));
+
+    // The nacked job: attempt ended and its reason kept, delayed by 60 s.
+    let rec = record(&mut conn, "sset", "n").await;
+    assert_eq!(rec[6], redis::Value::Int(2), "attempts ended");
+    assert_eq!(rec[12], redis::Value::BulkString(b"boom".to_vec()));
+    let delayed: Vec<(String, f64)> = conn
+        .zrange_withscores("delayq:{sset}:delayed", 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(delayed, vec![("n".to_string(), nacked_at as f64)]);
+
+    // The released job was delivered again by the same call, with a fresh token; neither the
+    // release nor the reserve rewrote its record.
+    assert_eq!(got.deliveries.len(), 1);
+    let d = &got.deliveries[0];
+    assert_eq!(d.job.id.as_str(), "r");
+    assert_eq!(d.job.attempts, 1, "the released attempt did not count");
+    let token = d.lease.as_ref().unwrap().token.0;
+    assert_eq!(token, 10, "the next value of the topic counter");
+    let released_after: Vec<u8> = conn.hget("delayq:{sset}:jobs", "r").await.unwrap();
+    assert_eq!(released_after, released_before);
+    let tokens: Vec<(String, u64)> = conn.hgetall("delayq:{sset}:tokens").await.unwrap();
+    let mut tokens = tokens;
+    tokens.sort();
+    assert_eq!(tokens, vec![("r".to_string(), 10), ("s".to_string(), 9)]);
+    let leases: Vec<String> = conn
+        .zrangebyscore("delayq:{sset}:leases", "-inf", "+inf")
+        .await
+        .unwrap();
+    let mut leases = leases;
+    leases.sort();
+    assert_eq!(leases, ["r", "s"]);
 }
 
 /// The keys and their contents after one push, one reserve and one nack are exactly those
@@ -118,6 +390,17 @@ async fn key_layout_matches_architecture() {
     );
     let ready_len: u64 = conn.zcard("delayq:{layout}:ready").await.unwrap();
     assert_eq!(ready_len, 0);
+    let tokens: Vec<(String, u64)> = conn.hgetall("delayq:{layout}:tokens").await.unwrap();
+    assert_eq!(
+        tokens,
+        vec![("b".to_string(), 3)],
+        "the lease token, out of the record"
+    );
+    // The reserve did not rewrite the record: its attempts count ended attempts (none yet).
+    let rec = record(&mut conn, "layout", "b").await;
+    assert_eq!(rec.len(), 14, "{rec:?}");
+    assert_eq!(rec[6], redis::Value::Int(0), "attempts ended");
+    assert_eq!(d.job.attempts, 1, "the delivery counts itself");
 
     e.nack(&lease, Nack::default()).await.unwrap();
     let dead: Vec<(String, f64)> = conn
@@ -157,7 +440,7 @@ async fn key_layout_matches_architecture() {
 /// 20 reservers on empty topics, each reserving again as soon as its 5 s long-poll ends (as a
 /// worker does), cost fewer than 1 Redis command per second each over 12 s, measured with
 /// INFO commandstats, which also counts the calls made inside scripts. One reserve is one
-/// script of three commands (EVALSHA, EXISTS, TIME) on its first pass and nothing more until
+/// function call of three commands (FCALL, EXISTS, TIME) on its first pass and nothing more until
 /// its wait ends: a reserve that looked again when its wait ended would cost twice that and
 /// fail here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,9 +488,9 @@ async fn idle_reservers_cost_under_one_command_per_second() {
 }
 
 /// With AOF fsync always, jobs and leases survive a kill -9 of Redis; the engine reconnects
-/// and reloads its scripts (single calls and pipelines alike).
+/// and its functions are still there (Redis persists them with the data).
 #[tokio::test]
-async fn jobs_survive_a_redis_crash_with_aof_and_scripts_reload() {
+async fn jobs_survive_a_redis_crash_with_aof() {
     let mut server = RedisServer::start_with(RedisOptions {
         persistence: Persistence::AofAlways,
         ..RedisOptions::default()
@@ -258,7 +541,7 @@ async fn jobs_survive_a_redis_crash_with_aof_and_scripts_reload() {
     };
     assert!(
         pushed.iter().all(|p| p.created),
-        "pipelined scripts were reloaded"
+        "pipelined calls work after the restart"
     );
     assert_eq!(
         e.get(&t, &id("later")).await.unwrap().map(|j| j.state),
@@ -272,22 +555,44 @@ async fn jobs_survive_a_redis_crash_with_aof_and_scripts_reload() {
     assert!(acks[0].is_ok(), "the lease survived the crash: {acks:?}");
 }
 
-/// SCRIPT FLUSH in the middle of a run (as after a failover): pipelines resend what came
-/// back NOSCRIPT, without running anything twice.
+/// `FUNCTION FLUSH` (as after a restart without persistence, or a failover to a replica
+/// without the library): the next single call and the next pipeline load the library again
+/// and resend just what came back "function not found", without running anything twice.
 #[tokio::test]
-async fn pipelines_recover_from_script_flush() {
+async fn calls_and_pipelines_recover_from_function_flush() {
     let server = RedisServer::start();
     let e = engine(&server).await;
     let (a, b) = (topic("fa"), topic("fb"));
+    let mut conn = server.connection().await;
+    let flush = |mut conn: redis::aio::MultiplexedConnection| async move {
+        let _: () = redis::cmd("FUNCTION")
+            .arg("FLUSH")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    };
+    let libraries = |mut conn: redis::aio::MultiplexedConnection| async move {
+        let list: Vec<Vec<redis::Value>> = redis::cmd("FUNCTION")
+            .arg("LIST")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        list.len()
+    };
+    assert_eq!(libraries(conn.clone()).await, 1, "loaded at connect");
+
+    flush(conn.clone()).await;
+    assert_eq!(libraries(conn.clone()).await, 0);
     e.push(NewJob::new(a.clone(), "1").with_id(id("1")))
         .await
         .unwrap();
-    let mut conn = server.connection().await;
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    assert_eq!(
+        libraries(conn.clone()).await,
+        1,
+        "reloaded by a single call"
+    );
+
+    flush(conn.clone()).await;
     let pushed = e
         .push_batch(vec![
             NewJob::new(a.clone(), "2").with_id(id("2")),
@@ -296,17 +601,16 @@ async fn pipelines_recover_from_script_flush() {
         .await
         .unwrap();
     assert!(pushed.iter().all(|p| p.created));
+    flush(conn.clone()).await;
     let got = e
         .reserve(&Reserve::topics([a.clone(), b.clone()]).max(3))
         .await
         .unwrap();
     assert_eq!(got.len(), 3);
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    flush(conn.clone()).await;
     ack_all_once(&e, &got).await;
+    let seq: u64 = conn.get("delayq:{fa}:seq").await.unwrap();
+    assert_eq!(seq, 4, "two pushes and two leases on fa: nothing ran twice");
 }
 
 /// A job that becomes ready without any wake-up signal (as when the signal was lost with a
@@ -333,7 +637,7 @@ async fn a_lost_wake_signal_is_covered_by_the_safety_wake() {
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         redis.call('HSET', KEYS[1], 'seeded',
-          cmsgpack.pack(1, 0, now, 1, 30000, 3, 0, 1000, 2, 3600000, 100, now, 0, 0, '', 'body'))
+          cmsgpack.pack(1, 0, now, 1, 30000, 3, 0, 1000, 2, 3600000, 100, now, '', 'body'))
         redis.call('ZADD', KEYS[2], 0, string.format('%013d%016d', now, 1) .. 'seeded')
         ",
     )
@@ -438,7 +742,7 @@ async fn connects_over_tls() {
     );
 }
 
-/// The scripts do their per-job work in multi-member calls (HMGET, ZADD, HSET, ZREM, HDEL),
+/// The functions do their per-job work in multi-member calls (HMGET, ZADD, HSET, ZREM, HDEL),
 /// cut into calls of at most 1000 arguments: a tick that promotes 2,500 due jobs at once
 /// (tick_batch 5000), a reserve of 1000 and an ack of 1000 keep the order, the counts and
 /// the leases exact.

@@ -1,0 +1,314 @@
+//! The connection to Redis: the client (URL, TLS), connecting, the server checks (version,
+//! eviction policy), loading the functions library, and running function calls alone or
+//! in pipelines, loading the library again when Redis answers that it lost it.
+
+use delayq_core::{Error, Result};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, Cmd, RedisError, RedisResult, Value};
+
+use crate::RedisConfig;
+use crate::error::map_redis_err;
+use crate::library;
+
+/// The shared multiplexed connection (cheap to clone), which reconnects on its own.
+#[derive(Clone)]
+pub(crate) struct Conn {
+    cm: ConnectionManager,
+}
+
+impl Conn {
+    /// Connects, refuses a server older than Redis 7.0, loads the library and warns when
+    /// the eviction policy may drop jobs. Also answers the client, for the waker's own
+    /// connection.
+    pub(crate) async fn connect(config: &RedisConfig) -> Result<(Conn, Client)> {
+        let client = client(config)?;
+        let cm_config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(config.response_timeout))
+            .set_connection_timeout(Some(config.connect_timeout))
+            .set_number_of_retries(3);
+        let mut cm = client
+            .get_connection_manager_with_config(cm_config)
+            .await
+            .map_err(|e| map_redis_err("connecting to Redis", e))?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut cm)
+            .await
+            .map_err(|e| map_redis_err("reading the Redis version", e))?;
+        check_version(&info)?;
+        load(&mut cm)
+            .await
+            .map_err(|e| map_redis_err("loading the delayq functions", e))?;
+        warn_on_eviction(&mut cm).await;
+        Ok((Conn { cm }, client))
+    }
+
+    /// The underlying connection, for plain commands and the waker.
+    pub(crate) fn manager(&self) -> ConnectionManager {
+        self.cm.clone()
+    }
+
+    /// Runs a plain command (not a function call).
+    pub(crate) async fn query<T: redis::FromRedisValue>(
+        &self,
+        cmd: &Cmd,
+        what: &'static str,
+    ) -> Result<T> {
+        let mut cm = self.cm.clone();
+        cmd.query_async(&mut cm)
+            .await
+            .map_err(|e| map_redis_err(what, e))
+    }
+
+    /// Runs one function call (see [`fcall`]).
+    pub(crate) async fn call(&self, cmd: &Cmd, what: &'static str) -> Result<Value> {
+        let mut cm = self.cm.clone();
+        fcall(&mut cm, cmd)
+            .await
+            .map_err(|e| map_redis_err(what, e))
+    }
+
+    /// Runs several function calls in one round trip. When some come back "function not
+    /// found", the library is loaded and just those calls are resent (the others ran).
+    pub(crate) async fn pipeline(&self, cmds: &[Cmd], what: &'static str) -> Result<Vec<Value>> {
+        let mut cm = self.cm.clone();
+        let mut pipe = redis::pipe();
+        for cmd in cmds {
+            pipe.add_command(cmd.clone());
+        }
+        pipe.ignore_errors();
+        let mut replies: Vec<Value> = pipe
+            .query_async(&mut cm)
+            .await
+            .map_err(|e| map_redis_err(what, e))?;
+        let missing: Vec<usize> = replies
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| is_missing_reply(v))
+            .map(|(i, _)| i)
+            .collect();
+        if !missing.is_empty() {
+            load(&mut cm)
+                .await
+                .map_err(|e| map_redis_err("reloading the delayq functions", e))?;
+            let mut retry = redis::pipe();
+            for &i in &missing {
+                retry.add_command(cmds[i].clone());
+            }
+            retry.ignore_errors();
+            let again: Vec<Value> = retry
+                .query_async(&mut cm)
+                .await
+                .map_err(|e| map_redis_err(what, e))?;
+            for (i, v) in missing.into_iter().zip(again) {
+                replies[i] = v;
+            }
+        }
+        replies
+            .into_iter()
+            .map(|v| match v {
+                Value::ServerError(e) => Err(map_redis_err(what, e.into())),
+                v => Ok(v),
+            })
+            .collect()
+    }
+}
+
+/// Runs one function call on `cm`; when Redis answers that the function is missing
+/// (restarted without persistence, `FUNCTION FLUSH`, a failover), loads the library and
+/// calls again.
+pub(crate) async fn fcall(cm: &mut ConnectionManager, cmd: &Cmd) -> RedisResult<Value> {
+    match cmd.query_async::<Value>(cm).await {
+        Err(e) if is_missing(&e) => {
+            load(cm).await?;
+            cmd.query_async(cm).await
+        }
+        r => r,
+    }
+}
+
+/// Builds the redis-rs client from the URL and the TLS files.
+fn client(config: &RedisConfig) -> Result<Client> {
+    let tls = config.url.starts_with("rediss://");
+    let bad_url = |e: redis::RedisError| Error::InvalidConfig {
+        reason: format!(
+            "cannot use the Redis URL: {e}; use redis://[user:password@]host[:port][/db], or rediss:// for TLS"
+        ),
+    };
+    if !tls {
+        if config.tls_ca_file.is_some() || config.tls_client_cert.is_some() {
+            return Err(Error::InvalidConfig {
+                reason: "TLS certificate files are set but the URL is not rediss://; use a rediss:// URL".into(),
+            });
+        }
+        return Client::open(config.url.as_str()).map_err(bad_url);
+    }
+    // redis-rs leaves the choice of TLS crypto provider to the application; ring needs no C
+    // toolchain. An application that installed its own provider keeps it.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    if config.tls_ca_file.is_none() && config.tls_client_cert.is_none() {
+        return Client::open(config.url.as_str()).map_err(bad_url);
+    }
+    let read = |path: &std::path::Path, what: &str| {
+        std::fs::read(path).map_err(|e| Error::InvalidConfig {
+            reason: format!("cannot read the TLS {what} file {}: {e}", path.display()),
+        })
+    };
+    let root_cert = match &config.tls_ca_file {
+        Some(p) => Some(read(p, "CA certificate")?),
+        None => None,
+    };
+    let client_tls = match &config.tls_client_cert {
+        Some((cert, key)) => Some(redis::ClientTlsConfig {
+            client_cert: read(cert, "client certificate")?,
+            client_key: read(key, "client key")?,
+        }),
+        None => None,
+    };
+    Client::build_with_tls(
+        config.url.as_str(),
+        redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        },
+    )
+    .map_err(bad_url)
+}
+
+/// Warns when Redis may evict delayq's keys.
+async fn warn_on_eviction(conn: &mut ConnectionManager) {
+    let policy: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-policy")
+        .query_async(conn)
+        .await;
+    match policy {
+        Ok(kv) => {
+            if let Some(p) = kv.get(1).filter(|p| may_evict_jobs(p)) {
+                tracing::warn!(
+                    maxmemory_policy = %p,
+                    "Redis may evict any key when it reaches maxmemory: delayq jobs would vanish silently; set maxmemory-policy noeviction"
+                );
+            }
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "cannot read maxmemory-policy (CONFIG may be disabled)")
+        }
+    }
+}
+
+/// True for eviction policies that can remove delayq's keys. delayq's keys have no TTL, so
+/// the `volatile-*` policies never pick them; `allkeys-*` ones may.
+fn may_evict_jobs(policy: &str) -> bool {
+    policy.starts_with("allkeys-")
+}
+
+/// The oldest Redis with Functions (`FUNCTION LOAD`, `FCALL`).
+const MIN_VERSION: (u32, u32) = (7, 0);
+
+/// Loads (or replaces) the library on the connection's server, checking the name it answers.
+async fn load<C: redis::aio::ConnectionLike>(con: &mut C) -> RedisResult<()> {
+    let name: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(library::SOURCE)
+        .query_async(con)
+        .await?;
+    if name != library::NAME {
+        return Err(RedisError::from((
+            redis::ErrorKind::Client,
+            "FUNCTION LOAD answered another library name",
+            format!("expected {}, got {name}", library::NAME),
+        )));
+    }
+    Ok(())
+}
+
+/// True for the error `FCALL` answers when the function is not loaded: a Redis restarted
+/// without persistence, a `FUNCTION FLUSH`, a failover to a replica that lacks it.
+fn is_missing(e: &RedisError) -> bool {
+    e.detail().is_some_and(is_missing_message) || is_missing_message(&e.to_string())
+}
+
+/// [`is_missing`] for one reply of a pipeline (with errors kept as values).
+fn is_missing_reply(v: &Value) -> bool {
+    match v {
+        Value::ServerError(e) => {
+            e.details().is_some_and(is_missing_message) || is_missing_message(e.code())
+        }
+        _ => false,
+    }
+}
+
+fn is_missing_message(s: &str) -> bool {
+    s.contains("Function not found")
+}
+
+/// Refuses a server older than Redis 7.0, whose `INFO server` is `info`, with a message
+/// saying what was found and what is needed.
+fn check_version(info: &str) -> Result<()> {
+    let found = info
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("redis_version:"))
+        .unwrap_or("unknown");
+    let mut parts = found.split('.').map(|p| p.parse::<u32>().ok());
+    let major_minor = match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => Some((major, minor)),
+        _ => None,
+    };
+    match major_minor {
+        Some(v) if v >= MIN_VERSION => Ok(()),
+        _ => Err(Error::InvalidConfig {
+            reason: format!(
+                "the Redis server is version {found}; delayq needs Redis 7.0 or newer (it runs as a Redis Functions library); upgrade Redis"
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eviction_policies() {
+        for p in ["allkeys-lru", "allkeys-lfu", "allkeys-random"] {
+            assert!(may_evict_jobs(p), "{p}");
+        }
+        for p in [
+            "noeviction",
+            "volatile-lru",
+            "volatile-ttl",
+            "volatile-random",
+        ] {
+            assert!(!may_evict_jobs(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn versions_before_7_are_refused_with_what_was_found() {
+        let info = |v: &str| format!("# Server\r\nredis_version:{v}\r\nredis_mode:standalone\r\n");
+        assert!(check_version(&info("7.0.15")).is_ok());
+        assert!(check_version(&info("8.6.2")).is_ok());
+        for old in ["6.2.14", "5.0.7", "garbage"] {
+            match check_version(&info(old)) {
+                Err(Error::InvalidConfig { reason }) => {
+                    assert!(reason.contains(old), "{reason}");
+                    assert!(reason.contains("7.0 or newer"), "{reason}");
+                }
+                other => panic!("{old}: {other:?}"),
+            }
+        }
+        assert!(check_version("no version here").is_err());
+    }
+
+    #[test]
+    fn missing_function_is_recognised() {
+        let e = RedisError::from((
+            redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError),
+            "An error was signalled by the server",
+            "Function not found".to_string(),
+        ));
+        assert!(is_missing(&e));
+    }
+}

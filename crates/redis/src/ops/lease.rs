@@ -1,0 +1,124 @@
+//! The lease operations: `ack` (a batch per topic, in one pipeline), `nack`, `release`,
+//! `touch`, `bury`. Each answers `LEASE_LOST` when the token is not the job's live lease.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use delayq_core::limits::delay_ms_ceil;
+use delayq_core::{Error, Lease, Nack, NackOutcome, Result, Timestamp, Topic, duration_ms};
+use redis::{Cmd, Value};
+
+use super::{Ops, lease_lost, unexpected};
+use crate::codec::{self, Status};
+use crate::library;
+
+impl Ops {
+    /// Runs a lease function and maps its status; returns the rest of the reply.
+    async fn lease_call(
+        &self,
+        function: &str,
+        lease: &Lease,
+        extra: &[Vec<u8>],
+        what: &'static str,
+    ) -> Result<Vec<Value>> {
+        let mut inv = self.fcall(function, &lease.topic);
+        inv.arg(lease.id.as_str()).arg(lease.token.0);
+        for a in extra {
+            inv.arg(a.as_slice());
+        }
+        let mut reply = codec::array(self.conn.call(&inv, what).await?)?.into_iter();
+        match Status::from_code(codec::int(&reply.next().unwrap_or(Value::Nil))?)? {
+            Status::Ok => Ok(reply.collect()),
+            Status::LeaseLost => Err(lease_lost(lease)),
+            other => Err(unexpected(what, other)),
+        }
+    }
+
+    /// `Engine::ack_batch`, its input already checked by `engine.rs`.
+    pub(crate) async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+        let mut by_topic: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
+        for (i, l) in leases.iter().enumerate() {
+            by_topic.entry(&l.topic).or_default().push(i);
+        }
+        let groups: Vec<(&Topic, Vec<usize>)> = by_topic.into_iter().collect();
+        let invs: Vec<Cmd> = groups
+            .iter()
+            .map(|(topic, idx)| {
+                let mut inv = self.fcall(library::ACK, topic);
+                inv.arg(idx.len());
+                for &i in idx {
+                    inv.arg(leases[i].id.as_str()).arg(leases[i].token.0);
+                }
+                inv
+            })
+            .collect();
+        let replies = self.conn.pipeline(&invs, "acking").await?;
+        let mut out: Vec<Result<()>> = leases.iter().map(|_| Ok(())).collect();
+        for ((_, idx), reply) in groups.iter().zip(replies) {
+            let codes = codec::array(reply)?;
+            if codes.len() != idx.len() {
+                return Err(Error::Internal("ack reply has the wrong length".into()));
+            }
+            for (&i, code) in idx.iter().zip(&codes) {
+                out[i] = match Status::from_code(codec::int(code)?)? {
+                    Status::Ok => Ok(()),
+                    Status::LeaseLost => Err(lease_lost(&leases[i])),
+                    other => return Err(unexpected("ack", other)),
+                };
+            }
+        }
+        Ok(out)
+    }
+
+    /// `Engine::nack`, its input already checked by `engine.rs`.
+    pub(crate) async fn nack(&self, lease: &Lease, nack: Nack) -> Result<NackOutcome> {
+        let delay = nack
+            .delay
+            .map(|d| delay_ms_ceil(d).to_string())
+            .unwrap_or_else(|| "-1".into());
+        let reason = nack.reason.unwrap_or_default();
+        let rest = self
+            .lease_call(
+                library::NACK,
+                lease,
+                &[delay.into_bytes(), reason.into_bytes()],
+                "nacking",
+            )
+            .await?;
+        match codec::opt_uint(rest.first().unwrap_or(&Value::Nil))? {
+            Some(ms) => {
+                let ready_at = Timestamp::from_millis(ms);
+                Ok(NackOutcome::Retry { ready_at })
+            }
+            None => Ok(NackOutcome::Dead),
+        }
+    }
+
+    /// `Engine::release`, its input already checked by `engine.rs`.
+    pub(crate) async fn release(&self, lease: &Lease) -> Result<()> {
+        self.lease_call(library::RELEASE, lease, &[], "releasing")
+            .await?;
+        Ok(())
+    }
+
+    /// `Engine::touch`, its input already checked by `engine.rs`.
+    pub(crate) async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp> {
+        let ttr = ttr
+            .map(|t| duration_ms(t).to_string())
+            .unwrap_or_else(|| "-1".into());
+        let rest = self
+            .lease_call(library::TOUCH, lease, &[ttr.into_bytes()], "touching")
+            .await?;
+        Ok(Timestamp::from_millis(codec::uint(
+            rest.first().unwrap_or(&Value::Nil),
+        )?))
+    }
+
+    /// `Engine::bury`, its input already checked by `engine.rs`.
+    pub(crate) async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
+        let reason = reason.unwrap_or_default();
+        self.lease_call(library::BURY, lease, &[reason.into_bytes()], "burying")
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,168 @@
+//! Push: jobs grouped by topic and cut into bounded `push` calls, sent in one pipeline; the
+//! topic registry.
+
+use std::collections::BTreeMap;
+
+use delayq_core::limits::{MAX_DELAY, at_too_far, delay_ms_ceil};
+use delayq_core::{
+    Error, JobState, NewJob, Pushed, Result, Schedule, Timestamp, Topic, duration_ms,
+};
+use redis::{Cmd, Value};
+
+use super::{Ops, unexpected};
+use crate::codec::{self, Status, state_from_code};
+use crate::library;
+
+/// Jobs per push call: bounds the size of one call's work and arguments.
+const PUSH_CHUNK: usize = 100;
+/// Bytes of bodies per push call.
+const PUSH_CHUNK_BYTES: usize = 4 << 20;
+
+/// The (kind, value) pair the functions take for a schedule.
+pub(crate) fn schedule_args(s: Schedule) -> (u8, u64) {
+    match s {
+        Schedule::Delay(d) => (0, delay_ms_ceil(d)),
+        Schedule::At(at) => (1, at.as_millis()),
+    }
+}
+
+impl Ops {
+    /// `Engine::push_batch`, its input already checked by `engine.rs`.
+    pub(crate) async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
+        // Group by topic (keeping each job's index), then cut into bounded function calls.
+        let mut by_topic: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
+        for (i, j) in jobs.iter().enumerate() {
+            by_topic.entry(&j.topic).or_default().push(i);
+        }
+        let mut chunks: Vec<(&Topic, Vec<usize>)> = Vec::new();
+        for (topic, idx) in &by_topic {
+            let mut cur: Vec<usize> = Vec::new();
+            let mut bytes = 0;
+            for &i in idx {
+                let len = jobs[i].body.len();
+                if !cur.is_empty() && (cur.len() == PUSH_CHUNK || bytes + len > PUSH_CHUNK_BYTES) {
+                    chunks.push((topic, std::mem::take(&mut cur)));
+                    bytes = 0;
+                }
+                cur.push(i);
+                bytes += len;
+            }
+            chunks.push((topic, cur));
+        }
+        if chunks.len() > 1 {
+            self.check_batch_times(&jobs).await?;
+        }
+
+        let invs: Vec<Cmd> = chunks
+            .iter()
+            .map(|(topic, idx)| {
+                let mut inv = self.fcall(library::PUSH, topic);
+                inv.arg(idx.len());
+                for &i in idx {
+                    let j = &jobs[i];
+                    let (kind, value) = schedule_args(j.schedule);
+                    inv.arg(j.id.as_str())
+                        .arg(j.body.as_ref())
+                        .arg(kind)
+                        .arg(value)
+                        .arg(j.priority)
+                        .arg(duration_ms(j.ttr))
+                        .arg(j.max_attempts)
+                        .arg(j.backoff.base_ms())
+                        .arg(j.backoff.factor())
+                        .arg(j.backoff.max_ms())
+                        .arg(j.backoff.jitter_permille());
+                }
+                inv
+            })
+            .collect();
+        let replies = self.conn.pipeline(&invs, "pushing").await?;
+
+        let mut answers: Vec<Option<Pushed>> = vec![None; jobs.len()];
+        for ((topic, idx), reply) in chunks.iter().zip(replies) {
+            let reply = codec::array(reply)?;
+            let status = Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)?;
+            match status {
+                Status::Ok => {}
+                Status::InvalidDelay => {
+                    let k = codec::uint(reply.get(1).unwrap_or(&Value::Nil))? as usize;
+                    let j = idx.get(k.saturating_sub(1)).map(|&i| &jobs[i]);
+                    let at = match j.map(|j| j.schedule) {
+                        Some(Schedule::At(at)) => at,
+                        _ => Timestamp::EPOCH,
+                    };
+                    return Err(self.too_far(at).await);
+                }
+                other => return Err(unexpected("push", other)),
+            }
+            let vals = &reply[1..];
+            if vals.len() != idx.len() * 3 {
+                return Err(Error::Internal("push reply has the wrong length".into()));
+            }
+            for (k, &i) in idx.iter().enumerate() {
+                let state = state_from_code(codec::int(&vals[3 * k + 1])?)?;
+                let ready_at = codec::uint(&vals[3 * k + 2])?;
+                let created = codec::int(&vals[3 * k])? == 1;
+                if created && matches!(state, JobState::Ready | JobState::Delayed) {
+                    self.waiters
+                        .pushed(topic, ready_at, state == JobState::Ready);
+                }
+                answers[i] = Some(Pushed {
+                    id: jobs[i].id.clone(),
+                    created,
+                    state,
+                    ready_at: Timestamp::from_millis(ready_at),
+                });
+            }
+        }
+        let answers = answers
+            .into_iter()
+            .map(|a| a.ok_or_else(|| Error::Internal("a pushed job got no answer".into())))
+            .collect::<Result<Vec<_>>>()?;
+        self.register(by_topic.keys().copied()).await?;
+        Ok(answers)
+    }
+
+    /// Adds topics this process has not registered yet to the topic registry. Runs after the
+    /// push succeeded, so a refused push never registers a topic; the registry key has no
+    /// topic's hash tag, so no function may write it.
+    pub(crate) async fn register<'t>(&self, topics: impl Iterator<Item = &'t Topic>) -> Result<()> {
+        let new: Vec<Topic> = {
+            let known = self.registered.lock().unwrap_or_else(|e| e.into_inner());
+            topics.filter(|t| !known.contains(*t)).cloned().collect()
+        };
+        if new.is_empty() {
+            return Ok(());
+        }
+        let mut cmd = redis::cmd("SADD");
+        cmd.arg(self.keys.registry());
+        for t in &new {
+            cmd.arg(t.as_str());
+        }
+        let _: i64 = self.conn.query(&cmd, "registering a topic").await?;
+        self.registered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(new);
+        Ok(())
+    }
+
+    /// Checks absolute times of a multi-call batch against Redis's clock before any call
+    /// writes, so that a batch is refused whole rather than half written.
+    pub(crate) async fn check_batch_times(&self, jobs: &[NewJob]) -> Result<()> {
+        let latest = jobs
+            .iter()
+            .filter_map(|j| match j.schedule {
+                Schedule::At(at) => Some(at),
+                Schedule::Delay(_) => None,
+            })
+            .max();
+        if let Some(at) = latest {
+            let now = self.now().await?;
+            if at > now.plus(MAX_DELAY) {
+                return Err(at_too_far(at, now));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,293 @@
+//! Reserve and settle-and-reserve: the `reserve` function's arguments (the settlements of
+//! its topic, then how many jobs), the decoding of its reply (clock, next event, the
+//! settlements' answers, the deliveries) and the long-poll around it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use delayq_core::limits::delay_ms_ceil;
+use delayq_core::{
+    Delivery, DeliveryMode, Error, Lease, LeaseToken, NackOutcome, Reserve, Result, Settle,
+    Settled, SettledAndReserved, Timestamp, Topic,
+};
+use rand::Rng;
+use redis::{Cmd, Value};
+
+use super::{Ops, lease_lost, unexpected};
+use crate::codec::{self, Status, decode_jobs};
+use crate::library;
+
+/// What one reserve call said of its topic: Redis's clock and the next event.
+pub(crate) struct Observation {
+    topic: Topic,
+    now_us: u64,
+    next: Option<u64>,
+    received: Instant,
+}
+
+/// The settlement kind codes of lib.lua (`S_ACK, S_NACK, S_BURY, S_RELEASE`).
+fn settle_kind(s: &Settle) -> u8 {
+    match s {
+        Settle::Ack(_) => 1,
+        Settle::Nack(..) => 2,
+        Settle::Bury(..) => 3,
+        Settle::Release(_) => 4,
+    }
+}
+
+/// The answer to one settlement: lib.lua's `settle_many` status and value (a nack's new due
+/// time, or -1 when the job went dead).
+fn answer(s: &Settle, status: &Value, value: &Value) -> Result<Result<Settled>> {
+    Ok(match Status::from_code(codec::int(status)?)? {
+        Status::Ok => Ok(match s {
+            Settle::Ack(_) => Settled::Acked,
+            Settle::Bury(..) => Settled::Buried,
+            Settle::Release(_) => Settled::Released,
+            Settle::Nack(..) => Settled::Nacked(match codec::opt_uint(value)? {
+                Some(ms) => NackOutcome::Retry {
+                    ready_at: Timestamp::from_millis(ms),
+                },
+                None => NackOutcome::Dead,
+            }),
+        }),
+        Status::LeaseLost => Err(lease_lost(s.lease())),
+        other => return Err(unexpected("settle", other)),
+    })
+}
+
+impl Ops {
+    /// A reserve function call on `topic` for up to `want` jobs (0: settle only), carrying the
+    /// settlements of that topic.
+    pub(crate) fn reserve_invocation(
+        &self,
+        topic: &Topic,
+        want: usize,
+        mode: DeliveryMode,
+        settle: &[&Settle],
+    ) -> Cmd {
+        let mut inv = self.fcall(library::RESERVE, topic);
+        inv.arg(want)
+            .arg(u8::from(mode == DeliveryMode::AtMostOnce))
+            .arg(self.tick_batch)
+            .arg(settle.len());
+        for s in settle {
+            let (lease, delay, reason) = match s {
+                Settle::Ack(l) | Settle::Release(l) => (l, None, None),
+                Settle::Nack(l, n) => (l, Some(n.delay), n.reason.as_deref()),
+                Settle::Bury(l, r) => (l, None, r.as_deref()),
+            };
+            let delay = match delay.flatten() {
+                Some(d) => delay_ms_ceil(d).to_string(),
+                None => "-1".to_string(),
+            };
+            inv.arg(settle_kind(s))
+                .arg(lease.id.as_str())
+                .arg(lease.token.0)
+                .arg(delay)
+                .arg(reason.unwrap_or(""));
+        }
+        inv
+    }
+
+    /// Decodes a reserve function's reply: what it said of the topic's next event, the answers
+    /// to its settlements (`settle[idx[k]]` is its k-th, answered into `settled[idx[k]]`) and
+    /// its jobs as deliveries.
+    fn take_reserve_reply(
+        topic: &Topic,
+        mode: DeliveryMode,
+        (reply, received): (Vec<Value>, Instant),
+        (settle, idx): (&[Settle], &[usize]),
+        settled: &mut [Option<Result<Settled>>],
+    ) -> Result<(Observation, Vec<Delivery>)> {
+        if reply.len() < 4 {
+            return Err(Error::Internal("short reserve reply".into()));
+        }
+        let now_us = codec::uint(&reply[0])?;
+        let next = codec::opt_uint(&reply[1])?;
+        let s = codec::uint(&reply[3])? as usize;
+        if s != idx.len() || reply.len() < 4 + 2 * s {
+            return Err(Error::Internal(
+                "reserve reply has the wrong number of settlements".into(),
+            ));
+        }
+        for (k, &i) in idx.iter().enumerate() {
+            let (status, value) = (&reply[4 + 2 * k], &reply[5 + 2 * k]);
+            settled[i] = Some(answer(&settle[i], status, value)?);
+        }
+        let jobs = decode_jobs(topic, reply.into_iter().skip(4 + 2 * s).collect())?;
+        let deliveries = jobs
+            .into_iter()
+            .map(|(job, token)| {
+                let lateness =
+                    Duration::from_micros(now_us.saturating_sub(job.ready_at.as_millis() * 1000));
+                let lease = (mode == DeliveryMode::AtLeastOnce).then(|| Lease {
+                    topic: topic.clone(),
+                    id: job.id.clone(),
+                    token: LeaseToken(token),
+                });
+                Delivery {
+                    job,
+                    lease,
+                    lateness,
+                }
+            })
+            .collect();
+        let seen = Observation {
+            topic: topic.clone(),
+            now_us,
+            next,
+            received,
+        };
+        Ok((seen, deliveries))
+    }
+
+    /// One pass over the topics (rotating the first), without waiting, after settling
+    /// `settle`. The first round trip is one pipeline: a settle-only call for each other
+    /// topic that has settlements, then the first topic's call, which settles that topic's
+    /// leases and reserves. With `req.max == 0` it only settles. Also answers what each
+    /// reserve said of its topic's next event, for a waiter that registers after this pass.
+    pub(crate) async fn reserve_once(
+        &self,
+        req: &Reserve,
+        settle: &[Settle],
+    ) -> Result<(Vec<Delivery>, Vec<Observation>, Vec<Result<Settled>>)> {
+        let n = req.topics.len();
+        let start = self.rotate.fetch_add(1, Ordering::Relaxed) % n;
+        let first = &req.topics[start];
+        let mut groups: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
+        for (i, s) in settle.iter().enumerate() {
+            groups.entry(&s.lease().topic).or_default().push(i);
+        }
+        let mut settled: Vec<Option<Result<Settled>>> = settle.iter().map(|_| None).collect();
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+
+        // The first round trip: every settlement, and the first topic's reserve.
+        let mut calls: Vec<(&Topic, usize, Vec<usize>)> = groups
+            .iter()
+            .filter(|(t, _)| req.max == 0 || **t != first)
+            .map(|(t, idx)| (*t, 0, idx.clone()))
+            .collect();
+        if req.max > 0 {
+            calls.push((
+                first,
+                req.max,
+                groups.get(first).cloned().unwrap_or_default(),
+            ));
+        }
+        if !calls.is_empty() {
+            let invs: Vec<Cmd> = calls
+                .iter()
+                .map(|(t, want, idx)| {
+                    let of: Vec<&Settle> = idx.iter().map(|&i| &settle[i]).collect();
+                    self.reserve_invocation(t, *want, req.mode, &of)
+                })
+                .collect();
+            let replies = self.conn.pipeline(&invs, "settling and reserving").await?;
+            let received = Instant::now();
+            for ((topic, want, idx), reply) in calls.iter().zip(replies) {
+                let reply = codec::array(reply)?;
+                let (o, ds) = Self::take_reserve_reply(
+                    topic,
+                    req.mode,
+                    (reply, received),
+                    (settle, idx),
+                    &mut settled,
+                )?;
+                if *want > 0 {
+                    self.waiters.observe(topic, o.now_us, o.next, o.received);
+                    seen.push(o);
+                    out.extend(ds);
+                }
+            }
+        }
+        let settled = settled
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| Err(Error::Internal("a settlement got no answer".into()))))
+            .collect();
+        if req.max == 0 {
+            return Ok((out, seen, settled));
+        }
+
+        for k in 1..n {
+            let want = req.max - out.len();
+            if want == 0 {
+                break;
+            }
+            let topic = &req.topics[(start + k) % n];
+            let inv = self.reserve_invocation(topic, want, req.mode, &[]);
+            let reply = match self
+                .conn
+                .call(&inv, "reserving")
+                .await
+                .and_then(codec::array)
+            {
+                Ok(r) => r,
+                // Jobs already taken from earlier topics are leased (or removed): hand them
+                // out rather than drop them; the caller sees the failure on its next call.
+                Err(e) if !out.is_empty() => {
+                    tracing::warn!(topic = %topic, error = %e, "reserve failed on one topic; returning what the others gave");
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            let received = Instant::now();
+            let (o, ds) =
+                Self::take_reserve_reply(topic, req.mode, (reply, received), (&[], &[]), &mut [])?;
+            self.waiters.observe(topic, o.now_us, o.next, o.received);
+            seen.push(o);
+            out.extend(ds);
+        }
+        Ok((out, seen, settled))
+    }
+
+    /// Settles `settle` and reserves with `req`'s long-poll: the settlements go in the first
+    /// pass only; a later pass (after a wake) just reserves.
+    pub(crate) async fn settle_then_reserve(
+        &self,
+        settle: &[Settle],
+        req: &Reserve,
+    ) -> Result<SettledAndReserved> {
+        let deadline = Instant::now() + req.wait;
+        let (first, seen, settled) = self.reserve_once(req, settle).await?;
+        let answer = |deliveries| SettledAndReserved {
+            settled,
+            deliveries,
+        };
+        if !first.is_empty() || req.wait.is_zero() || req.max == 0 {
+            return Ok(answer(first));
+        }
+        // Only a reserver that found nothing registers, so busy workers never involve the
+        // waker. It starts from what its first pass learnt of each topic's next event; a
+        // signal sent meanwhile is still in its wake key.
+        let guard = self.waiters.register(&req.topics);
+        for o in seen {
+            self.waiters.observe(&o.topic, o.now_us, o.next, o.received);
+        }
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(answer(Vec::new()));
+            }
+            // The safety wake, never sooner than configured and jittered later, so that many
+            // idle processes do not look in step, and a caller whose wait is no longer than
+            // the safety interval never pays for it (its next call's first pass looks).
+            let jitter = rand::rng().random_range(1.0..1.4);
+            let safety = now + self.safety_wake.mul_f64(jitter);
+            let until = deadline.min(safety);
+            tokio::select! {
+                _ = guard.notified() => {}
+                _ = tokio::time::sleep_until(until.into()) => {
+                    if until == deadline {
+                        return Ok(answer(Vec::new()));
+                    }
+                }
+            }
+            let (out, _, _) = self.reserve_once(req, &[]).await?;
+            if !out.is_empty() {
+                return Ok(answer(out));
+            }
+        }
+    }
+}
