@@ -81,21 +81,8 @@ impl RedisEngine {
     }
 }
 
-fn check_schedule(s: Schedule) -> Result<()> {
-    match s {
-        Schedule::Delay(d) => delayq_core::limits::check_delay(d),
-        Schedule::At(at) => delayq_core::limits::check_at(at),
-    }
-}
-
 #[async_trait]
 impl Engine for RedisEngine {
-    async fn push(&self, job: NewJob) -> Result<Pushed> {
-        let mut out = self.push_batch(vec![job]).await?;
-        out.pop()
-            .ok_or_else(|| Error::Internal("push returned no answer".into()))
-    }
-
     async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
         check_push_batch(&jobs, &self.ops.limits)?;
         self.ops.push_batch(jobs).await
@@ -110,7 +97,7 @@ impl Engine for RedisEngine {
     }
 
     async fn reschedule(&self, topic: &Topic, id: &JobId, when: Schedule) -> Result<Timestamp> {
-        check_schedule(when)?;
+        when.validate()?;
         self.ops.reschedule(topic, id, when).await
     }
 
@@ -126,12 +113,6 @@ impl Engine for RedisEngine {
     ) -> Result<SettledAndReserved> {
         check_settle_and_reserve(settle, req)?;
         self.ops.settle_then_reserve(settle, req).await
-    }
-
-    async fn ack(&self, lease: &Lease) -> Result<()> {
-        let mut out = self.ack_batch(std::slice::from_ref(lease)).await?;
-        out.pop()
-            .unwrap_or_else(|| Err(Error::Internal("ack returned no answer".into())))
     }
 
     async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {

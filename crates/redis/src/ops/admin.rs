@@ -9,7 +9,7 @@ use delayq_core::{
 use redis::Value;
 
 use super::push::schedule_args;
-use super::{Ops, not_found, unexpected, wrong_state};
+use super::{Ops, not_found, unexpected};
 use crate::codec::{self, Status, decode_job, decode_jobs, state_code, state_from_code};
 use crate::library;
 
@@ -53,11 +53,10 @@ impl Ops {
                 Ok(Timestamp::from_millis(ready_at))
             }
             Status::NotFound => Err(not_found(topic, id)),
-            Status::WrongState => Err(wrong_state(
-                (topic, id),
+            Status::WrongState => Err(Error::cannot_reschedule(
+                topic,
+                id,
                 state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
-                "reschedule",
-                "only delayed and ready jobs can be rescheduled; nack a reserved job with a delay, kick a dead one",
             )),
             Status::InvalidDelay => {
                 let at = match when {
@@ -81,11 +80,10 @@ impl Ops {
                 Ok(())
             }
             Status::NotFound => Err(not_found(topic, id)),
-            Status::WrongState => Err(wrong_state(
-                (topic, id),
+            Status::WrongState => Err(Error::cannot_kick(
+                topic,
+                id,
                 state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
-                "kick",
-                "only dead jobs can be kicked; reschedule a delayed or ready job instead",
             )),
             other => Err(unexpected("kick", other)),
         }

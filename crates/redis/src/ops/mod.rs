@@ -20,7 +20,7 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use delayq_core::limits::at_too_far;
-use delayq_core::{Error, JobId, JobState, Lease, Limits, Timestamp, Topic};
+use delayq_core::{Error, JobId, Lease, Limits, Timestamp, Topic};
 use redis::Cmd;
 use tokio::sync::oneshot;
 
@@ -76,23 +76,6 @@ pub(crate) fn not_found(topic: &Topic, id: &JobId) -> Error {
     Error::NotFound {
         topic: topic.clone(),
         id: id.clone(),
-    }
-}
-
-/// `WRONG_STATE`: the job is in `state`, where `operation` does not apply; `hint` says what
-/// does.
-pub(crate) fn wrong_state(
-    (topic, id): (&Topic, &JobId),
-    state: JobState,
-    operation: &'static str,
-    hint: &'static str,
-) -> Error {
-    Error::WrongState {
-        topic: topic.clone(),
-        id: id.clone(),
-        state,
-        operation,
-        hint,
     }
 }
 
