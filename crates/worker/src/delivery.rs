@@ -1,5 +1,6 @@
-//! One delivery from reserve to settlement: decode and run the handler in its own task,
-//! renew the lease while it runs, then ack, nack, bury or (at shutdown) release.
+//! One delivery from the buffer to its settlement: renew the lease first if it waited too
+//! long, decode and run the handler in its own task, renew the lease while it runs, free the
+//! handler slot as soon as the handler ended, then ack, nack, bury or (at shutdown) release.
 //!
 //! All user code (decoding, the handler, the handler error's `Display`) runs in the handler
 //! task, so a panic there is a failed attempt and never takes the supervisor down with it.
@@ -8,17 +9,18 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
-use delayq_core::{Delivery, Engine, Lease};
+use delayq_core::{Delivery, Engine, Error, Lease};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::{JoinError, JoinHandle};
-use tokio::time::{Instant, timeout};
+use tokio::time::{Instant, timeout, timeout_at};
 use tracing::Instrument;
 
 use crate::context::{Cancel, CancelReason};
 use crate::handler::{Failure, FailureKind, classify};
 use crate::renew::{RenewPolicy, Renewal, millis};
 use crate::report::Outcome;
-use crate::worker::Shared;
+use crate::settler::Settler;
+use crate::shared::Shared;
 use crate::{Handler, Job, Payload, settle};
 
 /// How long a handler gets to return by itself after its token fired at shutdown, before
@@ -28,6 +30,15 @@ pub(crate) const CANCEL_WAIT: Duration = Duration::from_secs(1);
 /// How long an aborted handler task gets to unwind before the supervisor moves on without
 /// it (a handler that blocks its thread never unwinds).
 pub(crate) const ABORT_WAIT: Duration = Duration::from_secs(1);
+
+/// A job the fetch loop hands to a handler slot.
+pub(crate) struct Handover {
+    pub(crate) delivery: Delivery,
+    /// The early estimate of the lease end.
+    pub(crate) lease_end: Instant,
+    /// Less than `min_lease_left` of the lease is left: renew it before the handler starts.
+    pub(crate) renew_first: bool,
+}
 
 /// What the handler task produced.
 enum Ran {
@@ -43,54 +54,88 @@ enum End {
     Shutdown,
 }
 
-/// Supervises one delivery; `permit` is its concurrency slot, freed only once the engine
-/// has recorded the outcome (so the worker never holds more deliveries than slots).
+/// Supervises one delivery; `slot` is its handler slot, freed as soon as the handler task
+/// has ended (the settlement that follows does not hold it).
 pub(crate) async fn supervise<E, P, H>(
     shared: Arc<Shared<E, H>>,
-    delivery: Delivery,
-    received: Instant,
-    permit: OwnedSemaphorePermit,
+    settler: Settler,
+    handover: Handover,
+    slot: OwnedSemaphorePermit,
 ) where
     E: Engine,
     P: Payload,
     H: Handler<P>,
 {
+    let d = &handover.delivery;
     let span = tracing::info_span!(
         "job",
-        topic = %delivery.job.topic,
-        id = %delivery.job.id,
-        attempt = delivery.job.attempts,
-        lateness_ms = millis(delivery.lateness),
+        topic = %d.job.topic,
+        id = %d.job.id,
+        attempt = d.job.attempts,
+        lateness_ms = millis(d.lateness),
     );
-    let (topic, id) = (delivery.job.topic.clone(), delivery.job.id.clone());
-    let outcome = run::<E, P, H>(&shared, delivery, received)
+    let (topic, id) = (d.job.topic.clone(), d.job.id.clone());
+    let outcome = run::<E, P, H>(&shared, &settler, handover, slot)
         .instrument(span)
         .await;
-    shared.tally.record(outcome, &topic, &id);
-    drop(permit);
+    if let Some(outcome) = outcome {
+        shared.tally.record(outcome, &topic, &id);
+    }
 }
 
-async fn run<E, P, H>(shared: &Arc<Shared<E, H>>, d: Delivery, received: Instant) -> Outcome
+/// Runs one delivery; `None` when no handler started on it (it was given back or its lease
+/// was lost before).
+async fn run<E, P, H>(
+    shared: &Arc<Shared<E, H>>,
+    settler: &Settler,
+    handover: Handover,
+    slot: OwnedSemaphorePermit,
+) -> Option<Outcome>
 where
     E: Engine,
     P: Payload,
     H: Handler<P>,
 {
-    let started = Instant::now();
+    let Handover {
+        delivery: d,
+        mut lease_end,
+        renew_first,
+    } = handover;
     let cancel = Cancel::default();
     let ttr = d.job.ttr;
-    let lease = d.lease.clone();
-    let mut handle = spawn_handler::<E, P, H>(shared, d, cancel.clone());
-    let Some(lease) = lease else {
-        return at_most_once(shared, &mut handle, &cancel).await;
+    let Some(lease) = d.lease.clone() else {
+        let mut handle = spawn_handler::<E, P, H>(shared, d, cancel.clone());
+        let outcome = at_most_once(shared, &mut handle, &cancel).await;
+        drop(slot);
+        return Some(outcome);
     };
+    if renew_first {
+        match renew_before_start(&shared.engine, &lease, ttr, lease_end).await {
+            Ok(end) => lease_end = end,
+            Err(Error::LeaseLost { .. }) => {
+                tracing::warn!(
+                    outcome = "lease_lost",
+                    "the lease of a buffered job was lost before its handler started: not run"
+                );
+                return None;
+            }
+            Err(e) => {
+                drop(slot);
+                tracing::warn!(error = %e, "cannot renew a buffered job's lease before its handler starts: giving it back");
+                settle::give_back(settler, &lease, lease_end).await;
+                return None;
+            }
+        }
+    }
 
+    let started = Instant::now();
+    let mut handle = spawn_handler::<E, P, H>(shared, d, cancel.clone());
     let policy = RenewPolicy {
         fraction: shared.config.renew_fraction,
         max_extension: shared.config.max_extension,
         retry_initial: shared.config.retry_initial,
     };
-    let mut renewal = Renewal::new(&shared.engine, &lease, &cancel, ttr, received, policy);
+    let mut renewal = Renewal::new(&shared.engine, &lease, &cancel, ttr, lease_end, policy);
     let end = tokio::select! {
         biased;
         r = &mut handle => End::Ran(r),
@@ -98,18 +143,23 @@ where
         () = shared.hard_stop.cancelled() => End::Shutdown,
     };
     let (lost, until) = (renewal.lost(), renewal.lease_end());
-    match end {
+    let outcome = match end {
         End::Ran(_) if lost => {
+            drop(slot);
             tracing::warn!(
                 outcome = "lease_lost",
                 "the handler finished after its lease was lost: not acked or nacked"
             );
             Outcome::Failed
         }
-        End::Ran(r) => settle(shared, &lease, r, until, started).await,
+        End::Ran(r) => {
+            drop(slot);
+            settle(settler, &lease, r, until, started.elapsed()).await
+        }
         End::LeaseOver => {
             // The token fired when renewal stopped; the lease is over now: no more waiting.
             stop(&mut handle, Duration::ZERO).await;
+            drop(slot);
             tracing::warn!(
                 outcome = "lease_ended",
                 elapsed_ms = millis(started.elapsed()),
@@ -119,15 +169,39 @@ where
         }
         End::Shutdown => {
             cancel.fire(CancelReason::Shutdown);
-            match stop(&mut handle, CANCEL_WAIT).await {
+            let r = stop(&mut handle, CANCEL_WAIT).await;
+            drop(slot);
+            match r {
                 _ if lost => Outcome::Failed,
                 // It finished before the abort took effect: the work is done.
-                Some(r @ Ok(Ran::Done)) => settle(shared, &lease, r, until, started).await,
+                Some(r @ Ok(Ran::Done)) => {
+                    settle(settler, &lease, r, until, started.elapsed()).await
+                }
                 // A failure now is most likely the cancellation itself, so it does not count
                 // as an attempt: the job is given back like one that was still running.
-                Some(_) | None => settle::release(&shared.engine, &lease, until).await,
+                Some(_) | None => settle::release(settler, &lease, until).await,
             }
         }
+    };
+    Some(outcome)
+}
+
+/// Renews the lease of a job that waited in the buffer, before its handler starts; answers
+/// the new (early) lease end. Bounded by the current lease.
+async fn renew_before_start<E: Engine>(
+    engine: &E,
+    lease: &Lease,
+    ttr: Duration,
+    lease_end: Instant,
+) -> Result<Instant, Error> {
+    let sent = Instant::now();
+    match timeout_at(lease_end, engine.touch(lease, None)).await {
+        Ok(Ok(_)) => Ok(sent + ttr),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(Error::Unavailable {
+            message: "the lease ended before the engine answered a touch".into(),
+            source: None,
+        }),
     }
 }
 
@@ -181,17 +255,15 @@ async fn stop(handle: &mut JoinHandle<Ran>, patience: Duration) -> Option<Result
     }
 }
 
-async fn settle<E: Engine, H>(
-    shared: &Shared<E, H>,
+async fn settle(
+    settler: &Settler,
     lease: &Lease,
     ran: Result<Ran, JoinError>,
     until: Instant,
-    started: Instant,
+    elapsed: Duration,
 ) -> Outcome {
-    let elapsed = started.elapsed();
-    let engine = &shared.engine;
     let failure = match ran {
-        Ok(Ran::Done) => return settle::ack(&shared.acker, lease, until, elapsed).await,
+        Ok(Ran::Done) => return settle::ack(settler, lease, until, elapsed).await,
         Ok(Ran::Failed(f)) => f,
         Ok(Ran::Undecodable(msg)) => Failure {
             kind: FailureKind::Permanent,
@@ -206,7 +278,7 @@ async fn settle<E: Engine, H>(
             return Outcome::Failed;
         }
     };
-    settle::fail(engine, lease, failure, until, elapsed).await
+    settle::fail(settler, lease, failure, until, elapsed).await
 }
 
 /// At-most-once: the job is already gone from the engine; only the outcome is logged.

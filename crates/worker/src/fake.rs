@@ -8,8 +8,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use delayq_core::{
     Backoff, Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, LeaseToken, Nack,
-    NackOutcome, NewJob, Page, Pushed, Reserve, Result, Schedule, Timestamp, Topic, TopicStats,
-    async_trait,
+    NackOutcome, NewJob, Page, Pushed, Reserve, Result, Schedule, Settle, Settled,
+    SettledAndReserved, Timestamp, Topic, TopicStats, async_trait,
 };
 use tokio::time::Instant;
 
@@ -19,8 +19,10 @@ pub(crate) struct Calls {
     pub(crate) reserves: Vec<Instant>,
     pub(crate) touches: Vec<Instant>,
     pub(crate) acks: Vec<JobId>,
-    /// How many `ack_batch` calls carried those acks.
-    pub(crate) ack_batches: usize,
+    /// Acks sent through `ack` or `ack_batch` rather than `settle_and_reserve`.
+    pub(crate) direct_acks: usize,
+    /// How many `settle_and_reserve` calls carried settlements.
+    pub(crate) settle_calls: usize,
     pub(crate) nacks: Vec<(JobId, Nack)>,
     pub(crate) buries: Vec<(JobId, Option<String>)>,
     pub(crate) releases: Vec<JobId>,
@@ -31,6 +33,8 @@ struct State {
     deliveries: VecDeque<Delivery>,
     touch_answers: VecDeque<Result<Timestamp>>,
     reserve_fails: bool,
+    /// How long a reserve that hands out jobs takes.
+    reserve_latency: Duration,
     calls: Calls,
 }
 
@@ -92,6 +96,16 @@ impl FakeEngine {
         self.state().reserve_fails = true;
     }
 
+    fn ack_one(&self, lease: &Lease) -> Result<()> {
+        self.state().calls.acks.push(lease.id.clone());
+        Ok(())
+    }
+
+    /// Every reserve that hands out jobs takes this long to answer.
+    pub(crate) fn slow_reserves(&self, latency: Duration) {
+        self.state().reserve_latency = latency;
+    }
+
     /// What the worker asked so far.
     pub(crate) fn calls(&self) -> Calls {
         self.state().calls.clone()
@@ -121,7 +135,7 @@ impl Engine for FakeEngine {
     }
 
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
-        let got: Vec<Delivery> = {
+        let (got, latency): (Vec<Delivery>, Duration) = {
             let mut s = self.state();
             s.calls.reserves.push(Instant::now());
             if s.reserve_fails {
@@ -131,26 +145,53 @@ impl Engine for FakeEngine {
                 });
             }
             let n = req.max.min(s.deliveries.len());
-            s.deliveries.drain(..n).collect()
+            (s.deliveries.drain(..n).collect(), s.reserve_latency)
         };
         if got.is_empty() {
             tokio::time::sleep(req.wait).await;
+        } else {
+            tokio::time::sleep(latency).await;
         }
         Ok(got)
     }
 
     async fn ack(&self, lease: &Lease) -> Result<()> {
-        self.state().calls.acks.push(lease.id.clone());
-        Ok(())
+        self.state().calls.direct_acks += 1;
+        self.ack_one(lease)
     }
 
     async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
-        // A round trip takes time, so acks sent meanwhile gather in the next batch.
-        tokio::task::yield_now().await;
-        let mut s = self.state();
-        s.calls.ack_batches += 1;
-        s.calls.acks.extend(leases.iter().map(|l| l.id.clone()));
-        Ok(leases.iter().map(|_| Ok(())).collect())
+        self.state().calls.direct_acks += leases.len();
+        Ok(leases.iter().map(|l| self.ack_one(l)).collect())
+    }
+
+    async fn settle_and_reserve(
+        &self,
+        settle: &[Settle],
+        req: &Reserve,
+    ) -> Result<SettledAndReserved> {
+        delayq_core::check_settle_and_reserve(settle, req)?;
+        if !settle.is_empty() {
+            self.state().calls.settle_calls += 1;
+        }
+        let mut settled = Vec::with_capacity(settle.len());
+        for s in settle {
+            settled.push(match s {
+                Settle::Ack(l) => self.ack_one(l).map(|()| Settled::Acked),
+                Settle::Nack(l, n) => self.nack(l, n.clone()).await.map(Settled::Nacked),
+                Settle::Bury(l, r) => self.bury(l, r.clone()).await.map(|()| Settled::Buried),
+                Settle::Release(l) => self.release(l).await.map(|()| Settled::Released),
+            });
+        }
+        let deliveries = if req.max == 0 {
+            Vec::new()
+        } else {
+            self.reserve(req).await?
+        };
+        Ok(SettledAndReserved {
+            settled,
+            deliveries,
+        })
     }
 
     async fn nack(&self, lease: &Lease, nack: Nack) -> Result<NackOutcome> {

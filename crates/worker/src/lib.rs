@@ -4,9 +4,15 @@
 //! A [`Worker`] runs one [`Handler`] (any `async fn(Job<P>) -> Result<(), E>`) for the jobs
 //! of one or more topics:
 //!
-//! - **a concurrency limit**, and a prefetch that never exceeds it: slots are taken before a
-//!   reserve asks for jobs, and a reserve asks for no more jobs than free slots;
-//! - **long-polling** reserves, paused with a capped back-off while the engine is down;
+//! - **a concurrency limit**, and **fetching decoupled from it**: the worker reserves in
+//!   batches into a local buffer ahead of its handlers and sends the handlers' outcomes
+//!   (acks, nacks, buries) with its next reserve, one round trip for both. How many jobs it
+//!   holds adapts (about 100 ms of work at the handlers' speed, at least the concurrency, at
+//!   most [`WorkerConfig::prefetch`]) and falls back when reserves come back short, so
+//!   workers sharing a short queue all get work. A buffered job starts only with at least
+//!   [`WorkerConfig::min_lease_left`] of its lease left (renewed first otherwise);
+//! - **long-polling** reserves when there is nothing to do, paused with a capped back-off
+//!   while the engine is down;
 //! - **typed payloads** ([`Json<T>`], raw [`bytes::Bytes`], `String`); a body that does not
 //!   decode sends the job to dead with a reason that says why;
 //! - **outcomes**: `Ok` acks; an error nacks (retry with the job's back-off, or after the
@@ -14,9 +20,9 @@
 //!   attempt and the worker carries on;
 //! - **lease renewal** for long handlers, up to a limit, with a cancellation token in every
 //!   [`Job`] that fires when the lease is lost, the limit is reached or shutdown ends;
-//! - **graceful shutdown** from a future: stop reserving, wait a grace period, then release
-//!   what is still held so another worker gets it at once; [`Worker::run`] returns a
-//!   [`Report`].
+//! - **graceful shutdown** from a future: stop reserving, give the buffered jobs back at
+//!   once, wait a grace period for running handlers, then release what is still held so
+//!   another worker gets it at once; [`Worker::run`] returns a [`Report`].
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -59,39 +65,52 @@
 //!
 //! # Layout
 //!
-//! - `worker`: [`Worker`]: construction, `run` (reserve until shutdown, then drain).
+//! - `worker`: [`Worker`]: construction, `run` (fetch until shutdown, then drain).
 //! - `config`: [`WorkerConfig`].
+//! - `shared`: what the fetch loop, the supervisors and the shutdown share.
 //! - `codec`: [`Payload`], [`Json`], [`DecodeError`], [`EncodeError`].
 //! - `handler`: [`Handler`], [`JobError`], [`FailureKind`], [`ResultExt`].
 //! - `context`: [`Job`], what a handler receives, and [`CancelReason`].
-//! - `reserve`: the reserve loop (slots first, then a long-poll for at most that many jobs).
-//! - `delivery`: one delivery's supervisor: handler task, renewal, settlement.
+//! - `fetch`: the fetch loop: reserves into the buffer, hands jobs to free handler slots,
+//!   sends outcomes with the next reserve (`Engine::settle_and_reserve`).
+//! - `window`: how many jobs to hold (the adaptive window).
+//! - `buffer`: the leased jobs waiting for a handler, with their lease estimates.
+//! - `outbox`: outcomes waiting for the next call, coalesced by size and time.
+//! - `settler`: the supervisors' channel to the fetch loop.
+//! - `delivery`: one delivery's supervisor: renewal first if needed, handler task, renewal,
+//!   settlement.
 //! - `renew`: lease renewal of a running handler.
-//! - `acker`: the test of acks batching (the worker acks through `delayq_core::ack_batcher`).
-//! - `settle`: ack, nack, bury and release, retried while the engine is unavailable.
+//! - `settle`: ack, nack, bury and release of one delivery, and their log events.
 //! - `shutdown`: the grace period, then cancel and release.
 //! - `report`: [`Report`] and its counters.
 #![deny(missing_docs)]
 
-mod acker;
+mod buffer;
 mod codec;
 mod config;
 mod context;
 mod delivery;
 #[cfg(test)]
 mod fake;
+mod fetch;
 mod handler;
+mod outbox;
 mod renew;
 mod report;
-mod reserve;
 #[cfg(test)]
 mod runtime_tests;
 mod settle;
+mod settler;
+mod shared;
 mod shutdown;
+mod window;
 mod worker;
 
 pub use codec::{DecodeError, EncodeError, Json, Payload};
-pub use config::{MAX_CONCURRENCY, MIN_WAIT, RENEW_FRACTION_RANGE, WorkerConfig};
+pub use config::{
+    DEFAULT_PREFETCH, MAX_CONCURRENCY, MAX_PREFETCH, MIN_LEASE_LEFT_RANGE, MIN_WAIT,
+    RENEW_FRACTION_RANGE, WorkerConfig,
+};
 pub use context::{CancelReason, Job};
 pub use delayq_core::DeliveryMode;
 pub use handler::{FailureKind, Handler, JobError, ResultExt};

@@ -4,8 +4,9 @@
 //! Times are local monotonic estimates of the engine's deadlines, always on the early side:
 //! a touch extends the lease to the engine's now + ttr, and the engine's now is after the
 //! moment the touch was sent, so `sent + ttr` is never later than the real deadline. The
-//! first lease is estimated from when the reserve reply arrived, less a small margin for the
-//! reply's travel.
+//! fetch loop estimates a reserved job's first lease end the same way, from when the reserve
+//! was sent; for a long-poll, which may have waited long before the engine leased the job,
+//! from when its reply arrived less a small margin for the reply's travel.
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 
 use crate::context::{Cancel, CancelReason};
 
-/// The margin taken off the first lease for the time its reply travelled: 2 % of the ttr,
+/// The margin taken off a long-poll's lease for the time its reply travelled: 2 % of the ttr,
 /// between 5 ms and 1 s.
 pub(crate) fn reply_margin(ttr: Duration) -> Duration {
     (ttr / 50).clamp(Duration::from_millis(5), Duration::from_secs(1))
@@ -46,17 +47,17 @@ pub(crate) struct RenewPolicy {
 }
 
 impl<'a, E: Engine + ?Sized> Renewal<'a, E> {
-    /// A lease of `ttr` whose reserve reply arrived at `received`.
+    /// A lease of `ttr` estimated to end at `lease_end`: renewed every `fraction` of the ttr
+    /// counted from its start (at once when the job waited in the buffer longer than that).
     pub(crate) fn new(
         engine: &'a E,
         lease: &'a Lease,
         cancel: &'a Cancel,
         ttr: Duration,
-        received: Instant,
+        lease_end: Instant,
         policy: RenewPolicy,
     ) -> Self {
-        let start = received.checked_sub(reply_margin(ttr)).unwrap_or(received);
-        let lease_end = start + ttr;
+        let start = lease_end.checked_sub(ttr).unwrap_or(lease_end);
         let interval = ttr.mul_f64(policy.fraction).max(Duration::from_millis(1));
         Renewal {
             engine,

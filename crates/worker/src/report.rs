@@ -7,9 +7,13 @@ use delayq_core::{JobId, Topic};
 
 /// What [`crate::Worker::run`] did, returned when it stops.
 ///
-/// Every delivery the worker took ends in exactly one of the counts or in `released`,
+/// Every delivery a handler started on ends in exactly one of the counts or in `released`,
 /// except one still being released when shutdown stopped waiting for it (the engine stayed
-/// unreachable for the whole release budget); its lease then runs out.
+/// unreachable for the whole release budget); its lease then runs out. Jobs given back at
+/// shutdown from the worker's buffer, before any handler started on them, are in
+/// `released` too; jobs given back earlier because they waited in the buffer until too
+/// little of their lease was left (see [`crate::WorkerConfig::min_lease_left`]) are not
+/// counted: another delivery follows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Report {
@@ -28,7 +32,8 @@ pub struct Report {
     /// At-most-once deliveries whose handler failed, panicked, did not decode or was
     /// stopped at shutdown: these jobs are gone.
     pub dropped: u64,
-    /// Jobs given back to the engine at shutdown (ready again at once, attempt not counted).
+    /// Jobs given back to the engine at shutdown (ready again at once, attempt not
+    /// counted): those waiting in the buffer, and those whose handler was stopped.
     pub released: Vec<(Topic, JobId)>,
     /// Handler tasks still running when `run` returned: they ignored cancellation and block
     /// their thread. Their jobs were released (or their leases run out).

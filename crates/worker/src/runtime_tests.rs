@@ -57,17 +57,15 @@ async fn renewal_stops_at_the_limit_then_the_lease_end_stops_the_handler() {
 
     let c = engine.calls();
     let touches: Vec<Duration> = c.touches.iter().map(|t| *t - started).collect();
-    // Every third of the 3 s ttr (less the 60 ms reply margin), while a touch keeps the
-    // lease within 2 s beyond its first end.
-    assert_eq!(
-        touches,
-        vec![Duration::from_millis(940), Duration::from_millis(1940)]
-    );
+    // Every third of the 3 s ttr (counted from when the reserve was sent: the engine
+    // leased the job after that), while a touch keeps the lease within 2 s beyond its
+    // first end.
+    assert_eq!(touches, vec![SEC, 2 * SEC]);
     let fired = fired
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     assert_eq!(fired.len(), 1);
-    assert_eq!(fired[0].1, Duration::from_millis(2940));
+    assert_eq!(fired[0].1, 3 * SEC);
     assert_eq!(fired[0].2, Some(CancelReason::RenewalLimit));
     assert!(c.acks.is_empty() && c.nacks.is_empty());
     assert!(c.releases.is_empty(), "a lease that ended is not released");
@@ -275,4 +273,67 @@ async fn shutdown_acks_what_finishes_and_releases_the_rest() {
     let c = engine.calls();
     assert_eq!(c.acks.len(), 1);
     assert!(c.nacks.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn outcomes_ride_with_the_next_reserve_and_share_calls() {
+    let engine = FakeEngine::default();
+    for i in 0..40 {
+        engine.deliver(&format!("j{i}"), 30 * SEC, true);
+    }
+    let handler = |_job: Job<Bytes>| async move { Ok::<(), JobError>(()) };
+    let config = WorkerConfig::default().with_concurrency(1);
+    let report = run_for(&engine, config, handler, 5 * SEC).await;
+
+    let c = engine.calls();
+    assert_eq!(report.acked, 40, "{report:?}");
+    assert_eq!(c.acks.len(), 40);
+    assert_eq!(c.direct_acks, 0, "acks go through settle_and_reserve");
+    // One handler, 40 jobs: without batching, 40 round trips for acks alone.
+    assert!(
+        c.settle_calls <= 10,
+        "{} calls carried the 40 acks",
+        c.settle_calls
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_that_arrives_with_little_lease_left_is_renewed_before_its_handler() {
+    let engine = FakeEngine::default();
+    engine.deliver("first", 3 * SEC, true);
+    engine.deliver("late", 3 * SEC, true);
+    // The second reserve is sent at 2 s (after "first" is done) and answers at 4 s: by the
+    // estimate from when it was sent, "late" has 1 s of its 3 s lease left, under 1/2.
+    engine.slow_reserves(2 * SEC);
+    let started: Arc<Mutex<Vec<(String, Duration, usize)>>> = Arc::default();
+    let (s, e) = (started.clone(), engine.clone());
+    let t0 = Instant::now();
+    let handler = move |job: Job<Bytes>| {
+        let (s, e) = (s.clone(), e.clone());
+        async move {
+            let touches = e.calls().touches.len();
+            s.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((job.id().to_string(), t0.elapsed(), touches));
+            Ok::<(), JobError>(())
+        }
+    };
+    let config = WorkerConfig::default().with_concurrency(1);
+    let report = run_for(&engine, config, handler, 10 * SEC).await;
+
+    let started = started
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    assert_eq!(
+        started,
+        vec![
+            ("first".to_string(), 2 * SEC, 0),
+            ("late".to_string(), 4 * SEC, 1)
+        ],
+        "the late job's lease is renewed once, before its handler starts"
+    );
+    let touches: Vec<Duration> = engine.calls().touches.iter().map(|t| *t - t0).collect();
+    assert_eq!(touches, vec![4 * SEC]);
+    assert_eq!(report.acked, 2, "{report:?}");
 }

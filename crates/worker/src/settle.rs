@@ -1,31 +1,36 @@
-//! Settling a delivery with the engine: ack, nack, bury or release, retried while the engine
-//! is unavailable and the lease lasts, and the outcome event of the job's span.
+//! A delivery's outcome as the engine records it: ack, nack or bury after the handler, release
+//! at shutdown, each sent through the worker's [`Settler`] (so it rides with the next reserve)
+//! and retried there while the engine is unavailable and the lease lasts; and the outcome
+//! event of the job's span.
 
-use std::future::Future;
 use std::time::Duration;
 
 use delayq_core::limits::{MAX_DELAY, MAX_REASON};
-use delayq_core::{Acker, Engine, Error, Lease, Nack, NackOutcome};
-use tokio::time::{Instant, sleep};
+use delayq_core::{Error, Lease, Nack, NackOutcome, Settle, Settled};
+use tokio::time::Instant;
 
 use crate::handler::{Failure, FailureKind};
 use crate::renew::millis;
 use crate::report::Outcome;
+use crate::settler::Settler;
 
 /// The most one release at shutdown is retried, so an unreachable engine cannot hold the
 /// shutdown for a whole lease (the lease then ends by itself).
 pub(crate) const RELEASE_BUDGET: Duration = Duration::from_secs(10);
 
-/// Acks a successful delivery (batched with the other deliveries' acks).
+/// Acks a successful delivery that ran for `ran`.
 pub(crate) async fn ack(
-    acker: &Acker,
+    settler: &Settler,
     lease: &Lease,
     until: Instant,
-    elapsed: Duration,
+    ran: Duration,
 ) -> Outcome {
-    match retry(until, || acker.ack(lease)).await {
-        Ok(()) => {
-            tracing::debug!(outcome = "acked", elapsed_ms = millis(elapsed), "job done");
+    match settler
+        .settle(Settle::Ack(lease.clone()), until, Some(ran))
+        .await
+    {
+        Ok(_) => {
+            tracing::debug!(outcome = "acked", elapsed_ms = millis(ran), "job done");
             Outcome::Acked
         }
         Err(e) => not_recorded("ack", &e),
@@ -33,53 +38,54 @@ pub(crate) async fn ack(
 }
 
 /// Nacks (retry or dead, as the engine decides) or buries a failed delivery.
-pub(crate) async fn fail<E: Engine + ?Sized>(
-    engine: &E,
+pub(crate) async fn fail(
+    settler: &Settler,
     lease: &Lease,
     failure: Failure,
     until: Instant,
-    elapsed: Duration,
+    ran: Duration,
 ) -> Outcome {
     let reason = cut_reason(&failure.message);
-    let delay = match failure.kind {
-        FailureKind::Permanent => {
-            return match retry(until, || engine.bury(lease, Some(reason.clone()))).await {
-                Ok(()) => {
-                    tracing::error!(outcome = "buried", elapsed_ms = millis(elapsed), reason = %reason, "job failed permanently: sent to dead");
-                    Outcome::Buried
-                }
-                Err(e) => not_recorded("bury", &e),
+    let (what, settle) = match failure.kind {
+        FailureKind::Permanent => ("bury", Settle::Bury(lease.clone(), Some(reason.clone()))),
+        kind => {
+            let delay = match kind {
+                FailureKind::RetryAfter(d) => Some(d.min(MAX_DELAY)),
+                _ => None,
             };
+            let nack = Nack {
+                delay,
+                reason: Some(reason.clone()),
+            };
+            ("nack", Settle::Nack(lease.clone(), nack))
         }
-        FailureKind::Retry => None,
-        FailureKind::RetryAfter(d) => Some(d.min(MAX_DELAY)),
     };
-    let nack = Nack {
-        delay,
-        reason: Some(reason.clone()),
-    };
-    match retry(until, || engine.nack(lease, nack.clone())).await {
-        Ok(NackOutcome::Retry { ready_at }) => {
-            tracing::warn!(outcome = "retried", elapsed_ms = millis(elapsed), retry_at_ms = ready_at.as_millis(), reason = %reason, "job failed: retry scheduled");
+    let elapsed_ms = millis(ran);
+    match settler.settle(settle, until, Some(ran)).await {
+        Ok(Settled::Nacked(NackOutcome::Retry { ready_at })) => {
+            tracing::warn!(outcome = "retried", elapsed_ms, retry_at_ms = ready_at.as_millis(), reason = %reason, "job failed: retry scheduled");
             Outcome::Retried
         }
-        Ok(NackOutcome::Dead) => {
-            tracing::error!(outcome = "dead", elapsed_ms = millis(elapsed), reason = %reason, "job failed on its last attempt: sent to dead");
+        Ok(Settled::Nacked(NackOutcome::Dead)) => {
+            tracing::error!(outcome = "dead", elapsed_ms, reason = %reason, "job failed on its last attempt: sent to dead");
             Outcome::Buried
         }
-        Err(e) => not_recorded("nack", &e),
+        Ok(_) => {
+            tracing::error!(outcome = "buried", elapsed_ms, reason = %reason, "job failed permanently: sent to dead");
+            Outcome::Buried
+        }
+        Err(e) => not_recorded(what, &e),
     }
 }
 
 /// Releases a delivery at shutdown: ready again at once, attempt not counted.
-pub(crate) async fn release<E: Engine + ?Sized>(
-    engine: &E,
-    lease: &Lease,
-    lease_end: Instant,
-) -> Outcome {
+pub(crate) async fn release(settler: &Settler, lease: &Lease, lease_end: Instant) -> Outcome {
     let until = lease_end.min(Instant::now() + RELEASE_BUDGET);
-    match retry(until, || engine.release(lease)).await {
-        Ok(()) => {
+    match settler
+        .settle(Settle::Release(lease.clone()), until, None)
+        .await
+    {
+        Ok(_) => {
             tracing::info!(
                 outcome = "released",
                 "shutdown: job given back to the engine"
@@ -87,6 +93,19 @@ pub(crate) async fn release<E: Engine + ?Sized>(
             Outcome::Released
         }
         Err(e) => not_recorded("release", &e),
+    }
+}
+
+/// Gives back a job no handler started (its lease could not be renewed first); not counted.
+pub(crate) async fn give_back(settler: &Settler, lease: &Lease, lease_end: Instant) {
+    match settler
+        .settle(Settle::Release(lease.clone()), lease_end, None)
+        .await
+    {
+        Ok(_) => tracing::info!("job given back to the engine before its handler started"),
+        Err(e) => {
+            not_recorded("release", &e);
+        }
     }
 }
 
@@ -103,26 +122,6 @@ fn not_recorded(what: &str, e: &Error) -> Outcome {
         ),
     }
     Outcome::Failed
-}
-
-/// Runs `call` until it succeeds, fails with something other than `Unavailable`, or
-/// `until` passes (then the last error is returned).
-pub(crate) async fn retry<T, F, Fut>(until: Instant, mut call: F) -> Result<T, Error>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, Error>>,
-{
-    let mut pause = Duration::from_millis(50);
-    loop {
-        match call().await {
-            Err(e) if e.is_retryable() && Instant::now() + pause < until => {
-                tracing::warn!(error = %e, retry_in_ms = millis(pause), "engine unavailable; retrying");
-                sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(1));
-            }
-            other => return other,
-        }
-    }
 }
 
 /// A failure reason within the contract's 4 KiB, cut at a character boundary.

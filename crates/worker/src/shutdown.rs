@@ -1,11 +1,12 @@
-//! Graceful shutdown after reserving stopped: wait up to the grace period for running
-//! handlers, then fire their tokens, stop them and release what is still held.
+//! Graceful shutdown of the running deliveries, once the fetch loop stopped handing out
+//! jobs (it gives the buffered ones back itself, at the same time): wait up to the grace
+//! period for running handlers, then fire their tokens, stop them and release their jobs.
 
 use tokio::time::timeout;
 
 use crate::delivery::{ABORT_WAIT, CANCEL_WAIT};
 use crate::settle::RELEASE_BUDGET;
-use crate::worker::Shared;
+use crate::shared::Shared;
 
 /// Drains the worker's deliveries; returns how many handler tasks were still running when
 /// it gave up waiting (they block their thread and ignore cancellation).
@@ -17,7 +18,7 @@ pub(crate) async fn drain<E, H>(shared: &Shared<E, H>) -> usize {
         tracing::info!(
             running,
             grace_ms = u64::try_from(shared.config.grace.as_millis()).unwrap_or(u64::MAX),
-            "shutdown: stopped reserving, waiting for running handlers"
+            "shutdown: stopped reserving, waiting for running deliveries"
         );
     }
     if timeout(shared.config.grace, shared.supervisors.wait())

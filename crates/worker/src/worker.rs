@@ -1,18 +1,17 @@
-//! [`Worker`]: one handler over one or more topics; `run` reserves, dispatches and shuts
-//! down gracefully, then returns a [`Report`].
+//! [`Worker`]: one handler over one or more topics; `run` drives the fetch loop until the
+//! shutdown future completes, shuts down gracefully, then returns a [`Report`].
 
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use delayq_core::{Acker, ack_batcher, run_acks};
 use delayq_core::{Engine, Reserve, Result, Topic};
-use tokio::sync::Semaphore;
+use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use crate::report::Tally;
-use crate::{Handler, Payload, Report, WorkerConfig, reserve, shutdown};
+use crate::settle::RELEASE_BUDGET;
+use crate::shared::Shared;
+use crate::{Handler, Payload, Report, WorkerConfig, fetch, shutdown};
 
 /// A worker: runs a [`Handler`] for the jobs of one or more topics of an engine, at most
 /// [`WorkerConfig::concurrency`] at a time.
@@ -52,24 +51,6 @@ pub struct Worker<E, P, H> {
     config: WorkerConfig,
     handler: H,
     payload: PhantomData<fn() -> P>,
-}
-
-/// What the reserve loop and every delivery's supervisor share.
-pub(crate) struct Shared<E, H> {
-    pub(crate) engine: E,
-    /// Acks go through it, batched; `run` drives its queue.
-    pub(crate) acker: Acker,
-    pub(crate) handler: H,
-    pub(crate) config: WorkerConfig,
-    pub(crate) tally: Tally,
-    /// One permit per concurrency slot; a delivery holds one until it is settled.
-    pub(crate) slots: Arc<Semaphore>,
-    /// The per-delivery supervisor tasks.
-    pub(crate) supervisors: TaskTracker,
-    /// The handler tasks (user code).
-    pub(crate) handlers: TaskTracker,
-    /// Fired when the grace period is over: supervisors stop their handlers and release.
-    pub(crate) hard_stop: CancellationToken,
 }
 
 impl<E, P, H> Worker<E, P, H>
@@ -115,7 +96,8 @@ where
 
     /// Runs until `shutdown` completes, then shuts down gracefully and reports.
     ///
-    /// Shutdown stops reserving at once (an open long-poll is abandoned), waits up to
+    /// Shutdown stops reserving at once (an open long-poll is abandoned) and gives the
+    /// jobs waiting in the worker's buffer back to the engine at once; it waits up to
     /// [`WorkerConfig::grace`] for running handlers to finish and settles them as usual,
     /// then fires the tokens of those still running. A handler that then returns `Ok`
     /// within 1 s is acked; the others are stopped and their jobs released (ready again at
@@ -126,35 +108,33 @@ where
         tracing::info!(
             topics = ?self.topics,
             concurrency = self.config.concurrency,
+            prefetch = self.config.prefetch,
             mode = ?self.config.mode,
             "worker started"
         );
-        let (acker, acks) = ack_batcher();
-        let shared = Arc::new(Shared {
-            slots: Arc::new(Semaphore::new(self.config.concurrency)),
-            engine: self.engine,
-            acker,
-            handler: self.handler,
-            config: self.config,
-            tally: Tally::default(),
-            supervisors: TaskTracker::new(),
-            handlers: TaskTracker::new(),
-            hard_stop: CancellationToken::new(),
-        });
-        let work = async {
-            tokio::select! {
-                () = shutdown => {}
-                () = reserve::run::<E, P, H>(&shared, base) => {}
-            }
+        let shared = Arc::new(Shared::new(self.engine, self.handler, self.config));
+        let stop = CancellationToken::new();
+        let fetch = fetch::run::<E, P, H>(Arc::clone(&shared), base, stop.clone());
+        let drain = async {
+            shutdown.await;
+            stop.cancel();
             shutdown::drain(&shared).await
         };
-        // The acker runs beside the work until every delivery has settled: the work ends
-        // only after each supervisor got its ack's answer.
-        let unfinished = tokio::select! {
-            biased;
-            unfinished = work => unfinished,
-            () = run_acks(&shared.engine, acks) => shutdown::drain(&shared).await,
+        tokio::pin!(fetch, drain);
+        // The fetch loop sends the supervisors' outcomes, so it runs beside the drain; it
+        // ends by itself once the last supervisor is done.
+        let mut fetched = false;
+        let unfinished = loop {
+            tokio::select! {
+                unfinished = &mut drain => break unfinished,
+                () = &mut fetch, if !fetched => fetched = true,
+            }
         };
+        if !fetched && timeout(RELEASE_BUDGET, fetch).await.is_err() {
+            tracing::error!(
+                "shutdown: some outcomes could not be sent in time; their leases will run out"
+            );
+        }
         let report = shared.tally.report(unfinished);
         tracing::info!(
             acked = report.acked,

@@ -176,48 +176,309 @@ pub async fn concurrency_limit_is_never_exceeded<B: Backend>(_name: &str) {
     );
 }
 
-/// The worker never holds more deliveries (reserved, not yet settled) than its concurrency,
-/// and never asks a reserve for more: prefetch is bounded by free slots, including while
-/// some jobs fail and are nacked.
-pub async fn prefetch_never_exceeds_free_slots<B: Backend>(_name: &str) {
-    const JOBS: usize = 30;
+/// The worker holds no more leases (buffered or running, not yet settled) than its
+/// prefetch and asks no reserve for more, while no more handlers run than its concurrency;
+/// it does hold more than the concurrency (it fetches ahead), including while some jobs
+/// fail and are nacked, and holds none after shutdown.
+pub async fn leases_held_never_exceed_prefetch<B: Backend>(_name: &str) {
+    const JOBS: usize = 60;
     const LIMIT: usize = 3;
+    const PREFETCH: usize = 8;
     let b = B::start().await;
     let e = Counting::new(b.open().await);
     let counts = e.counts();
     let t = topic("prefetch");
     push_ids(&e, &t, (0..JOBS).map(|i| format!("j{i}"))).await;
 
-    let handler = |job: Job<Bytes>| async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let every_fifth = job
-            .id()
-            .as_str()
-            .trim_start_matches('j')
-            .parse::<usize>()
-            .unwrap()
-            % 5
-            == 0;
-        if every_fifth && job.attempt() == 1 {
-            return Err(JobError::retry_after(Duration::ZERO, "fails once"));
+    let probe = Probe::default();
+    let p = probe.clone();
+    let handler = move |job: Job<Bytes>| {
+        let p = p.clone();
+        async move {
+            p.begin(&job);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            p.end();
+            let every_fifth = job
+                .id()
+                .as_str()
+                .trim_start_matches('j')
+                .parse::<usize>()
+                .unwrap()
+                % 5
+                == 0;
+            if every_fifth && job.attempt() == 1 {
+                return Err(JobError::retry_after(Duration::ZERO, "fails once"));
+            }
+            Ok(())
         }
-        Ok(())
     };
-    let worker = Running::start(
-        Worker::with_config(e.clone(), [t.clone()], config(LIMIT), handler).unwrap(),
-    );
+    let cfg = config(LIMIT).with_prefetch(PREFETCH);
+    let worker = Running::start(Worker::with_config(e.clone(), [t.clone()], cfg, handler).unwrap());
     all_acked(&e, &t).await;
     let report = worker.stop().await;
 
-    assert_eq!(counts.max_held(), LIMIT as i64, "deliveries held at once");
     assert!(
-        counts.max_asked() <= LIMIT,
+        probe.max_running() <= LIMIT,
+        "{} handlers at once",
+        probe.max_running()
+    );
+    assert!(
+        counts.max_held() <= PREFETCH as i64,
+        "{} leases held at once",
+        counts.max_held()
+    );
+    assert!(
+        counts.max_held() > LIMIT as i64,
+        "never fetched ahead of the handlers: {} held at most",
+        counts.max_held()
+    );
+    assert!(
+        counts.max_asked() <= PREFETCH,
         "a reserve asked for {}",
         counts.max_asked()
     );
     assert_eq!(counts.held(), 0, "deliveries still held after shutdown");
     assert_eq!(report.acked, JOBS as u64, "{report:?}");
     assert_eq!(report.retried, (JOBS / 5) as u64, "{report:?}");
+}
+
+/// Pushes `n` jobs named `<prefix><i>` with this ttr, in one batch (push order kept).
+async fn push_named<E: Engine>(e: &E, t: &Topic, prefix: &str, n: usize, ttr: Duration) {
+    let jobs = (0..n)
+        .map(|i| {
+            NewJob::new(t.clone(), "x")
+                .with_id(id(&format!("{prefix}{i}")))
+                .with_ttr(ttr)
+        })
+        .collect();
+    e.push_batch(jobs).await.unwrap();
+}
+
+/// A gate a test opens to let a handler finish.
+#[derive(Clone, Default)]
+struct Gate(Arc<tokio::sync::Notify>, Arc<std::sync::atomic::AtomicBool>);
+
+impl Gate {
+    async fn wait(&self) {
+        while !self.1.load(Ordering::SeqCst) {
+            let notified = self.0.notified();
+            if self.1.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn open(&self) {
+        self.1.store(true, Ordering::SeqCst);
+        self.0.notify_waiters();
+    }
+}
+
+/// Prefetch rule (a): a buffered job is never handed to a handler with less than
+/// `min_lease_left` of its lease left. Fast jobs grow the window, then one slow job holds
+/// the only handler for 60 % of the 2 s ttr while the jobs behind it wait in the buffer:
+/// each of them must start with at least half of its lease left in the engine (renewed, or
+/// given back and reserved again), once, on its first attempt. Renewal while a handler
+/// runs is set late (at 75 % of the ttr), so that it cannot be what renewed them.
+pub async fn a_buffered_job_starts_with_enough_lease_left<B: Backend>(_name: &str) {
+    const TTR: Duration = Duration::from_secs(2);
+    const AFTER: usize = 30;
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("lease-left");
+    push_named(&e, &t, "fast", 200, TTR).await;
+    push_named(&e, &t, "slow", 1, TTR).await;
+    push_named(&e, &t, "after", AFTER, TTR).await;
+
+    let probe = Probe::default();
+    // The lease left in the engine when each "after" handler started, and what the engine
+    // held while the slow one ran.
+    let left: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
+    let held_meanwhile = Arc::new(AtomicUsize::new(0));
+    let (p, l, h, engine, tp) = (
+        probe.clone(),
+        left.clone(),
+        held_meanwhile.clone(),
+        e.clone(),
+        t.clone(),
+    );
+    let handler = move |job: Job<Bytes>| {
+        let (p, l, h, engine, tp) = (p.clone(), l.clone(), h.clone(), engine.clone(), tp.clone());
+        async move {
+            p.begin(&job);
+            let name = job.id().to_string();
+            if name.starts_with("after") {
+                let now = engine.now().await.unwrap().as_millis();
+                let deadline = engine.get(&tp, job.id()).await.unwrap().unwrap().deadline;
+                let deadline = deadline.expect("a reserved job has a deadline").as_millis();
+                l.lock().unwrap().push((name, deadline.saturating_sub(now)));
+            } else if name.starts_with("slow") {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let reserved = engine.stats(&tp).await.unwrap().reserved;
+                h.store(usize::try_from(reserved).unwrap(), Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(900)).await;
+            }
+            p.end();
+            Ok::<(), JobError>(())
+        }
+    };
+    let cfg = config(1)
+        .with_prefetch(64)
+        .with_min_lease_left(0.5)
+        .with_renew_fraction(0.75);
+    let worker = Running::start(Worker::with_config(e.clone(), [t.clone()], cfg, handler).unwrap());
+    all_acked(&e, &t).await;
+    let report = worker.stop().await;
+
+    assert!(
+        held_meanwhile.load(Ordering::SeqCst) > 1,
+        "no job waited in the buffer behind the slow one"
+    );
+    let left = left.lock().unwrap().clone();
+    assert_eq!(left.len(), AFTER, "{left:?}");
+    // At least half of the 2 s lease at hand-over; the handler reads it a moment later.
+    for (name, ms) in &left {
+        assert!(*ms >= 900, "{name} started with {ms} ms of its lease left");
+    }
+    for i in 0..AFTER {
+        assert_eq!(probe.attempts(&format!("after{i}")), vec![1], "after{i}");
+    }
+    assert_eq!(report.acked, 201 + AFTER as u64, "{report:?}");
+}
+
+/// Prefetch rule (b): shutdown gives the buffered jobs back at once, before it waits for
+/// the running handlers: while the one handler still runs (held by the test, well inside
+/// the grace period), only its job stays reserved; the others are ready again on their
+/// first attempt, reported as released, and another worker takes them.
+pub async fn shutdown_releases_the_buffer_at_once<B: Backend>(_name: &str) {
+    const AFTER: usize = 40;
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("buffer-release");
+    push_named(&e, &t, "fast", 200, LONG).await;
+    push_named(&e, &t, "slow", 1, LONG).await;
+    push_named(&e, &t, "after", AFTER, LONG).await;
+
+    let probe = Probe::default();
+    let gate = Gate::default();
+    let (p, g) = (probe.clone(), gate.clone());
+    let handler = move |job: Job<Bytes>| {
+        let (p, g) = (p.clone(), g.clone());
+        async move {
+            p.begin(&job);
+            if job.id().as_str() == "slow0" {
+                g.wait().await;
+            }
+            p.end();
+            Ok::<(), JobError>(())
+        }
+    };
+    let cfg = config(1).with_prefetch(64).with_grace(LONG);
+    let worker = Running::start(Worker::with_config(e.clone(), [t.clone()], cfg, handler).unwrap());
+    // No "after" job runs before the slow one ends, so one missing from ready is buffered.
+    eventually(
+        LONG,
+        "the slow job to start with jobs buffered behind it",
+        || async {
+            probe.attempts("slow0") == vec![1] && e.stats(&t).await.unwrap().ready < AFTER as u64
+        },
+    )
+    .await;
+    let buffered = AFTER as u64 - e.stats(&t).await.unwrap().ready;
+    assert!(worker.stop.send(()).is_ok());
+    eventually(
+        Duration::from_secs(10),
+        "the buffered jobs to be ready again",
+        || async { e.stats(&t).await.unwrap().ready == AFTER as u64 },
+    )
+    .await;
+    assert_eq!(probe.finished(), 200, "the slow handler is still running");
+    assert_eq!(probe.calls().len(), 201, "a buffered job was started");
+    gate.open();
+    let report = within(LONG, "the worker to stop", worker.report)
+        .await
+        .unwrap();
+    assert_eq!(report.acked, 201, "{report:?}");
+    let released: BTreeSet<String> = report.released.iter().map(|(_, i)| i.to_string()).collect();
+    // A reserve on its way at the stop may have brought more; those go back too.
+    let n = released.len() as u64;
+    assert!(
+        n >= buffered && n <= AFTER as u64,
+        "{n} released, {buffered} buffered"
+    );
+    assert!(
+        released.iter().all(|i| i.starts_with("after")),
+        "{released:?}"
+    );
+
+    let second = Probe::default();
+    let p = second.clone();
+    let handler = move |job: Job<Bytes>| {
+        let p = p.clone();
+        async move {
+            p.begin(&job);
+            p.end();
+            Ok::<(), JobError>(())
+        }
+    };
+    let other = Running::start(
+        Worker::with_config(b.open().await, [t.clone()], config(4), handler).unwrap(),
+    );
+    all_acked(&e, &t).await;
+    other.stop().await;
+    let attempts: BTreeSet<u32> = second.calls().iter().map(|&(_, a)| a).collect();
+    assert_eq!(second.calls().len(), AFTER);
+    assert_eq!(
+        attempts,
+        BTreeSet::from([1]),
+        "a release does not count an attempt"
+    );
+}
+
+/// Prefetch rule (c): no hoarding. Two workers whose windows grew on a deep queue then see
+/// a short one (40 jobs of 20 ms, pushed at once): the windows fell back when their
+/// reserves came back short, so both get work instead of the first to wake taking all.
+pub async fn two_workers_share_a_short_queue<B: Backend>(_name: &str) {
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("no-hoarding");
+    push_named(&e, &t, "warm", 600, LONG).await;
+
+    let seen: [Arc<Mutex<Vec<String>>>; 2] = Default::default();
+    let mut workers = Vec::new();
+    for s in &seen {
+        let s = s.clone();
+        let handler = move |job: Job<Bytes>| {
+            let s = s.clone();
+            async move {
+                if job.id().as_str().starts_with("work") {
+                    s.lock().unwrap().push(job.id().to_string());
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Ok::<(), JobError>(())
+            }
+        };
+        let cfg = config(2).with_prefetch(200);
+        workers.push(Running::start(
+            Worker::with_config(b.open().await, [t.clone()], cfg, handler).unwrap(),
+        ));
+    }
+    all_acked(&e, &t).await;
+    // Both are now waiting on an empty queue.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    push_named(&e, &t, "work", 40, LONG).await;
+    all_acked(&e, &t).await;
+    for w in workers {
+        w.stop().await;
+    }
+
+    let counts: Vec<usize> = seen.iter().map(|s| s.lock().unwrap().len()).collect();
+    assert_eq!(counts.iter().sum::<usize>(), 40, "{counts:?}");
+    assert!(
+        counts.iter().all(|&n| n > 0),
+        "one worker took the whole short queue: {counts:?}"
+    );
 }
 
 /// A panicking handler is a failed attempt: nacked with "handler panicked: ...", retried

@@ -1,5 +1,7 @@
 //! [`Counting`]: an engine wrapper that counts the deliveries its worker holds (reserved and
-//! not yet acked, nacked, buried or released) and can print every successful ack.
+//! not yet acked, nacked, buried or released) and can print every successful ack. It
+//! forwards `settle_and_reserve` to the engine's own, so the engine's one-round-trip path is
+//! the one tested.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -8,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use delayq_core::{
     Cursor, Delivery, Engine, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page, Pushed,
-    Reserve, Result, Schedule, Timestamp, Topic, TopicStats,
+    Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic, TopicStats,
 };
 
 /// The prefix of the line a child process prints after each successful ack.
@@ -36,6 +38,14 @@ impl Counts {
     /// Deliveries held now.
     pub fn held(&self) -> i64 {
         self.held.load(Ordering::SeqCst)
+    }
+
+    /// Counts the leased deliveries of a reserve.
+    fn reserved(&self, got: &[Delivery]) {
+        let leased = got.iter().filter(|d| d.lease.is_some()).count();
+        let n = i64::try_from(leased).unwrap();
+        let now = self.held.fetch_add(n, Ordering::SeqCst) + n;
+        self.max_held.fetch_max(now, Ordering::SeqCst);
     }
 
     /// Counts a call that ends a delivery, unless it failed in a way the worker retries.
@@ -101,11 +111,34 @@ impl<E: Engine> Engine for Counting<E> {
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
         self.counts.max_asked.fetch_max(req.max, Ordering::SeqCst);
         let got = self.inner.reserve(req).await?;
-        let leased = got.iter().filter(|d| d.lease.is_some()).count();
-        let n = i64::try_from(leased).unwrap();
-        let now = self.counts.held.fetch_add(n, Ordering::SeqCst) + n;
-        self.counts.max_held.fetch_max(now, Ordering::SeqCst);
+        self.counts.reserved(&got);
         Ok(got)
+    }
+
+    async fn settle_and_reserve(
+        &self,
+        settle: &[Settle],
+        req: &Reserve,
+    ) -> Result<SettledAndReserved> {
+        self.counts.max_asked.fetch_max(req.max, Ordering::SeqCst);
+        let r = self.inner.settle_and_reserve(settle, req).await;
+        match &r {
+            Ok(answer) => {
+                for (s, one) in settle.iter().zip(&answer.settled) {
+                    self.counts.finished(one);
+                    if one.is_ok() && self.counts.print_acks && matches!(s, Settle::Ack(_)) {
+                        println!("{ACKED}{}", s.lease().id);
+                    }
+                }
+                self.counts.reserved(&answer.deliveries);
+            }
+            Err(e) if e.is_retryable() => {}
+            Err(_) => {
+                let n = i64::try_from(settle.len()).unwrap();
+                self.counts.held.fetch_sub(n, Ordering::SeqCst);
+            }
+        }
+        r
     }
 
     async fn ack(&self, lease: &Lease) -> Result<()> {

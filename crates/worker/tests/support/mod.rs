@@ -41,7 +41,10 @@ macro_rules! worker_suite {
     ($backend:ty) => {
         $crate::support::worker_suite!(@cases $backend;
             concurrency_limit_is_never_exceeded,
-            prefetch_never_exceeds_free_slots,
+            leases_held_never_exceed_prefetch,
+            a_buffered_job_starts_with_enough_lease_left,
+            shutdown_releases_the_buffer_at_once,
+            two_workers_share_a_short_queue,
             panic_retries_then_dead_and_the_worker_carries_on,
             permanent_error_is_dead_at_the_first_failure,
             renewal_keeps_a_long_handler_alive,

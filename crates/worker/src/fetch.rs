@@ -1,0 +1,550 @@
+//! The fetch loop: keeps a buffer of leased jobs ahead of the handlers, hands them to free
+//! handler slots, and sends the handlers' outcomes with the next reserve, so that one round
+//! trip both settles finished leases and fetches the next batch.
+//!
+//! One call at a time carries reserves: a **cycle** (`settle_and_reserve` with no wait) when
+//! the window has room, a **long-poll** (no settlements, the configured wait) when the last
+//! reserve found nothing, so an idle worker waits in the engine instead of polling; and a
+//! **flush** (settle only, `max` 0) when outcomes have waited
+//! [`LINGER`](crate::outbox::LINGER) or filled a batch
+//! and no reserve is due (beside an open long-poll, too). While the engine is unavailable,
+//! no call starts until a doubling back-off pause is over.
+//!
+//! At shutdown the loop stops handing out jobs, abandons an open long-poll (the engine's
+//! reserve is cancel-safe while it waits), lets a cycle on its way come back, gives every
+//! buffered job back at once, and then keeps sending the supervisors' outcomes until the
+//! last supervisor is gone.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use delayq_core::limits::MAX_BATCH;
+use delayq_core::{Delivery, Engine, Reserve, Result, Settle, SettledAndReserved};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+use crate::buffer::{Buffer, Buffered};
+use crate::delivery::{Handover, supervise};
+use crate::outbox::{Batch, Outbox, Reply};
+use crate::renew::{millis, reply_margin};
+use crate::settle::RELEASE_BUDGET;
+use crate::settler::{Settler, Submit, channel};
+use crate::shared::Shared;
+use crate::window::Window;
+use crate::{Handler, Payload};
+
+/// The most jobs one reserve asks for: large enough that a round trip carries the work of
+/// many handlers, small enough that one call keeps the engine busy for a short time only.
+pub(crate) const RESERVE_BATCH: usize = 256;
+
+/// What a call is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Settles and reserves without waiting.
+    Cycle,
+    /// Reserves with the configured wait; carries no settlements.
+    LongPoll,
+    /// Settles only.
+    Flush,
+}
+
+/// A call to the engine on its way.
+type Call = Pin<Box<dyn Future<Output = Done> + Send>>;
+
+/// A call that came back.
+struct Done {
+    kind: Kind,
+    batch: Batch,
+    asked: usize,
+    wait: Duration,
+    sent: Instant,
+    result: Result<SettledAndReserved>,
+}
+
+/// Runs until `stop` fires and every outcome of the worker's deliveries was sent.
+pub(crate) async fn run<E, P, H>(shared: Arc<Shared<E, H>>, base: Reserve, stop: CancellationToken)
+where
+    E: Engine,
+    P: Payload,
+    H: Handler<P>,
+{
+    let (settler, queue) = channel();
+    let config = &shared.config;
+    let leased = config.mode == delayq_core::DeliveryMode::AtLeastOnce;
+    // At-most-once jobs are lost if the worker dies holding them: hold no more than can run.
+    let prefetch = if leased {
+        config.prefetch
+    } else {
+        config.concurrency
+    };
+    let mut fetch = Fetch {
+        window: Window::new(config.concurrency, prefetch),
+        buffer: Buffer::new(config.min_lease_left),
+        pause: config.retry_initial,
+        leased,
+        shared: Arc::clone(&shared),
+        base,
+        settler: Some(settler),
+        queue,
+        queue_open: true,
+        outbox: Outbox::default(),
+        main: None,
+        side: None,
+        idle: true,
+        resume_at: None,
+        stopping: false,
+    };
+    fetch.run::<P>(stop).await;
+}
+
+struct Fetch<E, H> {
+    shared: Arc<Shared<E, H>>,
+    base: Reserve,
+    leased: bool,
+    /// Cloned into every supervisor; dropped once stopping, so that the queue closes when
+    /// the last supervisor is done.
+    settler: Option<Settler>,
+    queue: mpsc::UnboundedReceiver<Submit>,
+    queue_open: bool,
+    buffer: Buffer,
+    window: Window,
+    outbox: Outbox,
+    /// The call that may reserve (or a flush when none is due).
+    main: Option<(Kind, Call)>,
+    /// A flush beside an open long-poll.
+    side: Option<Call>,
+    /// The last reserve found nothing: the next one long-polls.
+    idle: bool,
+    /// The next back-off pause while the engine is unavailable.
+    pause: Duration,
+    /// No call starts before this (after an error, or an early empty answer).
+    resume_at: Option<Instant>,
+    stopping: bool,
+}
+
+impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
+    async fn run<P>(&mut self, stop: CancellationToken)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        loop {
+            let now = Instant::now();
+            if self.resume_at.is_some_and(|at| at <= now) {
+                self.resume_at = None;
+            }
+            if !self.stopping {
+                self.dispatch::<P>(now);
+                self.give_back_low(now);
+            }
+            self.start_calls(now);
+            if self.stopping && self.settler.is_some() && !self.main_reserves() {
+                self.settler = None;
+            }
+            if self.finished() {
+                return;
+            }
+            let wake = self.next_wake(now);
+            let want_slot = !self.stopping && !self.buffer.is_empty();
+            let slots = Arc::clone(&self.shared.slots);
+            tokio::select! {
+                biased;
+                () = stop.cancelled(), if !self.stopping => self.begin_stop::<P>(),
+                done = next(&mut self.main), if self.main.is_some() => {
+                    self.main = None;
+                    self.finish::<P>(done);
+                }
+                done = side(&mut self.side), if self.side.is_some() => {
+                    self.side = None;
+                    self.finish::<P>(done);
+                }
+                msg = self.queue.recv(), if self.queue_open => match msg {
+                    Some(m) => {
+                        self.submitted(m);
+                        while let Ok(m) = self.queue.try_recv() {
+                            self.submitted(m);
+                        }
+                    }
+                    None => self.queue_open = false,
+                },
+                permit = slots.acquire_owned(), if want_slot => {
+                    if let Ok(permit) = permit {
+                        self.hand_over::<P>(permit, Instant::now());
+                    }
+                }
+                () = sleep_until(wake.unwrap_or(now)), if wake.is_some() => {}
+            }
+        }
+    }
+
+    /// Jobs held: waiting in the buffer or running.
+    fn held(&self) -> usize {
+        self.buffer.len() + self.shared.running()
+    }
+
+    fn main_reserves(&self) -> bool {
+        matches!(self.main, Some((Kind::Cycle | Kind::LongPoll, _)))
+    }
+
+    fn finished(&self) -> bool {
+        self.stopping
+            && !self.queue_open
+            && self.outbox.is_empty()
+            && self.main.is_none()
+            && self.side.is_none()
+    }
+
+    /// The next timer: the end of a pause, the outbox's flush (when a flush could start),
+    /// a buffered job's lease running low. Never a time already past, so the loop cannot
+    /// spin on it.
+    fn next_wake(&self, now: Instant) -> Option<Instant> {
+        if let Some(at) = self.resume_at {
+            return Some(at);
+        }
+        let can_flush = match &self.main {
+            None => true,
+            Some((Kind::LongPoll, _)) => self.side.is_none(),
+            Some(_) => false,
+        };
+        let flush = self.outbox.flush_at().filter(|_| can_flush);
+        let low = self.buffer.next_low().filter(|_| !self.stopping);
+        [flush, low]
+            .into_iter()
+            .flatten()
+            .min()
+            .filter(|at| *at > now)
+    }
+
+    /// Hands buffered jobs to free handler slots.
+    fn dispatch<P>(&mut self, now: Instant)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        while !self.buffer.is_empty() && self.settler.is_some() {
+            let Ok(permit) = Arc::clone(&self.shared.slots).try_acquire_owned() else {
+                return;
+            };
+            self.hand_over::<P>(permit, now);
+        }
+    }
+
+    /// Starts the next buffered job's supervisor with `permit`, renewing its lease first
+    /// when too little is left; a job whose lease is over by the estimate is left alone.
+    fn hand_over<P>(&mut self, permit: OwnedSemaphorePermit, now: Instant)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        let Some(settler) = self.settler.clone() else {
+            return;
+        };
+        while let Some(b) = self.buffer.pop() {
+            if b.expired(now) {
+                lease_ended_in_buffer(&b);
+                continue;
+            }
+            let renew_first = b.low(now, self.buffer.min_share());
+            let handover = Handover {
+                delivery: b.delivery,
+                lease_end: b.lease_end,
+                renew_first,
+            };
+            let task = supervise::<E, P, H>(Arc::clone(&self.shared), settler, handover, permit);
+            self.shared.supervisors.spawn(task);
+            return;
+        }
+    }
+
+    /// Gives back buffered jobs whose lease ran low while every handler was busy, and holds
+    /// fewer from now on.
+    fn give_back_low(&mut self, now: Instant) {
+        if self.buffer.next_low().is_none_or(|at| at > now) {
+            return;
+        }
+        let low = self.buffer.take_low(now);
+        if low.is_empty() {
+            return;
+        }
+        for b in low {
+            self.give_back(b, false, now);
+        }
+        self.window.shrink_to(self.held());
+    }
+
+    /// Queues the release of a buffered job (or leaves it when its lease is over).
+    fn give_back(&mut self, b: Buffered, at_shutdown: bool, now: Instant) {
+        if b.expired(now) {
+            lease_ended_in_buffer(&b);
+            return;
+        }
+        let Some(lease) = b.delivery.lease else {
+            return;
+        };
+        let until = if at_shutdown {
+            b.lease_end.min(now + RELEASE_BUDGET)
+        } else {
+            b.lease_end
+        };
+        self.outbox.push(
+            Settle::Release(lease),
+            until,
+            Reply::Buffered { at_shutdown },
+            now,
+        );
+    }
+
+    fn submitted(&mut self, m: Submit) {
+        if let Some(ran) = m.ran {
+            self.window.observe(ran);
+        }
+        self.outbox.push(
+            m.settle,
+            m.until,
+            Reply::Supervisor(m.reply),
+            Instant::now(),
+        );
+    }
+
+    /// Starts the calls that are due.
+    fn start_calls(&mut self, now: Instant) {
+        if self.resume_at.is_some() {
+            return;
+        }
+        // At shutdown everything goes at once; otherwise outcomes wait for company.
+        let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
+        if self.main.is_none() {
+            let need = if self.stopping {
+                0
+            } else {
+                self.window.need(self.held()).min(RESERVE_BATCH)
+            };
+            let refill = (self.window.size() / 2).clamp(1, RESERVE_BATCH);
+            if need > 0 && self.idle {
+                let wait = self.base.wait;
+                self.main = Some((
+                    Kind::LongPoll,
+                    self.call(Kind::LongPoll, Batch::default(), need, wait),
+                ));
+            } else if need > 0 && (self.buffer.is_empty() || need >= refill || flush_due) {
+                let batch = self.outbox.take();
+                self.main = Some((
+                    Kind::Cycle,
+                    self.call(Kind::Cycle, batch, need, Duration::ZERO),
+                ));
+            } else if flush_due {
+                let batch = self.outbox.take();
+                self.main = Some((
+                    Kind::Flush,
+                    self.call(Kind::Flush, batch, 0, Duration::ZERO),
+                ));
+                return;
+            }
+        }
+        let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
+        if flush_due && self.side.is_none() && matches!(self.main, Some((Kind::LongPoll, _))) {
+            let batch = self.outbox.take();
+            self.side = Some(self.call(Kind::Flush, batch, 0, Duration::ZERO));
+        }
+    }
+
+    fn call(&self, kind: Kind, batch: Batch, asked: usize, wait: Duration) -> Call {
+        debug_assert!(batch.settles.len() <= MAX_BATCH);
+        let shared = Arc::clone(&self.shared);
+        let req = Reserve {
+            max: asked,
+            wait,
+            ..self.base.clone()
+        };
+        Box::pin(async move {
+            let sent = Instant::now();
+            let result = shared.engine.settle_and_reserve(&batch.settles, &req).await;
+            Done {
+                kind,
+                batch,
+                asked,
+                wait,
+                sent,
+                result,
+            }
+        })
+    }
+
+    /// A call came back: answer its settlements, buffer its jobs, adjust the window.
+    fn finish<P>(&mut self, done: Done)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        let now = Instant::now();
+        let Done {
+            kind,
+            batch,
+            asked,
+            wait,
+            sent,
+            result,
+        } = done;
+        let SettledAndReserved {
+            settled,
+            deliveries,
+        } = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let pause = self.pause;
+                if e.is_retryable() {
+                    tracing::warn!(error = %e, retry_in_ms = millis(pause), "cannot reach the engine: pausing");
+                } else {
+                    tracing::error!(error = %e, retry_in_ms = millis(pause), "the engine refused the worker's call: pausing");
+                }
+                batch.failed(&e, now + pause, &mut self.outbox, &self.shared.tally);
+                self.resume_at = Some(now + pause);
+                self.pause = (pause * 2).min(self.shared.config.retry_max);
+                return;
+            }
+        };
+        self.pause = self.shared.config.retry_initial;
+        batch.answer(settled, &self.shared.tally);
+        if asked == 0 {
+            return;
+        }
+        let got = deliveries.len();
+        self.idle = got == 0;
+        if got == 0 && kind == Kind::LongPoll && sent.elapsed() < wait {
+            // An engine answers a long-poll empty only once the wait is over; one that
+            // answers sooner would make this loop spin, so pause instead.
+            tracing::debug!("the engine answered an empty reserve before the wait was over");
+            self.resume_at = Some(now + self.shared.config.retry_initial);
+        }
+        if self.leased {
+            self.window.reserved(asked, got.min(asked));
+        }
+        for (i, d) in deliveries.into_iter().enumerate() {
+            let lease_end = lease_end(&d, sent, wait, now);
+            if i >= asked {
+                too_many(&d);
+                self.give_back(
+                    Buffered {
+                        delivery: d,
+                        lease_end,
+                    },
+                    false,
+                    now,
+                );
+            } else if self.stopping {
+                self.stop_one::<P>(d, lease_end, now);
+            } else {
+                self.buffer.push(d, lease_end);
+            }
+        }
+    }
+
+    /// Shutdown: no more jobs to handlers, no more reserves; the buffer goes back at once.
+    fn begin_stop<P>(&mut self)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        self.stopping = true;
+        if matches!(self.main, Some((Kind::LongPoll, _))) {
+            // A long-poll carries no settlements, and the engine's reserve loses nothing
+            // when dropped while it waits.
+            self.main = None;
+        }
+        let now = Instant::now();
+        let held = self.buffer.take_all();
+        if !held.is_empty() {
+            tracing::info!(
+                buffered = held.len(),
+                "shutdown: giving back the buffered jobs no handler started"
+            );
+        }
+        for b in held {
+            self.stop_one::<P>(b.delivery, b.lease_end, now);
+        }
+    }
+
+    /// A job that arrives or waits when the worker stops: released; an at-most-once job
+    /// (already gone from the engine) still runs if a slot is free.
+    fn stop_one<P>(&mut self, d: Delivery, lease_end: Instant, now: Instant)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        if d.lease.is_some() {
+            self.give_back(
+                Buffered {
+                    delivery: d,
+                    lease_end,
+                },
+                true,
+                now,
+            );
+            return;
+        }
+        let (Some(settler), Ok(permit)) = (
+            self.settler.clone(),
+            Arc::clone(&self.shared.slots).try_acquire_owned(),
+        ) else {
+            tracing::error!(topic = %d.job.topic, id = %d.job.id, outcome = "dropped", "shutdown: an at-most-once job arrived with no free handler: it is lost");
+            self.shared
+                .tally
+                .record(crate::report::Outcome::Dropped, &d.job.topic, &d.job.id);
+            return;
+        };
+        let handover = Handover {
+            delivery: d,
+            lease_end,
+            renew_first: false,
+        };
+        let task = supervise::<E, P, H>(Arc::clone(&self.shared), settler, handover, permit);
+        self.shared.supervisors.spawn(task);
+    }
+}
+
+/// The early estimate of a delivery's lease end. The engine leased it after the call was
+/// sent, so `sent + ttr` is never late; a long-poll may have waited long before the engine
+/// leased the job, so its reply's arrival less a margin is used when later.
+fn lease_end(d: &Delivery, sent: Instant, wait: Duration, received: Instant) -> Instant {
+    let ttr = d.job.ttr;
+    let start = if wait.is_zero() {
+        sent
+    } else {
+        let arrived = received.checked_sub(reply_margin(ttr)).unwrap_or(received);
+        sent.max(arrived)
+    };
+    start + ttr
+}
+
+fn lease_ended_in_buffer(b: &Buffered) {
+    tracing::warn!(
+        topic = %b.delivery.job.topic,
+        id = %b.delivery.job.id,
+        "a buffered job's lease ended before a handler was free: the engine will deliver it again"
+    );
+}
+
+fn too_many(d: &Delivery) {
+    tracing::error!(
+        topic = %d.job.topic,
+        id = %d.job.id,
+        "the engine returned more jobs than asked for; releasing the extra one (this is an engine bug)"
+    );
+}
+
+async fn next(call: &mut Option<(Kind, Call)>) -> Done {
+    match call {
+        Some((_, f)) => f.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn side(call: &mut Option<Call>) -> Done {
+    match call {
+        Some(f) => f.as_mut().await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,51 @@
+//! [`Shared`]: what the fetch loop, every delivery's supervisor and the shutdown share.
+//! It imports none of them, so they do not import each other in a ring.
+
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::WorkerConfig;
+use crate::report::Tally;
+
+/// The state shared by the fetch loop, the supervisors and the shutdown.
+pub(crate) struct Shared<E, H> {
+    pub(crate) engine: E,
+    pub(crate) handler: H,
+    pub(crate) config: WorkerConfig,
+    pub(crate) tally: Tally,
+    /// One permit per handler slot: a supervisor holds one from the moment the fetch loop
+    /// hands it a job until its handler task has ended.
+    pub(crate) slots: Arc<Semaphore>,
+    /// The per-delivery supervisor tasks.
+    pub(crate) supervisors: TaskTracker,
+    /// The handler tasks (user code).
+    pub(crate) handlers: TaskTracker,
+    /// Fired when the grace period is over: supervisors stop their handlers and release.
+    pub(crate) hard_stop: CancellationToken,
+}
+
+impl<E, H> Shared<E, H> {
+    /// The shared state of a worker that has not started anything yet.
+    pub(crate) fn new(engine: E, handler: H, config: WorkerConfig) -> Self {
+        Shared {
+            slots: Arc::new(Semaphore::new(config.concurrency)),
+            engine,
+            handler,
+            config,
+            tally: Tally::default(),
+            supervisors: TaskTracker::new(),
+            handlers: TaskTracker::new(),
+            hard_stop: CancellationToken::new(),
+        }
+    }
+
+    /// Handlers running now (slots taken).
+    pub(crate) fn running(&self) -> usize {
+        self.config
+            .concurrency
+            .saturating_sub(self.slots.available_permits())
+    }
+}
