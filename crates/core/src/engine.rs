@@ -306,8 +306,34 @@ pub trait Engine: Send + Sync + 'static {
     ) -> Result<SettledAndReserved> {
         check_settle_and_reserve(settle, req)?;
         let mut settled = Vec::with_capacity(settle.len());
-        for s in settle {
+        let mut i = 0;
+        while i < settle.len() {
+            // A run of acks goes out as one `ack_batch` (a worker's settlements are mostly
+            // acks); a lease listed twice in a run is answered by the batch as by two acks.
+            let run = settle[i..]
+                .iter()
+                .take_while(|s| matches!(s, Settle::Ack(_)))
+                .count();
+            if run > 0 {
+                let leases: Vec<Lease> = settle[i..i + run]
+                    .iter()
+                    .map(|s| s.lease().clone())
+                    .collect();
+                let answers = self.ack_batch(&leases).await?;
+                if answers.len() != run {
+                    return Err(Error::Internal(format!(
+                        "ack_batch answered {} results for {run} leases",
+                        answers.len()
+                    )));
+                }
+                settled.extend(answers.into_iter().map(|r| r.map(|()| Settled::Acked)));
+                i += run;
+                continue;
+            }
+            let s = &settle[i];
+            i += 1;
             settled.push(match s {
+                // Not reached (acks go out in runs above); kept so that the match is total.
                 Settle::Ack(l) => match self.ack(l).await {
                     Err(e) if e.is_retryable() => return Err(e),
                     r => r.map(|()| Settled::Acked),
