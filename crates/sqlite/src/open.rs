@@ -55,6 +55,10 @@ pub(crate) fn open_store(config: &SqliteConfig) -> Result<Store> {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX;
             let mut conn =
                 Connection::open_with_flags(&path, flags).map_err(|e| open_err(&path, e))?;
+            // Only a database not yet written takes the page size; switching to WAL below
+            // writes it. An existing database keeps its own.
+            conn.execute_batch(&format!("PRAGMA page_size = {}", config.page_size))
+                .map_err(|e| open_err(&path, e))?;
             enable_wal(&conn, &path)?;
             tune(&conn, config, &path)?;
             schema::migrate(&mut conn, &path)?;

@@ -1,6 +1,7 @@
 //! Opening a data directory written by an older delayq: a schema version 2 database (delayed
 //! and ready jobs stored as two states, each in its own index) is migrated to version 3 (one
-//! waiting state, ready by time) and every job keeps its state, order and lease.
+//! waiting state, ready by time) and every job keeps its state, order and lease; it keeps
+//! its page size too, while a new database takes the configured one.
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -96,6 +97,11 @@ fn schema_facts(dir: &Path) -> (i64, Vec<String>, Vec<i64>) {
     let version = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
+    // The old database keeps the page size it was created with.
+    let page: i64 = conn
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .expect("page size");
+    assert_eq!(page, 4096);
     let indexes = conn
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'jobs_%' ORDER BY name")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
@@ -196,4 +202,35 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
         !states.contains(&2),
         "no job is left in the old ready state: {states:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_database_takes_the_configured_page_size() {
+    for (size, expected) in [(None, 1024), (Some(4096), 4096)] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = SqliteConfig::dir(dir.path());
+        if let Some(size) = size {
+            config.page_size = size;
+        }
+        let e = SqliteEngine::open(config).expect("open");
+        e.push(NewJob::new(topic("p"), "x")).await.expect("push");
+        drop(e);
+        let conn = Connection::open(dir.path().join(DB_FILE)).expect("open");
+        let page: u32 = conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .expect("page size");
+        assert_eq!(page, expected);
+    }
+    for bad in [0, 1000, 256, 131_072] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = SqliteConfig::dir(dir.path());
+        config.page_size = bad;
+        match SqliteEngine::open(config) {
+            Err(delayq_core::Error::InvalidConfig { reason }) => {
+                assert!(reason.contains("page_size"), "{reason}")
+            }
+            other => panic!("page_size {bad}: {:?}", other.map(|_| ())),
+        }
+        assert!(!dir.path().join(DB_FILE).exists(), "nothing is created");
+    }
 }
