@@ -50,16 +50,27 @@ pub(crate) fn ack_batch(tx: &mut Tx<'_>, leases: &[Lease]) -> Result<Vec<Result<
     Ok(out)
 }
 
-/// Acknowledges one delivery: its job is removed.
+/// Acknowledges one delivery: its job is removed. One statement checks the lease and
+/// deletes the row (through `jobs_id`), so an ack reads no row first.
 pub(crate) fn ack(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
     let now = tx.now_ms();
-    let (_, job) = leased(tx, lease, now)?;
-    exec(
+    let lost = || Error::LeaseLost {
+        topic: lease.topic.clone(),
+        id: lease.id.clone(),
+    };
+    let Some(tid) = tx.topic(&lease.topic)? else {
+        return Err(lost());
+    };
+    let deleted = exec(
         tx,
         "acking a job",
-        "DELETE FROM jobs WHERE jid = ?1",
-        [job.jid],
+        "DELETE FROM jobs WHERE tid = ?1 AND id = ?2 AND state = 3 AND token = ?3 \
+         AND deadline > ?4",
+        params![tid, lease.id.as_str(), lease.token.0, now],
     )?;
+    if deleted == 0 {
+        return Err(lost());
+    }
     Ok(())
 }
 
