@@ -61,6 +61,14 @@ pub struct SqliteConfig {
     pub max_group: usize,
     /// Read connections kept open for get, list, stats and topics (default 4).
     pub readers: usize,
+    /// The size of a database page in bytes, for a database this engine creates (default
+    /// 1024; a power of two from 512 to 65536). An existing database keeps the page size
+    /// it was created with. Every page a commit changes is written to the log whole, and a
+    /// job pushed with a random due time, reserved or acked changes pages at random
+    /// places, so small pages mean less to write per job (4096-byte pages wrote 2.7 times
+    /// as many bytes per job; BENCHMARKS.md). Queues of large bodies (tens of KiB) may
+    /// prefer 4096: a body larger than a page is stored in a chain of overflow pages.
+    pub page_size: u32,
     /// The page cache of the writer's connection, in MiB (default 64). A larger cache keeps
     /// more of the indexes of a big backlog in memory.
     pub cache_mib: u32,
@@ -90,6 +98,7 @@ impl SqliteConfig {
             tick_batch: 1000,
             max_group: 512,
             readers: 4,
+            page_size: 1024,
             cache_mib: 64,
             max_db_bytes: None,
         }
@@ -128,6 +137,14 @@ impl SqliteConfig {
         check("max_group", self.max_group, 100_000)?;
         check("readers", self.readers, 1_000)?;
         check("cache_mib", self.cache_mib as usize, 1 << 20)?;
+        if !self.page_size.is_power_of_two() || !(512..=65536).contains(&self.page_size) {
+            return Err(Error::InvalidConfig {
+                reason: format!(
+                    "page_size {} is not a power of two from 512 to 65536; use 1024 (the default) or 4096",
+                    self.page_size
+                ),
+            });
+        }
         if let Storage::Dir(p) = &self.storage
             && p.as_os_str().is_empty()
         {

@@ -14,8 +14,9 @@ use delayq_core::limits::{
 };
 use delayq_core::{
     Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Limits, Nack, NackOutcome,
-    NewJob, Page, Pushed, Reserve, Result, Schedule, Timestamp, Topic, TopicStats, async_trait,
-    check_ack_batch, check_push_batch, duration_ms,
+    NewJob, Page, Pushed, Reserve, Result, Schedule, Settle, Settled, SettledAndReserved,
+    Timestamp, Topic, TopicStats, async_trait, check_ack_batch, check_push_batch,
+    check_settle_and_reserve, duration_ms,
 };
 use rusqlite::Connection;
 use tokio::sync::{Notify, oneshot};
@@ -24,6 +25,7 @@ use crate::checkpoint::Checkpointer;
 use crate::clock::Clock;
 use crate::config::SqliteConfig;
 use crate::cursor::Key;
+use crate::ops::settle::{self as settling, Settlement};
 use crate::ops::{admin, lease, push, reserve};
 use crate::readers::Readers;
 use crate::shared::Shared;
@@ -178,8 +180,8 @@ impl SqliteEngine {
         rx.await.map_err(|_| stopped())?
     }
 
-    /// Runs `f` on a read connection, after letting the writer apply what is due (so the
-    /// states read are those time gives).
+    /// Runs `f` on a read connection, after letting the writer fail the leases that expired
+    /// (so the states read are those time gives; a due time needs no write).
     async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
@@ -192,8 +194,8 @@ impl SqliteEngine {
             })))?;
             return rx.await.map_err(|_| stopped())?;
         }
-        let due = self.inner.shared.timers().earliest();
-        if due.is_some_and(|t| t <= self.clock().now_ms()) {
+        let expired = self.inner.shared.timers().earliest_lease();
+        if expired.is_some_and(|t| t <= self.clock().now_ms()) {
             self.write(|_| Ok(())).await?;
         }
         let inner = self.inner.clone();
@@ -207,16 +209,72 @@ impl SqliteEngine {
         .map_err(|e| Error::Internal(format!("a read task failed: {e}")))?
     }
 
-    /// One pass over the topics (the first one rotating per call), without waiting.
-    async fn reserve_once(&self, req: &Reserve) -> Result<Vec<Delivery>> {
+    /// One pass over the topics (the first one rotating per call), without waiting; the
+    /// settlements, if any, run first in the same writer request.
+    async fn reserve_once(
+        &self,
+        req: &Reserve,
+        settlements: Option<Vec<Settlement>>,
+    ) -> Result<(Vec<Result<Settled>>, Vec<Delivery>)> {
         let n = req.topics.len();
         let start = self.inner.rotate.fetch_add(1, Ordering::Relaxed) % n;
         let topics: Vec<Topic> = (0..n)
             .map(|k| req.topics[(start + k) % n].clone())
             .collect();
         let (max, mode) = (req.max, req.mode);
-        self.write(move |tx| reserve::reserve(tx, &topics, max, mode))
-            .await
+        match settlements {
+            None => self
+                .write(move |tx| reserve::reserve(tx, &topics, max, mode))
+                .await
+                .map(|d| (Vec::new(), d)),
+            Some(items) => {
+                self.write(move |tx| {
+                    let settled = settling::settle(tx, &items)?;
+                    let got = reserve::reserve(tx, &topics, max, mode)?;
+                    Ok((settled, got))
+                })
+                .await
+            }
+        }
+    }
+
+    /// A reserve with its wait: the first pass carries the settlements; when it hands out
+    /// nothing, the caller waits on the topics' wake-ups and looks again until the wait ends.
+    async fn reserve_waiting(
+        &self,
+        req: &Reserve,
+        settlements: Option<Vec<Settlement>>,
+    ) -> Result<(Vec<Result<Settled>>, Vec<Delivery>)> {
+        if req.wait.is_zero() {
+            return self.reserve_once(req, settlements).await;
+        }
+        let deadline = Instant::now() + req.wait;
+        // Registered before the first look, and each wake-up enabled before each look, so
+        // that a job made ready in between is never missed.
+        let registration = self.inner.shared.waiters.register(&req.topics);
+        let mut settlements = settlements;
+        let mut settled = Vec::new();
+        loop {
+            let mut wakes: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> = registration
+                .notifies()
+                .iter()
+                .map(|n: &Arc<Notify>| Box::pin(n.notified()))
+                .collect();
+            for w in &mut wakes {
+                w.as_mut().enable();
+            }
+            let (s, out) = self.reserve_once(req, settlements.take()).await?;
+            if !s.is_empty() {
+                settled = s;
+            }
+            if !out.is_empty() || Instant::now() >= deadline {
+                return Ok((settled, out));
+            }
+            tokio::select! {
+                _ = futures_util::future::select_all(wakes) => {}
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+            }
+        }
     }
 
     /// Refuses an absolute time more than 10 years after the engine's now.
@@ -263,7 +321,9 @@ impl Engine for SqliteEngine {
 
     async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
         let (topic, id) = (topic.clone(), id.clone());
-        self.read(move |conn| read::get(conn, &topic, &id)).await
+        let clock = self.clock();
+        self.read(move |conn| read::get(conn, &topic, &id, clock.now_ms()))
+            .await
     }
 
     async fn delete(&self, topic: &Topic, id: &JobId) -> Result<bool> {
@@ -281,31 +341,28 @@ impl Engine for SqliteEngine {
 
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
         req.validate()?;
-        if req.wait.is_zero() {
-            return self.reserve_once(req).await;
+        Ok(self.reserve_waiting(req, None).await?.1)
+    }
+
+    async fn settle_and_reserve(
+        &self,
+        settle: &[Settle],
+        req: &Reserve,
+    ) -> Result<SettledAndReserved> {
+        check_settle_and_reserve(settle, req)?;
+        let items: Vec<Settlement> = settle.iter().map(Settlement::from_checked).collect();
+        if req.max == 0 {
+            let settled = self.write(move |tx| settling::settle(tx, &items)).await?;
+            return Ok(SettledAndReserved {
+                settled,
+                deliveries: Vec::new(),
+            });
         }
-        let deadline = Instant::now() + req.wait;
-        // Registered before the first look, and each wake-up enabled before each look, so
-        // that a job made ready in between is never missed.
-        let registration = self.inner.shared.waiters.register(&req.topics);
-        loop {
-            let mut wakes: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> = registration
-                .notifies()
-                .iter()
-                .map(|n: &Arc<Notify>| Box::pin(n.notified()))
-                .collect();
-            for w in &mut wakes {
-                w.as_mut().enable();
-            }
-            let out = self.reserve_once(req).await?;
-            if !out.is_empty() || Instant::now() >= deadline {
-                return Ok(out);
-            }
-            tokio::select! {
-                _ = futures_util::future::select_all(wakes) => {}
-                _ = tokio::time::sleep_until(deadline.into()) => {}
-            }
-        }
+        let (settled, deliveries) = self.reserve_waiting(req, Some(items)).await?;
+        Ok(SettledAndReserved {
+            settled,
+            deliveries,
+        })
     }
 
     async fn ack(&self, lease: &Lease) -> Result<()> {
@@ -362,7 +419,7 @@ impl Engine for SqliteEngine {
         // this call going.
         let count_topic = topic.clone();
         let dead = self
-            .read(move |conn| read::count(conn, &count_topic, JobState::Dead))
+            .read(move |conn| read::count(conn, &count_topic, JobState::Dead, 0))
             .await?;
         let mut rounds = dead / KICK_CHUNK as u64 + 1;
         let mut total = 0;
@@ -392,7 +449,8 @@ impl Engine for SqliteEngine {
             Some(c) => Key::decode(&c.0, state)?,
         };
         let topic = topic.clone();
-        self.read(move |conn| read::list(conn, &topic, state, limit, key))
+        let clock = self.clock();
+        self.read(move |conn| read::list(conn, &topic, state, limit, key, clock.now_ms()))
             .await
     }
 

@@ -10,7 +10,8 @@
 //! - `checkpoint`: the checkpointer thread, which copies the log into the database file
 //!   off the writer's path.
 //! - `ops/*`: one function per write, mirroring the Redis engine's Lua scripts.
-//! - `read`, `cursor`: get, list (with key cursors), stats and topics.
+//! - `read`, `cursor`: get, list (with key cursors), stats and topics; `waiting`: the
+//!   waiting jobs of a topic by due time, band by priority band.
 //! - `tx`: what a write sees inside the group transaction (topic ids, the per-topic counter).
 //! - `shared`, `registry`, `timers`, `waiters`: the in-memory state shared by the writer and
 //!   the handles: topic ids, the timer index (next due time and lease deadline per topic),
@@ -41,6 +42,7 @@ mod shared;
 mod timers;
 mod tx;
 mod waiters;
+mod waiting;
 mod writer;
 
 pub use config::{SqliteConfig, Storage, Synchronous};

@@ -55,6 +55,10 @@ pub(crate) fn open_store(config: &SqliteConfig) -> Result<Store> {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX;
             let mut conn =
                 Connection::open_with_flags(&path, flags).map_err(|e| open_err(&path, e))?;
+            // Only a database not yet written takes the page size; switching to WAL below
+            // writes it. An existing database keeps its own.
+            conn.execute_batch(&format!("PRAGMA page_size = {}", config.page_size))
+                .map_err(|e| open_err(&path, e))?;
             enable_wal(&conn, &path)?;
             tune(&conn, config, &path)?;
             schema::migrate(&mut conn, &path)?;
@@ -164,9 +168,6 @@ pub(crate) fn recover(conn: &Connection, shared: &Shared, path: &Path) -> Result
         .prepare("SELECT tid, name FROM topics")
         .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
         .map_err(err)?;
-    let mut next_due = conn
-        .prepare("SELECT min(ready_at) FROM jobs WHERE tid = ?1 AND state = 1")
-        .map_err(err)?;
     let mut next_lease = conn
         .prepare("SELECT min(deadline) FROM jobs WHERE tid = ?1 AND state = 3")
         .map_err(err)?;
@@ -179,7 +180,7 @@ pub(crate) fn recover(conn: &Connection, shared: &Shared, path: &Path) -> Result
             ),
         })?;
         shared.registry.add(tid, topic);
-        let due: Option<u64> = next_due.query_row([tid], |r| r.get(0)).map_err(err)?;
+        let due = crate::waiting::earliest(conn, tid).map_err(err)?;
         let lease: Option<u64> = next_lease.query_row([tid], |r| r.get(0)).map_err(err)?;
         timers.set(tid, Kind::Due, due);
         timers.set(tid, Kind::Lease, lease);

@@ -12,6 +12,7 @@ use rusqlite::trace::{TraceEvent, TraceEventCodes};
 
 use crate::clock::Clock;
 use crate::cursor::Key;
+use crate::ops::settle::{Settlement, settle};
 use crate::ops::{admin, lease, push, reserve, tick};
 use crate::shared::Shared;
 use crate::tx::Tx;
@@ -55,7 +56,18 @@ fn every_operation(conn: &Connection, shared: &Shared) {
     .expect("reserve");
     let leases: Vec<Lease> = got.iter().filter_map(|d| d.lease.clone()).collect();
     lease::ack_batch(&mut tx, &leases[..1]).expect("ack");
-    tick::tick_topic(&mut tx, 1, u64::MAX / 4, 100).expect("tick");
+    let settled = settle(
+        &mut tx,
+        &[
+            Settlement::Ack(leases[1].clone()),
+            Settlement::Ack(leases[1].clone()),
+            Settlement::Release(leases[2].clone()),
+        ],
+    )
+    .expect("settle");
+    assert!(settled[0].is_ok() && settled[1].is_err() && settled[2].is_ok());
+    tick::expire_leases(&mut tx, 1, u64::MAX / 4, 100).expect("expire");
+    tick::fall_due(&mut tx, 1, 0, u64::MAX / 4, 100).expect("fall due");
     admin::kick_some(&mut tx, &t, 10).expect("kick_some");
     admin::reschedule(&mut tx, &t, &id("d"), Schedule::NOW).expect("reschedule");
     reserve::reserve(
@@ -67,13 +79,22 @@ fn every_operation(conn: &Connection, shared: &Shared) {
     .expect("reserve at most once");
     admin::delete(&mut tx, &t, &id("d")).expect("delete");
     tx.flush().expect("flush");
+    let now = shared.clock.now_ms();
     for state in JobState::ALL {
-        read::list(conn, &t, state, 1, Key::first(state)).expect("list");
+        read::list(conn, &t, state, 1, Key::first(state), now).expect("list");
     }
-    read::list(conn, &t, JobState::Ready, 1, Key::Ready(1, 2, 3)).expect("list");
-    read::list(conn, &t, JobState::Delayed, 1, Key::TimeId(1, "x".into())).expect("list");
-    read::get(conn, &t, &id("a")).expect("get");
-    read::stats(conn, &t, 0).expect("stats");
+    read::list(conn, &t, JobState::Ready, 1, Key::Ready(1, 2, 3), now).expect("list");
+    read::list(
+        conn,
+        &t,
+        JobState::Delayed,
+        1,
+        Key::TimeId(1, "x".into()),
+        now,
+    )
+    .expect("list");
+    read::get(conn, &t, &id("a"), now).expect("get");
+    read::stats(conn, &t, now).expect("stats");
     read::topics(conn).expect("topics");
     open::recover(conn, shared, Path::new(":memory:")).expect("recover");
     let mut tx = Tx::new(conn, shared, 100);

@@ -1,5 +1,6 @@
 //! The reads: get, list, stats and topics, on any connection (a reader's, or the writer's
-//! in memory mode), each in one read transaction so it sees one committed state.
+//! in memory mode), each in one read transaction so it sees one committed state. A waiting
+//! job is reported ready or delayed by its due time against the engine's now.
 
 use std::time::Duration;
 
@@ -8,11 +9,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::cursor::Key;
 use crate::error::db_err;
-use crate::row::{JOB_COLS, RawJob, job, state_code};
-
-/// How many priority bands stats looks at for the oldest ready job, as the Redis engine's
-/// `stats.lua`: with more distinct priorities among ready jobs the age may be under-reported.
-const STATS_BANDS: usize = 64;
+use crate::row::{DEAD, JOB_COLS, RESERVED, RawJob, job};
+use crate::waiting;
 
 fn tid(conn: &Connection, topic: &Topic) -> Result<Option<i64>> {
     conn.prepare_cached("SELECT tid FROM topics WHERE name = ?1")
@@ -25,8 +23,8 @@ fn read_tx(conn: &Connection) -> Result<rusqlite::Transaction<'_>> {
         .map_err(|e| db_err("starting a read", e))
 }
 
-/// One job in its stored state, or `None`.
-pub(crate) fn get(conn: &Connection, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
+/// One job in its state at `now`, or `None`.
+pub(crate) fn get(conn: &Connection, topic: &Topic, id: &JobId, now: u64) -> Result<Option<Job>> {
     let tx = read_tx(conn)?;
     let Some(tid) = tid(&tx, topic)? else {
         return Ok(None);
@@ -40,16 +38,17 @@ pub(crate) fn get(conn: &Connection, topic: &Topic, id: &JobId) -> Result<Option
                 .optional()
         })
         .map_err(|e| db_err("reading a job", e))?;
-    raw.map(|r| r.into_stored_job(topic)).transpose()
+    raw.map(|r| r.into_stored_job(topic, now)).transpose()
 }
 
-/// One page of the jobs in `state`, after `after`, in the state's order.
+/// One page of the jobs in `state` at `now`, after `after`, in the state's order.
 pub(crate) fn list(
     conn: &Connection,
     topic: &Topic,
     state: JobState,
     limit: usize,
     after: Key,
+    now: u64,
 ) -> Result<Page> {
     let tx = read_tx(conn)?;
     let Some(tid) = tid(&tx, topic)? else {
@@ -59,29 +58,29 @@ pub(crate) fn list(
         });
     };
     let fetch = limit + 1;
-    let rows: Vec<RawJob> = match &after {
-        Key::Ready(p, due, seq) => tx
-            .prepare_cached(&format!(
-                "SELECT {JOB_COLS} FROM jobs WHERE tid = ?1 AND state = 2 \
-                 AND (priority, ready_at, seq) > (?2, ?3, ?4) \
-                 ORDER BY priority, ready_at, seq LIMIT ?5"
-            ))
-            .and_then(|mut s| {
-                s.query_map(params![tid, p, due, seq, fetch], |r| job(r, 0))?
-                    .collect()
-            }),
-        Key::TimeId(t, id) => {
+    let rows: Vec<RawJob> = match (&after, state) {
+        (Key::Ready(p, due, seq), _) => list_ready(&tx, tid, (*p, *due, *seq), fetch, now),
+        (Key::TimeId(t, id), JobState::Delayed) => {
+            // Delayed means waiting and not yet due: start after now as well as after the
+            // cursor. (ready_at, id) > (now + 1, "") is ready_at > now, ids being non-empty.
+            let (t, id) = if *t <= now {
+                (now + 1, "")
+            } else {
+                (*t, id.as_str())
+            };
+            list_delayed(&tx, tid, (t, id), fetch)
+        }
+        (Key::TimeId(t, id), _) => {
             // The state is a literal in the text so that the planner uses the state's own
             // partial index, which holds this order.
-            let st = state_code(state);
-            let col = if state == JobState::Delayed {
-                "ready_at"
+            let st = if state == JobState::Reserved {
+                RESERVED
             } else {
-                "deadline"
+                DEAD
             };
             tx.prepare_cached(&format!(
                 "SELECT {JOB_COLS} FROM jobs WHERE tid = ?1 AND state = {st} \
-                 AND ({col}, id) > (?2, ?3) ORDER BY {col}, id LIMIT ?4"
+                 AND (deadline, id) > (?2, ?3) ORDER BY deadline, id LIMIT ?4"
             ))
             .and_then(|mut s| {
                 s.query_map(params![tid, t, id, fetch], |r| job(r, 0))?
@@ -109,6 +108,74 @@ pub(crate) fn list(
     Ok(Page { jobs, next })
 }
 
+/// Up to `fetch` waiting jobs after `(due, id)` in that order: the first `fetch` of each
+/// priority band after the key, merged.
+fn list_delayed(
+    tx: &Connection,
+    tid: i64,
+    (t, id): (u64, &str),
+    fetch: usize,
+) -> rusqlite::Result<Vec<RawJob>> {
+    let mut band = tx.prepare_cached(&format!(
+        "SELECT {JOB_COLS} FROM jobs WHERE tid = ?1 AND state = 1 AND priority = ?2 \
+         AND ready_at >= ?3 AND (ready_at, id) > (?3, ?4) ORDER BY ready_at, id LIMIT ?5"
+    ))?;
+    let mut out: Vec<RawJob> = Vec::new();
+    for (priority, _) in waiting::bands(tx, tid)? {
+        let rows = band
+            .query_map(params![tid, priority, t, id, fetch], |r| job(r, 0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        out.extend(rows);
+    }
+    out.sort_by(|a, b| (a.ready_at, &a.id).cmp(&(b.ready_at, &b.id)));
+    out.truncate(fetch);
+    Ok(out)
+}
+
+/// Up to `fetch` ready jobs after `(priority, due, seq)` in reserve order: the due jobs of
+/// each priority band are one range of `jobs_waiting`, the bands walked from the cursor's.
+fn list_ready(
+    tx: &Connection,
+    tid: i64,
+    (p, due, seq): (u32, u64, u64),
+    fetch: usize,
+    now: u64,
+) -> rusqlite::Result<Vec<RawJob>> {
+    let mut out: Vec<RawJob> = Vec::new();
+    let mut head = tx.prepare_cached(
+        "SELECT priority FROM jobs WHERE tid = ?1 AND state = 1 AND priority > ?2 \
+         ORDER BY priority LIMIT 1",
+    )?;
+    let mut band = tx.prepare_cached(&format!(
+        "SELECT {JOB_COLS} FROM jobs WHERE tid = ?1 AND state = 1 AND priority = ?2 \
+         AND ready_at <= ?3 AND (ready_at, seq) > (?4, ?5) ORDER BY ready_at, seq LIMIT ?6"
+    ))?;
+    let mut priority = i64::from(p);
+    let mut after = (due, seq);
+    loop {
+        let rows = band
+            .query_map(
+                params![tid, priority, now, after.0, after.1, fetch - out.len()],
+                |r| job(r, 0),
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        out.extend(rows);
+        if out.len() >= fetch {
+            return Ok(out);
+        }
+        match head
+            .query_row(params![tid, priority], |r| r.get::<_, i64>(0))
+            .optional()?
+        {
+            Some(next) => {
+                priority = next;
+                after = (0, 0);
+            }
+            None => return Ok(out),
+        }
+    }
+}
+
 /// Counts per state, the age of the oldest due job and the next due time, at `now`.
 pub(crate) fn stats(conn: &Connection, topic: &Topic, now: u64) -> Result<TopicStats> {
     let tx = read_tx(conn)?;
@@ -120,40 +187,17 @@ pub(crate) fn stats(conn: &Connection, topic: &Topic, now: u64) -> Result<TopicS
             .and_then(|mut s| s.query_row([tid], |r| r.get::<_, Option<u64>>(0)))
             .map_err(|e| db_err("reading stats", e))
     };
-    let delayed = count_in(&tx, tid, JobState::Delayed)?;
-    let ready = count_in(&tx, tid, JobState::Ready)?;
-    let reserved = count_in(&tx, tid, JobState::Reserved)?;
-    let dead = count_in(&tx, tid, JobState::Dead)?;
-    let next_due = one("SELECT min(ready_at) FROM jobs WHERE tid = ?1 AND state = 1")?;
+    let read = |e| db_err("reading stats", e);
+    let delayed = count_in(&tx, tid, JobState::Delayed, now)?;
+    let ready = count_in(&tx, tid, JobState::Ready, now)?;
+    let reserved = count_in(&tx, tid, JobState::Reserved, now)?;
+    let dead = count_in(&tx, tid, JobState::Dead, now)?;
+    let next_due = waiting::next_after(&tx, tid, now).map_err(read)?;
     let expired_leases = one("SELECT expired FROM topics WHERE tid = ?1")?.unwrap_or(0);
-
-    // The oldest ready job is the head of one priority band: walk the bands' heads.
-    let mut oldest: Option<u64> = None;
-    let mut band: i64 = -1;
-    {
-        let mut head = tx
-            .prepare_cached(
-                "SELECT priority, ready_at FROM jobs WHERE tid = ?1 AND state = 2 \
-                 AND priority > ?2 ORDER BY priority, ready_at LIMIT 1",
-            )
-            .map_err(|e| db_err("reading stats", e))?;
-        for _ in 0..STATS_BANDS {
-            let Some((p, due)) = head
-                .query_row(params![tid, band], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, u64>(1)?))
-                })
-                .optional()
-                .map_err(|e| db_err("reading stats", e))?
-            else {
-                break;
-            };
-            oldest = Some(oldest.map_or(due, |o| o.min(due)));
-            band = p;
-        }
-    }
-    if let Some(due) = next_due.filter(|&d| d <= now) {
-        oldest = Some(oldest.map_or(due, |o| o.min(due)));
-    }
+    // The oldest due job is the waiting job with the earliest due time, when that has passed.
+    let oldest = waiting::earliest(&tx, tid)
+        .map_err(read)?
+        .filter(|&due| due <= now);
     Ok(TopicStats {
         delayed,
         ready,
@@ -165,22 +209,33 @@ pub(crate) fn stats(conn: &Connection, topic: &Topic, now: u64) -> Result<TopicS
     })
 }
 
-/// How many jobs of `topic` are in `state`.
-pub(crate) fn count(conn: &Connection, topic: &Topic, state: JobState) -> Result<u64> {
+/// How many jobs of `topic` are in `state` at `now`.
+pub(crate) fn count(conn: &Connection, topic: &Topic, state: JobState, now: u64) -> Result<u64> {
     match tid(conn, topic)? {
-        Some(tid) => count_in(conn, tid, state),
+        Some(tid) => count_in(conn, tid, state, now),
         None => Ok(0),
     }
 }
 
-/// Counts one state through its partial index (the state literal selects the index).
-fn count_in(conn: &Connection, tid: i64, state: JobState) -> Result<u64> {
-    conn.prepare_cached(&format!(
-        "SELECT count(*) FROM jobs WHERE tid = ?1 AND state = {}",
-        state_code(state)
-    ))
-    .and_then(|mut s| s.query_row([tid], |r| r.get(0)))
-    .map_err(|e| db_err("counting jobs", e))
+/// Counts one state through its partial index (the state literal selects the index; a
+/// waiting job is counted in `jobs_waiting`, on its side of now).
+fn count_in(conn: &Connection, tid: i64, state: JobState, now: u64) -> Result<u64> {
+    let err = |e| db_err("counting jobs", e);
+    let sql = match state {
+        JobState::Delayed | JobState::Ready => {
+            // Waiting jobs, on one side of now: the bands' ranges.
+            let (from, to) = match state {
+                JobState::Ready => (0, now),
+                _ => (now.saturating_add(1), u64::MAX >> 1),
+            };
+            return waiting::count_between(conn, tid, from, to, u64::MAX >> 1).map_err(err);
+        }
+        JobState::Reserved => "SELECT count(*) FROM jobs WHERE tid = ?1 AND state = 3",
+        JobState::Dead => "SELECT count(*) FROM jobs WHERE tid = ?1 AND state = 4",
+    };
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.query_row([tid], |r| r.get(0)))
+        .map_err(err)
 }
 
 /// Every topic ever pushed to, sorted bytewise.

@@ -1,41 +1,27 @@
 //! The `jobs` row: state codes, the column lists and their decoding into [`Job`] and
-//! [`Meta`], mirrored from `migrations/0001_init.sql`.
+//! [`Meta`], mirrored from `migrations/0001_init.sql` and `0003_waiting.sql`.
 
 use std::time::Duration;
 
 use delayq_core::{Backoff, Bytes, Error, Job, JobId, JobState, Result, Timestamp, Topic};
 use rusqlite::Row;
 
-/// Stored state codes (`jobs.state`).
-pub(crate) const DELAYED: i64 = 1;
-pub(crate) const READY: i64 = 2;
+/// Stored state codes (`jobs.state`). A waiting job is delayed before its due time and
+/// ready from it on: time, not a write, makes it due. (Code 2, the ready state of schema
+/// versions 1 and 2, is no longer written; migration 0003 turned it into waiting.)
+pub(crate) const WAITING: i64 = 1;
 pub(crate) const RESERVED: i64 = 3;
 pub(crate) const DEAD: i64 = 4;
 
-/// The code stored for a state.
-pub(crate) fn state_code(state: JobState) -> i64 {
-    match state {
-        JobState::Delayed => DELAYED,
-        JobState::Ready => READY,
-        JobState::Reserved => RESERVED,
-        JobState::Dead => DEAD,
-    }
-}
-
-/// The state of a stored code.
-pub(crate) fn state_of(code: i64) -> Result<JobState> {
+/// The state of a stored code at `now`: a waiting job is ready when due, delayed before.
+pub(crate) fn state_of(code: i64, ready_at: u64, now: u64) -> Result<JobState> {
     Ok(match code {
-        DELAYED => JobState::Delayed,
-        READY => JobState::Ready,
+        WAITING if ready_at <= now => JobState::Ready,
+        WAITING => JobState::Delayed,
         RESERVED => JobState::Reserved,
         DEAD => JobState::Dead,
         other => return Err(Error::Internal(format!("unknown stored job state {other}"))),
     })
-}
-
-/// The state a waiting job takes at `now`: ready when due, delayed before.
-pub(crate) fn waiting_state(ready_at: u64, now: u64) -> i64 {
-    if ready_at <= now { READY } else { DELAYED }
 }
 
 /// Every column a [`Job`] is read from, in [`job`]'s order.
@@ -146,9 +132,9 @@ impl RawJob {
         })
     }
 
-    /// The public job in its stored state.
-    pub(crate) fn into_stored_job(self, topic: &Topic) -> Result<Job> {
-        let state = state_of(self.state)?;
+    /// The public job in its stored state at `now`.
+    pub(crate) fn into_stored_job(self, topic: &Topic, now: u64) -> Result<Job> {
+        let state = state_of(self.state, self.ready_at, now)?;
         self.into_job(topic, state)
     }
 }

@@ -15,6 +15,7 @@ use crate::error::open_err;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expired_leases.sql"),
+    include_str!("../migrations/0003_waiting.sql"),
 ];
 
 /// The schema version this build writes.

@@ -1,11 +1,13 @@
-//! The timer index: per topic, a lower bound of its earliest delayed due time and of its
-//! earliest lease deadline, ordered by time so the writer knows how long it may sleep.
+//! The timer index: per topic, a lower bound of the earliest due time among its waiting jobs
+//! not yet due, and of its earliest lease deadline, ordered by time so the writer knows how
+//! long it may sleep.
 //!
 //! Entries are lower bounds, never later than the truth: a push, a nack or a reserve lowers
 //! them as it happens; a delete or an ack may leave an entry early, which costs one wake-up
 //! that finds nothing and then sets the exact time. Only the writer changes the index, after
-//! each commit; engine handles read the earliest entry to decide whether a read must first
-//! let the writer apply what is due.
+//! each commit; engine handles read the earliest lease entry to decide whether a read must
+//! first let the writer fail the expired leases (a due time needs nothing: time alone makes
+//! a waiting job ready).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -14,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 pub(crate) enum Kind {
     /// A lease deadline: the job fails with "lease expired".
     Lease,
-    /// A delayed job's due time: the job becomes ready.
+    /// A waiting job's due time: it is ready from then on, and its waiters are woken.
     Due,
 }
 
@@ -22,6 +24,8 @@ pub(crate) enum Kind {
 #[derive(Default, Debug)]
 pub(crate) struct Timers {
     by_time: BTreeSet<(u64, i64, Kind)>,
+    /// The lease entries alone, by time, for [`Timers::earliest_lease`].
+    leases: BTreeSet<(u64, i64)>,
     at: HashMap<(i64, Kind), u64>,
 }
 
@@ -38,10 +42,16 @@ impl Timers {
     pub(crate) fn set(&mut self, tid: i64, kind: Kind, ms: Option<u64>) {
         if let Some(old) = self.at.remove(&(tid, kind)) {
             self.by_time.remove(&(old, tid, kind));
+            if kind == Kind::Lease {
+                self.leases.remove(&(old, tid));
+            }
         }
         if let Some(ms) = ms {
             self.at.insert((tid, kind), ms);
             self.by_time.insert((ms, tid, kind));
+            if kind == Kind::Lease {
+                self.leases.insert((ms, tid));
+            }
         }
     }
 
@@ -56,18 +66,21 @@ impl Timers {
         self.by_time.first().map(|(ms, _, _)| *ms)
     }
 
-    /// True when topic `tid` has an entry due at `now`.
-    pub(crate) fn due_in(&self, tid: i64, now: u64) -> bool {
-        [Kind::Lease, Kind::Due]
-            .iter()
-            .any(|&k| self.at.get(&(tid, k)).is_some_and(|&ms| ms <= now))
+    /// The earliest lease entry's time.
+    pub(crate) fn earliest_lease(&self) -> Option<u64> {
+        self.leases.first().map(|(ms, _)| *ms)
     }
 
-    /// The entries due at `now`, earliest first.
-    pub(crate) fn due(&self, now: u64) -> Vec<(i64, Kind)> {
+    /// True when topic `tid` has an entry of `kind` due at `now`.
+    pub(crate) fn due_in(&self, tid: i64, kind: Kind, now: u64) -> bool {
+        self.at.get(&(tid, kind)).is_some_and(|&ms| ms <= now)
+    }
+
+    /// The entries due at `now`, earliest first: (topic, kind, the entry's time).
+    pub(crate) fn due(&self, now: u64) -> Vec<(i64, Kind, u64)> {
         self.by_time
             .range(..=(now, i64::MAX, Kind::Due))
-            .map(|(_, tid, kind)| (*tid, *kind))
+            .map(|(ms, tid, kind)| (*tid, *kind, *ms))
             .collect()
     }
 }
@@ -83,14 +96,17 @@ mod tests {
         t.note(1, Kind::Due, 70);
         t.note(2, Kind::Lease, 60);
         assert_eq!(t.earliest(), Some(50));
-        assert_eq!(t.due(59), vec![(1, Kind::Due)]);
-        assert!(t.due_in(1, 50) && !t.due_in(1, 49) && !t.due_in(3, 100));
+        assert_eq!(t.earliest_lease(), Some(60));
+        assert_eq!(t.due(59), vec![(1, Kind::Due, 50)]);
+        assert!(t.due_in(1, Kind::Due, 50) && !t.due_in(1, Kind::Due, 49));
+        assert!(!t.due_in(1, Kind::Lease, 100) && !t.due_in(3, Kind::Due, 100));
         t.set(1, Kind::Due, Some(80));
-        assert_eq!(t.due(60), vec![(2, Kind::Lease)]);
-        assert_eq!(t.due(80), vec![(2, Kind::Lease), (1, Kind::Due)]);
+        assert_eq!(t.due(60), vec![(2, Kind::Lease, 60)]);
+        assert_eq!(t.due(80), vec![(2, Kind::Lease, 60), (1, Kind::Due, 80)]);
         t.clear(2);
+        assert_eq!(t.earliest_lease(), None);
         t.set(1, Kind::Due, None);
         assert_eq!(t.earliest(), None);
-        assert!(t.at.is_empty());
+        assert!(t.at.is_empty() && t.leases.is_empty());
     }
 }

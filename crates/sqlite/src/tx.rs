@@ -7,8 +7,17 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::error::db_err;
 use crate::shared::{Effect, Shared};
 
-/// One request's view of the writer's transaction. Its writes are undone together (a
-/// savepoint) when the request fails; its effects are applied only after the commit.
+/// How a [`Tx::scoped`] step ended.
+pub(crate) enum Scoped<T> {
+    /// It succeeded, or was refused having written nothing.
+    Done(Result<T>),
+    /// It failed after writing: the whole request must fail with this error.
+    Abort(delayq_core::Error),
+}
+
+/// One request's view of the writer's transaction. When the request fails its writes are
+/// undone together (the writer runs its group again without it); its effects are applied
+/// only after the commit.
 pub(crate) struct Tx<'a> {
     pub(crate) conn: &'a Connection,
     pub(crate) shared: &'a Shared,
@@ -111,6 +120,27 @@ impl<'a> Tx<'a> {
         }
         self.seqs.clear();
         Ok(())
+    }
+
+    /// Runs `f` as one step of this request that may be refused on its own: when it fails
+    /// having written nothing (a refusal: every check runs before the first write), its
+    /// effects and counter steps are dropped and the rest of the request goes on. One that
+    /// fails after writing cannot be undone alone: its error is returned as
+    /// [`Scoped::Abort`], and the request must fail (the writer then leaves no trace of it).
+    /// This gives what a savepoint per step would, without SQLite copying every page the
+    /// step writes into a statement journal.
+    pub(crate) fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Scoped<T> {
+        let (effects, seqs) = (self.effects.len(), self.seqs.clone());
+        let changes = self.conn.total_changes();
+        match f(self) {
+            Ok(v) => Scoped::Done(Ok(v)),
+            Err(e) if self.conn.total_changes() == changes => {
+                self.effects.truncate(effects);
+                self.seqs = seqs;
+                Scoped::Done(Err(e))
+            }
+            Err(e) => Scoped::Abort(e),
+        }
     }
 
     /// The effects recorded so far.

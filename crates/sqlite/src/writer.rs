@@ -2,9 +2,11 @@
 //!
 //! It sleeps on its request channel until a request arrives or the timer index's earliest
 //! entry is due (never polling). Then it drains up to `max_group` pending requests and runs
-//! them all in one `BEGIN IMMEDIATE … COMMIT` (group commit): first what time made due
-//! (expired leases, due jobs), then each request in its own savepoint, so a request that
-//! fails leaves no trace while the others commit. Callers are answered only after the
+//! them all in one `BEGIN IMMEDIATE … COMMIT` (group commit): first what time did (expired
+//! leases fail; jobs that fell due wake their waiters, a read only), then each request, so
+//! that a request that fails leaves no trace while the others commit (one refused before
+//! writing needs nothing undone; one that failed after writing makes the group start over
+//! without it). Callers are answered only after the
 //! commit, so an acknowledged write is on disk; if the commit fails, every request of the
 //! group gets [`Error::Unavailable`].
 //!
@@ -19,8 +21,9 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::error::db_err;
-use crate::ops::tick::tick_topic;
+use crate::ops::tick::{expire_leases, fall_due};
 use crate::shared::{Effect, Shared};
+use crate::timers::Kind;
 use crate::tx::Tx;
 
 /// How long the writer leaves due timers alone after a tick or a commit failed, so that a
@@ -157,14 +160,11 @@ impl Writer {
         if self.tick_pause.is_some_and(|p| p <= Instant::now()) {
             self.tick_pause = None;
         }
-        let mut due: Vec<i64> = Vec::new();
-        if self.tick_pause.is_none() {
-            for (tid, _) in self.shared.timers().due(now) {
-                if !due.contains(&tid) {
-                    due.push(tid);
-                }
-            }
-        }
+        let due = if self.tick_pause.is_none() {
+            self.shared.timers().due(now)
+        } else {
+            Vec::new()
+        };
         let mut writes = Vec::new();
         let mut reads = Vec::new();
         for r in batch {
@@ -185,7 +185,7 @@ impl Writer {
     /// loses the transaction while a request runs (a full disk, an I/O error), that request
     /// is answered with its error and the others run again in a new transaction, so one
     /// failing request does not fail its whole group.
-    fn commit_group(&mut self, now: u64, due: &[i64], writes: Vec<Box<dyn WriteWork>>) {
+    fn commit_group(&mut self, now: u64, due: &[Due], writes: Vec<Box<dyn WriteWork>>) {
         let mut pending = writes;
         loop {
             match self.try_group(now, due, &mut pending) {
@@ -216,14 +216,21 @@ impl Writer {
     }
 
     /// One attempt at a group transaction.
-    fn try_group(&mut self, now: u64, due: &[i64], pending: &mut [Box<dyn WriteWork>]) -> Group {
+    fn try_group(&mut self, now: u64, due: &[Due], pending: &mut [Box<dyn WriteWork>]) -> Group {
         if !self.conn.is_autocommit() {
             // Only a bug could leave a transaction open here; start clean rather than
             // commit someone else's half.
             self.rollback();
         }
         let mut effects = Vec::new();
-        let mut begun = self.sql("BEGIN IMMEDIATE");
+        // Jobs falling due are only read about: with no request and no expired lease, the
+        // group is a read transaction and its commit writes nothing.
+        let reads_only = pending.is_empty() && due.iter().all(|d| d.1 == Kind::Due);
+        let mut begun = self.sql(if reads_only {
+            "BEGIN"
+        } else {
+            "BEGIN IMMEDIATE"
+        });
         if begun.is_ok() && !due.is_empty() {
             self.tick(now, due, &mut effects);
             if self.conn.is_autocommit() {
@@ -238,13 +245,9 @@ impl Writer {
         for (at, w) in pending.iter_mut().enumerate() {
             match self.run_one(w.as_mut(), &mut effects) {
                 Ok(()) => {}
-                Err(Run::Lost(why)) => {
+                Err(why) => {
                     self.rollback();
                     return Group::Lost { at, why };
-                }
-                Err(Run::Failed(why)) => {
-                    self.rollback();
-                    return Group::Failed(why);
                 }
             }
         }
@@ -257,37 +260,43 @@ impl Writer {
         }
     }
 
-    /// Runs one write in its own savepoint.
-    fn run_one(&self, w: &mut dyn WriteWork, effects: &mut Vec<Effect>) -> Result<(), Run> {
-        let failed = |e| Run::Failed(reason(db_err("running a write", e)));
-        self.sql("SAVEPOINT w").map_err(failed)?;
+    /// Runs one write. A request that fails having written nothing (a refusal: every check
+    /// runs before the first write) needs no undoing; one that fails after writing makes the
+    /// group start over without it, as when SQLite loses the transaction. So a request's
+    /// writes are all kept or all gone, without a savepoint per request (which would make
+    /// SQLite copy every page a request writes into a statement journal).
+    /// Errs with why the group must start over without this request.
+    fn run_one(&self, w: &mut dyn WriteWork, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let changes = self.conn.total_changes();
         let mut tx = Tx::new(&self.conn, &self.shared, self.tick_batch);
         let keep = w.run(&mut tx);
         if self.conn.is_autocommit() {
-            return Err(Run::Lost(
-                "SQLite rolled the transaction back after an error".into(),
-            ));
+            return Err("SQLite rolled the transaction back after an error".into());
         }
         if keep {
             effects.extend(tx.take_effects());
-        } else {
-            self.sql("ROLLBACK TO w").map_err(failed)?;
+        } else if self.conn.total_changes() != changes {
+            return Err("the write failed after changing rows".into());
         }
-        self.sql("RELEASE w").map_err(failed)
+        Ok(())
     }
 
-    /// Applies what time made due in the topics `due`, in a savepoint of its own: a failure
+    /// Applies what time did to the topics of `due`, in a savepoint of its own: a failure
     /// is logged and retried after [`TICK_PAUSE`] without failing the group's requests.
-    fn tick(&mut self, now: u64, due: &[i64], effects: &mut Vec<Effect>) {
+    fn tick(&mut self, now: u64, due: &[Due], effects: &mut Vec<Effect>) {
         if let Err(e) = self.sql("SAVEPOINT t") {
             tracing::error!(error = %e, "cannot start applying due jobs and expired leases");
             self.tick_pause = Some(Instant::now() + TICK_PAUSE);
             return;
         }
         let mut tx = Tx::new(&self.conn, &self.shared, self.tick_batch);
+        let batch = self.tick_batch;
         let done = due
             .iter()
-            .try_for_each(|&tid| tick_topic(&mut tx, tid, now, self.tick_batch))
+            .try_for_each(|&(tid, kind, since)| match kind {
+                Kind::Lease => expire_leases(&mut tx, tid, now, batch),
+                Kind::Due => fall_due(&mut tx, tid, since, now, batch),
+            })
             .and_then(|()| tx.flush());
         match done {
             Ok(()) => effects.extend(tx.take_effects()),
@@ -317,22 +326,18 @@ impl Writer {
     }
 }
 
+/// A due timer entry: (topic, kind, the entry's time).
+type Due = (i64, Kind, u64);
+
 /// How one attempt at a group transaction ended.
 enum Group {
     /// Committed, with the effects to apply.
     Committed(Vec<Effect>),
     /// Failed as a whole (begin or commit failed): every request gets this reason.
     Failed(String),
-    /// SQLite lost the transaction while request `at` ran.
+    /// SQLite lost the transaction while request `at` ran, or the request failed after
+    /// writing: the group starts over without it.
     Lost { at: usize, why: String },
-}
-
-/// How running one request in its savepoint went wrong.
-enum Run {
-    /// The transaction is gone (SQLite rolled it back after the request's error).
-    Lost(String),
-    /// A savepoint statement failed.
-    Failed(String),
 }
 
 /// The message of an error, for answering every request of a failed group.

@@ -8,7 +8,7 @@ use super::exec;
 use super::place::place;
 use super::push::due_time;
 use crate::error::db_err;
-use crate::row::{DEAD, DELAYED, META_COLS, Meta, READY, meta, state_of};
+use crate::row::{DEAD, META_COLS, Meta, WAITING, meta, state_of};
 use crate::shared::Effect;
 use crate::tx::Tx;
 
@@ -39,12 +39,12 @@ fn not_found(topic: &Topic, id: &JobId) -> Error {
 
 /// Makes a dead job ready now: attempts 0, deadline cleared, last error kept.
 fn revive(tx: &mut Tx<'_>, tid: i64, jid: i64, now: u64) -> Result<()> {
-    let state = place(tx, tid, now, now);
+    place(tx, tid, now, now);
     exec(
         tx,
         "kicking a job",
         "UPDATE jobs SET state = ?1, attempts = 0, ready_at = ?2, deadline = 0 WHERE jid = ?3",
-        params![state, now, jid],
+        params![WAITING, now, jid],
     )?;
     Ok(())
 }
@@ -57,7 +57,7 @@ pub(crate) fn kick(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<()> {
         return Err(Error::WrongState {
             topic: topic.clone(),
             id: id.clone(),
-            state: state_of(job.state)?,
+            state: state_of(job.state, job.ready_at, now)?,
             operation: "kick",
             hint: "only dead jobs can be kicked; reschedule a delayed or ready job instead",
         });
@@ -95,22 +95,22 @@ pub(crate) fn reschedule(
 ) -> Result<Timestamp> {
     let now = tx.now_ms();
     let (tid, job) = find(tx, topic, id)?.ok_or_else(|| not_found(topic, id))?;
-    if job.state != DELAYED && job.state != READY {
+    if job.state != WAITING {
         return Err(Error::WrongState {
             topic: topic.clone(),
             id: id.clone(),
-            state: state_of(job.state)?,
+            state: state_of(job.state, job.ready_at, now)?,
             operation: "reschedule",
             hint: "only delayed and ready jobs can be rescheduled; nack a reserved job with a delay, kick a dead one",
         });
     }
     let ready_at = due_time(when, now);
-    let state = place(tx, tid, ready_at, now);
+    place(tx, tid, ready_at, now);
     exec(
         tx,
         "rescheduling a job",
-        "UPDATE jobs SET state = ?1, ready_at = ?2 WHERE jid = ?3",
-        params![state, ready_at, job.jid],
+        "UPDATE jobs SET ready_at = ?1 WHERE jid = ?2",
+        params![ready_at, job.jid],
     )?;
     Ok(Timestamp::from_millis(ready_at))
 }

@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, params};
 use super::exec;
 use super::place::{fail, place};
 use crate::error::db_err;
-use crate::row::{META_COLS, Meta, RESERVED, meta};
+use crate::row::{META_COLS, Meta, RESERVED, WAITING, meta};
 use crate::tx::Tx;
 
 /// The job of `lease` when the lease is live at `now`: (topic id, job).
@@ -40,24 +40,38 @@ fn leased(tx: &mut Tx<'_>, lease: &Lease, now: u64) -> Result<(i64, Meta)> {
 
 /// Acknowledges each delivery: its job is removed. Answers each in order.
 pub(crate) fn ack_batch(tx: &mut Tx<'_>, leases: &[Lease]) -> Result<Vec<Result<()>>> {
-    let now = tx.now_ms();
     let mut out = Vec::with_capacity(leases.len());
     for lease in leases {
-        match leased(tx, lease, now) {
-            Ok((_, job)) => {
-                exec(
-                    tx,
-                    "acking a job",
-                    "DELETE FROM jobs WHERE jid = ?1",
-                    [job.jid],
-                )?;
-                out.push(Ok(()));
-            }
+        match ack(tx, lease) {
             Err(e @ Error::LeaseLost { .. }) => out.push(Err(e)),
-            Err(e) => return Err(e),
+            r => out.push(Ok(r?)),
         }
     }
     Ok(out)
+}
+
+/// Acknowledges one delivery: its job is removed. One statement checks the lease and
+/// deletes the row (through `jobs_id`), so an ack reads no row first.
+pub(crate) fn ack(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
+    let now = tx.now_ms();
+    let lost = || Error::LeaseLost {
+        topic: lease.topic.clone(),
+        id: lease.id.clone(),
+    };
+    let Some(tid) = tx.topic(&lease.topic)? else {
+        return Err(lost());
+    };
+    let deleted = exec(
+        tx,
+        "acking a job",
+        "DELETE FROM jobs WHERE tid = ?1 AND id = ?2 AND state = 3 AND token = ?3 \
+         AND deadline > ?4",
+        params![tid, lease.id.as_str(), lease.token.0, now],
+    )?;
+    if deleted == 0 {
+        return Err(lost());
+    }
+    Ok(())
 }
 
 /// Fails a delivery: retried after `delay_ms` or the back-off, or dead when every attempt
@@ -83,12 +97,12 @@ pub(crate) fn nack(
 pub(crate) fn release(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
     let now = tx.now_ms();
     let (tid, job) = leased(tx, lease, now)?;
-    let state = place(tx, tid, job.ready_at, now);
+    place(tx, tid, job.ready_at, now);
     exec(
         tx,
         "releasing a job",
         "UPDATE jobs SET state = ?1, attempts = ?2, token = 0, deadline = 0 WHERE jid = ?3",
-        params![state, job.attempts.saturating_sub(1), job.jid],
+        params![WAITING, job.attempts.saturating_sub(1), job.jid],
     )?;
     Ok(())
 }

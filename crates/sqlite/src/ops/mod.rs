@@ -4,15 +4,16 @@
 //! can refuse a request runs before its first write.
 //!
 //! - `place`: the shared steps `place` and `fail` of `lib.lua`.
-//! - `tick`: what time makes due (expired leases, due delayed jobs).
+//! - `tick`: what time does (expired leases fail; jobs that fell due wake their waiters).
 //! - `push`, `reserve`, `lease` (ack, nack, release, touch, bury), `admin` (kick,
-//!   reschedule, delete, purge).
+//!   reschedule, delete, purge), `settle` (a worker's settlements before its reserve).
 
 pub(crate) mod admin;
 pub(crate) mod lease;
 pub(crate) mod place;
 pub(crate) mod push;
 pub(crate) mod reserve;
+pub(crate) mod settle;
 pub(crate) mod tick;
 
 use delayq_core::Result;

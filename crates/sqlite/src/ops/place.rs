@@ -1,25 +1,24 @@
 //! The steps several operations share, as `place` and `fail` in the Redis engine's
-//! `lua/lib.lua`: putting a waiting job in ready or delayed, and failing a delivery.
+//! `lua/lib.lua`: putting a job in the waiting state, and failing a delivery.
 
 use delayq_core::{Result, duration_ms};
 use rusqlite::params;
 
 use super::exec;
-use crate::row::{DEAD, Meta, READY, waiting_state};
+use crate::row::{DEAD, Meta, WAITING};
 use crate::shared::Effect;
 use crate::timers::Kind;
 use crate::tx::Tx;
 
-/// The state a waiting job due at `ready_at` takes at `now` (ready when due, delayed
-/// before), recording what that means for waiters and timers. The caller writes the row.
-pub(crate) fn place(tx: &mut Tx<'_>, tid: i64, ready_at: u64, now: u64) -> i64 {
-    let state = waiting_state(ready_at, now);
-    if state == READY {
+/// Records what a job of topic `tid` waiting from now on for `ready_at` means at `now`: a
+/// waiter to wake when it is due already, else a timer entry for its due time. The caller
+/// writes the row with state [`WAITING`]; the job needs no other write when it falls due.
+pub(crate) fn place(tx: &mut Tx<'_>, tid: i64, ready_at: u64, now: u64) {
+    if ready_at <= now {
         tx.effect(Effect::Ready(tid, 1));
     } else {
         tx.effect(Effect::Note(tid, Kind::Due, ready_at));
     }
-    state
 }
 
 /// A delivery failed (nack, or lease expired): the job is retried after `delay_ms` (or its
@@ -46,13 +45,13 @@ pub(crate) fn fail(
     let delay = delay_ms
         .unwrap_or_else(|| duration_ms(job.backoff.delay(job.attempts, rand::random::<f64>())));
     let ready_at = now.saturating_add(delay);
-    let state = place(tx, tid, ready_at, now);
+    place(tx, tid, ready_at, now);
     exec(
         tx,
         "scheduling a retry",
         "UPDATE jobs SET state = ?1, ready_at = ?2, token = 0, deadline = 0, last_error = ?3 \
          WHERE jid = ?4",
-        params![state, ready_at, reason, job.jid],
+        params![WAITING, ready_at, reason, job.jid],
     )?;
     Ok(Some(ready_at))
 }

@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, params};
 use super::exec;
 use super::place::place;
 use crate::error::db_err;
-use crate::row::{state_of, waiting_state};
+use crate::row::{WAITING, state_of};
 use crate::tx::Tx;
 
 /// The due time of `schedule` pushed (or rescheduled) at `now`: now + the delay rounded up
@@ -41,7 +41,7 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
             params![
                 tid,
                 job.id.as_str(),
-                waiting_state(ready_at, now),
+                WAITING,
                 job.priority,
                 ready_at,
                 seq,
@@ -57,11 +57,11 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
         )? == 1;
         if created {
             tx.next_seq(tid)?;
-            let state = place(tx, tid, ready_at, now);
+            place(tx, tid, ready_at, now);
             out.push(Pushed {
                 id: job.id.clone(),
                 created,
-                state: state_of(state)?,
+                state: state_of(WAITING, ready_at, now)?,
                 ready_at: Timestamp::from_millis(ready_at),
             });
             continue;
@@ -85,7 +85,7 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
         out.push(Pushed {
             id: job.id.clone(),
             created,
-            state: state_of(state)?,
+            state: state_of(state, ready_at, now)?,
             ready_at: Timestamp::from_millis(ready_at),
         });
     }

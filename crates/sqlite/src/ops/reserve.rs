@@ -1,26 +1,34 @@
-//! Reserve, as the Redis engine's `lua/reserve.lua`: applies what is due, then takes up to
-//! `max` ready jobs of the topics in the given order: the lowest priority number first,
+//! Reserve, as the Redis engine's `lua/reserve.lua`: fails the expired leases, then takes up
+//! to `max` due jobs of the topics in the given order: the lowest priority number first,
 //! then the earliest due time, then push order.
+//!
+//! A due job is a waiting job whose due time has passed; nothing was written when it fell
+//! due. In `jobs_waiting` (tid, priority, ready_at, seq) the due jobs of one priority are one
+//! index range, so reserve walks the priority bands of the topic's waiting jobs from the
+//! lowest (`crate::waiting`): one seek finds a band's head (its earliest job), a second
+//! reads its due jobs when the head is due. A topic whose jobs share one priority (the
+//! common case) costs three seeks.
 
 use std::time::Duration;
 
 use delayq_core::{Delivery, DeliveryMode, JobState, Lease, LeaseToken, Result, Topic};
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 
 use super::exec;
-use super::tick::tick_topic;
+use super::tick::expire_leases;
 use crate::error::db_err;
 use crate::row::{JOB_COLS, RawJob, job};
 use crate::shared::Effect;
 use crate::timers::Kind;
 use crate::tx::Tx;
+use crate::waiting;
 
-/// Takes up to `max` ready jobs from `topics`, the first topic first, after applying what is
-/// due in each. At least once, each
-/// job is leased: attempts + 1, a fresh token from the topic's counter, deadline now + ttr.
-/// At most once, each job is deleted as it is handed out.
+/// Takes up to `max` due jobs from `topics`, the first topic first, after failing the
+/// expired leases of each. At least once, each job is leased: attempts + 1, a fresh token
+/// from the topic's counter, deadline now + ttr. At most once, each job is deleted as it is
+/// handed out.
 ///
-/// When ready jobs are left in a topic that has waiters, one waiter is woken (the baton),
+/// When due jobs are left in a topic that has waiters, one waiter is woken (the baton),
 /// so a waiter woken for a job another reserver took does not leave later jobs unseen.
 pub(crate) fn reserve(
     tx: &mut Tx<'_>,
@@ -39,24 +47,13 @@ pub(crate) fn reserve(
         let Some(tid) = tx.topic(topic)? else {
             continue;
         };
-        // The timer index (lower bounds of what is committed) says whether anything of the
-        // topic is due; when nothing is, the tick's four queries are skipped. A job made due
-        // by a write earlier in this same group is picked up by the timer right after it.
-        if tx.shared.timers().due_in(tid, now) {
-            tick_topic(tx, tid, now, tx.tick_batch.max(want))?;
+        // The timer index (lower bounds of what is committed) says whether a lease of the
+        // topic may have expired; when none can have, that query is skipped. A lease that
+        // expired after the last commit is failed by the timer right after this group.
+        if tx.shared.timers().due_in(tid, Kind::Lease, now) {
+            expire_leases(tx, tid, now, tx.tick_batch.max(want))?;
         }
-        let rows: Vec<(i64, RawJob)> = tx
-            .conn
-            .prepare_cached(&format!(
-                "SELECT jid, {JOB_COLS} FROM jobs WHERE tid = ?1 AND state = 2 \
-                 ORDER BY priority, ready_at, seq LIMIT ?2"
-            ))
-            .and_then(|mut s| {
-                s.query_map(params![tid, want], |r| Ok((r.get(0)?, job(r, 1)?)))?
-                    .collect()
-            })
-            .map_err(|e| db_err("reading ready jobs", e))?;
-        for (jid, mut raw) in rows {
+        for (jid, mut raw) in due_jobs(tx, tid, now, want)? {
             raw.attempts = raw.attempts.saturating_add(1);
             let lease = match mode {
                 DeliveryMode::AtLeastOnce => {
@@ -103,14 +100,40 @@ pub(crate) fn reserve(
         let Some(tid) = tx.topic(topic)? else {
             continue;
         };
-        let left = tx
-            .conn
-            .prepare_cached("SELECT 1 FROM jobs WHERE tid = ?1 AND state = 2 LIMIT 1")
-            .and_then(|mut s| s.query_row([tid], |_| Ok(())).optional())
-            .map_err(|e| db_err("looking for ready jobs", e))?;
-        if left.is_some() {
+        if waiting::any_due(tx.conn, tid, now).map_err(|e| db_err("looking for due jobs", e))? {
             tx.effect(Effect::Ready(tid, 1));
         }
+    }
+    Ok(out)
+}
+
+/// Up to `want` due jobs of topic `tid` in the contract's order: (row id, row).
+fn due_jobs(tx: &Tx<'_>, tid: i64, now: u64, want: usize) -> Result<Vec<(i64, RawJob)>> {
+    let read = |e| db_err("reading due jobs", e);
+    let mut out = Vec::new();
+    let mut band = tx
+        .conn
+        .prepare_cached(&format!(
+            "SELECT jid, {JOB_COLS} FROM jobs WHERE tid = ?1 AND state = 1 AND priority = ?2 \
+             AND ready_at <= ?3 ORDER BY ready_at, seq LIMIT ?4"
+        ))
+        .map_err(read)?;
+    let mut after = -1;
+    while out.len() < want {
+        let Some((priority, head)) = waiting::next_band(tx.conn, tid, after).map_err(read)? else {
+            break;
+        };
+        after = priority;
+        if head > now {
+            continue;
+        }
+        let rows = band
+            .query_map(params![tid, priority, now, want - out.len()], |r| {
+                Ok((r.get(0)?, job(r, 1)?))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(read)?;
+        out.extend(rows);
     }
     Ok(out)
 }

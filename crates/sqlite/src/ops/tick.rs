@@ -1,7 +1,8 @@
-//! What time makes due in one topic, as `tick` in the Redis engine's `lua/lib.lua`: expired
-//! leases fail with "lease expired" (retry after the back-off, or dead), due delayed jobs
-//! become ready. The writer runs it when the timer index says a topic has something due,
-//! and every reserve runs it on its topics first.
+//! What time does to one topic, as `tick` in the Redis engine's `lua/lib.lua`: expired
+//! leases fail with "lease expired" (retry after the back-off, or dead), and jobs that fell
+//! due wake their waiters. A job falling due is not a write: a waiting job is ready once
+//! its due time has passed, and reserve selects by due time. The writer runs these when the
+//! timer index says a topic has something due; reserve expires its topics' leases first.
 
 use delayq_core::Result;
 use rusqlite::{OptionalExtension, params};
@@ -13,11 +14,12 @@ use crate::row::{META_COLS, Meta, meta};
 use crate::shared::Effect;
 use crate::timers::Kind;
 use crate::tx::Tx;
+use crate::waiting;
 
-/// Applies what is due in topic `tid` at `now`, at most `limit` expired leases and `limit`
-/// due jobs, then records the topic's exact next lease deadline and due time (which is
-/// `now` or earlier when the limit left work behind, so the writer comes back at once).
-pub(crate) fn tick_topic(tx: &mut Tx<'_>, tid: i64, now: u64, limit: usize) -> Result<()> {
+/// Fails at most `limit` leases of topic `tid` expired at `now`, then records the topic's
+/// exact next lease deadline (which is `now` or earlier when the limit left expired leases
+/// behind, so the writer comes back at once).
+pub(crate) fn expire_leases(tx: &mut Tx<'_>, tid: i64, now: u64, limit: usize) -> Result<()> {
     let expired: Vec<Meta> = tx
         .conn
         .prepare_cached(&format!(
@@ -40,38 +42,39 @@ pub(crate) fn tick_topic(tx: &mut Tx<'_>, tid: i64, now: u64, limit: usize) -> R
             params![tid, expired.len() as i64],
         )?;
     }
-    let promoted = exec(
-        tx,
-        "moving due jobs to ready",
-        "UPDATE jobs SET state = 2 WHERE jid IN (SELECT jid FROM jobs \
-         WHERE tid = ?1 AND state = 1 AND ready_at <= ?2 ORDER BY ready_at LIMIT ?3)",
-        params![tid, now, limit],
-    )?;
-    if promoted > 0 {
-        tx.effect(Effect::Ready(tid, promoted));
-    }
-    let next_lease = min_of(
+    let next = min_of(
         tx,
         "SELECT min(deadline) FROM jobs WHERE tid = ?1 AND state = 3",
-        tid,
+        params![tid],
     )?;
-    let next_due = min_of(
-        tx,
-        "SELECT min(ready_at) FROM jobs WHERE tid = ?1 AND state = 1",
-        tid,
-    )?;
-    tx.effect(Effect::Set(tid, Kind::Lease, next_lease));
-    tx.effect(Effect::Set(tid, Kind::Due, next_due));
+    tx.effect(Effect::Set(tid, Kind::Lease, next));
     Ok(())
 }
 
-fn min_of(tx: &Tx<'_>, sql: &str, tid: i64) -> Result<Option<u64>> {
+/// Jobs of topic `tid` fell due between `since` (the timer entry, never later than the
+/// earliest of them) and `now`: wakes as many waiters as there are such jobs (at most
+/// `limit`), and records the topic's exact next due time. Reads only.
+pub(crate) fn fall_due(
+    tx: &mut Tx<'_>,
+    tid: i64,
+    since: u64,
+    now: u64,
+    limit: usize,
+) -> Result<()> {
+    let read = |e| db_err("reading due jobs", e);
+    let due = waiting::count_between(tx.conn, tid, since, now, limit as u64).map_err(read)?;
+    if due > 0 {
+        tx.effect(Effect::Ready(tid, due as usize));
+    }
+    let next = waiting::next_after(tx.conn, tid, now).map_err(read)?;
+    tx.effect(Effect::Set(tid, Kind::Due, next));
+    Ok(())
+}
+
+fn min_of(tx: &Tx<'_>, sql: &str, p: impl rusqlite::Params) -> Result<Option<u64>> {
     tx.conn
         .prepare_cached(sql)
-        .and_then(|mut s| {
-            s.query_row([tid], |r| r.get::<_, Option<u64>>(0))
-                .optional()
-        })
+        .and_then(|mut s| s.query_row(p, |r| r.get::<_, Option<u64>>(0)).optional())
         .map(Option::flatten)
         .map_err(|e| db_err("reading the next due time", e))
 }
