@@ -9,8 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use delayq_core::limits::{
-    MAX_DELAY, at_too_far, check_at, check_count, check_delay, check_reason, check_ttr,
-    delay_ms_ceil,
+    MAX_DELAY, at_too_far, check_count, check_reason, check_ttr, delay_ms_ceil,
 };
 use delayq_core::{
     Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Limits, Nack, NackOutcome,
@@ -296,21 +295,8 @@ fn stopped() -> Error {
     }
 }
 
-fn check_schedule(s: Schedule) -> Result<()> {
-    match s {
-        Schedule::Delay(d) => check_delay(d),
-        Schedule::At(at) => check_at(at),
-    }
-}
-
 #[async_trait]
 impl Engine for SqliteEngine {
-    async fn push(&self, job: NewJob) -> Result<Pushed> {
-        let mut out = self.push_batch(vec![job]).await?;
-        out.pop()
-            .ok_or_else(|| Error::Internal("push returned no answer".into()))
-    }
-
     async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
         check_push_batch(&jobs, &self.limits)?;
         for j in &jobs {
@@ -332,7 +318,7 @@ impl Engine for SqliteEngine {
     }
 
     async fn reschedule(&self, topic: &Topic, id: &JobId, when: Schedule) -> Result<Timestamp> {
-        check_schedule(when)?;
+        when.validate()?;
         self.check_not_too_far(when)?;
         let (topic, id) = (topic.clone(), id.clone());
         self.write(move |tx| admin::reschedule(tx, &topic, &id, when))
@@ -363,12 +349,6 @@ impl Engine for SqliteEngine {
             settled,
             deliveries,
         })
-    }
-
-    async fn ack(&self, lease: &Lease) -> Result<()> {
-        let mut out = self.ack_batch(std::slice::from_ref(lease)).await?;
-        out.pop()
-            .unwrap_or_else(|| Err(Error::Internal("ack returned no answer".into())))
     }
 
     async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {

@@ -31,7 +31,7 @@ use crate::delivery::{Handover, supervise};
 use crate::outbox::{Batch, Outbox, Reply};
 use crate::renew::{millis, reply_margin};
 use crate::settle::RELEASE_BUDGET;
-use crate::settler::{Settler, Submit, channel};
+use crate::settler::{InTransit, Settler, Submit, channel};
 use crate::shared::Shared;
 use crate::window::Window;
 use crate::{Handler, Payload};
@@ -71,7 +71,7 @@ where
     P: Payload,
     H: Handler<P>,
 {
-    let (settler, queue) = channel();
+    let (settler, queue, in_transit) = channel();
     let config = &shared.config;
     let leased = config.mode == delayq_core::DeliveryMode::AtLeastOnce;
     // At-most-once jobs are lost if the worker dies holding them: hold no more than can run.
@@ -89,10 +89,12 @@ where
         base,
         settler: Some(settler),
         queue,
+        in_transit,
         queue_open: true,
         outbox: Outbox::default(),
         main: None,
         side: None,
+        side_settles: 0,
         idle: true,
         resume_at: None,
         stopping: false,
@@ -108,6 +110,8 @@ struct Fetch<E, H> {
     /// the last supervisor is done.
     settler: Option<Settler>,
     queue: mpsc::UnboundedReceiver<Submit>,
+    /// Outcomes in `queue`, not yet taken.
+    in_transit: InTransit,
     queue_open: bool,
     buffer: Buffer,
     window: Window,
@@ -116,6 +120,8 @@ struct Fetch<E, H> {
     main: Option<(Kind, Call)>,
     /// A flush beside an open long-poll.
     side: Option<Call>,
+    /// How many settlements the flush beside the long-poll carries.
+    side_settles: usize,
     /// The last reserve found nothing: the next one long-polls.
     idle: bool,
     /// The next back-off pause while the engine is unavailable.
@@ -159,6 +165,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 }
                 done = side(&mut self.side), if self.side.is_some() => {
                     self.side = None;
+                    self.side_settles = 0;
                     self.finish::<P>(done);
                 }
                 msg = self.queue.recv(), if self.queue_open => match msg {
@@ -181,8 +188,17 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
     }
 
     /// Jobs held: waiting in the buffer or running.
+    /// Leases the engine holds for this worker: buffered, running, and finished but not yet
+    /// settled (on their way to the loop, waiting in the outbox, or in a flush on its way),
+    /// so that no reserve asks for room a settlement has not yet freed at the engine.
     fn held(&self) -> usize {
-        self.buffer.len() + self.shared.running()
+        self.held_besides_outbox() + self.outbox.len()
+    }
+
+    /// [`Fetch::held`] but the outbox: what a cycle, which settles the outbox first (up to
+    /// one call's worth), holds when it reserves.
+    fn held_besides_outbox(&self) -> usize {
+        self.buffer.len() + self.shared.running() + self.in_transit.get() + self.side_settles
     }
 
     fn main_reserves(&self) -> bool {
@@ -298,6 +314,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
     }
 
     fn submitted(&mut self, m: Submit) {
+        self.in_transit.taken();
         if let Some(ran) = m.ran {
             self.window.observe(ran);
         }
@@ -317,10 +334,18 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         // At shutdown everything goes at once; otherwise outcomes wait for company.
         let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
         if self.main.is_none() {
-            let need = if self.stopping {
-                0
+            // A long-poll carries no settlements, so the outbox still holds its leases while
+            // it waits; a cycle settles the outbox before it reserves.
+            let (need, need_cycle) = if self.stopping {
+                (0, 0)
             } else {
-                self.window.need(self.held()).min(RESERVE_BATCH)
+                let left = self.outbox.len().saturating_sub(MAX_BATCH);
+                (
+                    self.window.need(self.held()).min(RESERVE_BATCH),
+                    self.window
+                        .need(self.held_besides_outbox() + left)
+                        .min(RESERVE_BATCH),
+                )
             };
             let refill = (self.window.size() / 2).clamp(1, RESERVE_BATCH);
             if need > 0 && self.idle {
@@ -329,11 +354,13 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                     Kind::LongPoll,
                     self.call(Kind::LongPoll, Batch::default(), need, wait),
                 ));
-            } else if need > 0 && (self.buffer.is_empty() || need >= refill || flush_due) {
+            } else if need_cycle > 0
+                && (self.buffer.is_empty() || need_cycle >= refill || flush_due)
+            {
                 let batch = self.outbox.take();
                 self.main = Some((
                     Kind::Cycle,
-                    self.call(Kind::Cycle, batch, need, Duration::ZERO),
+                    self.call(Kind::Cycle, batch, need_cycle, Duration::ZERO),
                 ));
             } else if flush_due {
                 let batch = self.outbox.take();
@@ -347,6 +374,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
         if flush_due && self.side.is_none() && matches!(self.main, Some((Kind::LongPoll, _))) {
             let batch = self.outbox.take();
+            self.side_settles = batch.settles.len();
             self.side = Some(self.call(Kind::Flush, batch, 0, Duration::ZERO));
         }
     }

@@ -49,6 +49,11 @@ impl Outbox {
         self.queue.is_empty()
     }
 
+    /// Settlements waiting: leases the engine still counts as held.
+    pub(crate) fn len(&self) -> usize {
+        self.queue.len()
+    }
+
     /// When the waiting settlements should go even without a reserve to ride with.
     pub(crate) fn flush_at(&self) -> Option<Instant> {
         let since = self.since?;

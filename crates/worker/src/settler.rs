@@ -2,6 +2,8 @@
 //! the fetch loop, which sends it with the worker's next call to the engine, and waits for
 //! the engine's answer.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use delayq_core::{Error, Result, Settle, Settled};
@@ -22,12 +24,40 @@ pub(crate) struct Submit {
 /// The supervisors' side of the channel to the fetch loop. The fetch loop keeps running
 /// until every clone is gone.
 #[derive(Clone)]
-pub(crate) struct Settler(mpsc::UnboundedSender<Submit>);
+pub(crate) struct Settler {
+    tx: mpsc::UnboundedSender<Submit>,
+    in_transit: InTransit,
+}
 
-/// A settler and the queue the fetch loop reads.
-pub(crate) fn channel() -> (Settler, mpsc::UnboundedReceiver<Submit>) {
+/// Outcomes sent by supervisors and not yet taken by the fetch loop: their leases are still
+/// held at the engine, though their handler slots are free, so the loop counts them.
+#[derive(Clone, Default)]
+pub(crate) struct InTransit(Arc<AtomicUsize>);
+
+impl InTransit {
+    /// How many are on their way now.
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// The fetch loop took one.
+    pub(crate) fn taken(&self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A settler, the queue the fetch loop reads, and the count of outcomes between the two.
+pub(crate) fn channel() -> (Settler, mpsc::UnboundedReceiver<Submit>, InTransit) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (Settler(tx), rx)
+    let in_transit = InTransit::default();
+    (
+        Settler {
+            tx,
+            in_transit: in_transit.clone(),
+        },
+        rx,
+        in_transit,
+    )
 }
 
 impl Settler {
@@ -45,7 +75,10 @@ impl Settler {
             ran,
             reply,
         };
-        if self.0.send(submit).is_err() {
+        // Counted before it is sent, so that the loop never sees it nowhere.
+        self.in_transit.0.fetch_add(1, Ordering::SeqCst);
+        if self.tx.send(submit).is_err() {
+            self.in_transit.taken();
             return Err(gone());
         }
         answer.await.unwrap_or_else(|_| Err(gone()))

@@ -54,13 +54,11 @@ pub(crate) fn kick(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<()> {
     let now = tx.now_ms();
     let (tid, job) = find(tx, topic, id)?.ok_or_else(|| not_found(topic, id))?;
     if job.state != DEAD {
-        return Err(Error::WrongState {
-            topic: topic.clone(),
-            id: id.clone(),
-            state: state_of(job.state, job.ready_at, now)?,
-            operation: "kick",
-            hint: "only dead jobs can be kicked; reschedule a delayed or ready job instead",
-        });
+        return Err(Error::cannot_kick(
+            topic,
+            id,
+            state_of(job.state, job.ready_at, now)?,
+        ));
     }
     revive(tx, tid, job.jid, now)
 }
@@ -96,13 +94,11 @@ pub(crate) fn reschedule(
     let now = tx.now_ms();
     let (tid, job) = find(tx, topic, id)?.ok_or_else(|| not_found(topic, id))?;
     if job.state != WAITING {
-        return Err(Error::WrongState {
-            topic: topic.clone(),
-            id: id.clone(),
-            state: state_of(job.state, job.ready_at, now)?,
-            operation: "reschedule",
-            hint: "only delayed and ready jobs can be rescheduled; nack a reserved job with a delay, kick a dead one",
-        });
+        return Err(Error::cannot_reschedule(
+            topic,
+            id,
+            state_of(job.state, job.ready_at, now)?,
+        ));
     }
     let ready_at = due_time(when, now);
     place(tx, tid, ready_at, now);

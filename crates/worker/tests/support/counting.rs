@@ -121,22 +121,30 @@ impl<E: Engine> Engine for Counting<E> {
         req: &Reserve,
     ) -> Result<SettledAndReserved> {
         self.counts.max_asked.fetch_max(req.max, Ordering::SeqCst);
+        // Settlements stop counting as held when they are sent, not when their answer is
+        // read: the engine applies them before anything this worker sends later (one Redis
+        // connection answers in order, the embedded engine's writer takes requests in
+        // order), while the answers of two calls in flight may be read in either order.
+        let n = i64::try_from(settle.len()).unwrap();
+        self.counts.held.fetch_sub(n, Ordering::SeqCst);
         let r = self.inner.settle_and_reserve(settle, req).await;
         match &r {
             Ok(answer) => {
                 for (s, one) in settle.iter().zip(&answer.settled) {
-                    self.counts.finished(one);
+                    if matches!(one, Err(e) if e.is_retryable()) {
+                        self.counts.held.fetch_add(1, Ordering::SeqCst);
+                    }
                     if one.is_ok() && self.counts.print_acks && matches!(s, Settle::Ack(_)) {
                         println!("{ACKED}{}", s.lease().id);
                     }
                 }
                 self.counts.reserved(&answer.deliveries);
             }
-            Err(e) if e.is_retryable() => {}
-            Err(_) => {
-                let n = i64::try_from(settle.len()).unwrap();
-                self.counts.held.fetch_sub(n, Ordering::SeqCst);
+            // The worker sends them again.
+            Err(e) if e.is_retryable() => {
+                self.counts.held.fetch_add(n, Ordering::SeqCst);
             }
+            Err(_) => {}
         }
         r
     }
