@@ -10,10 +10,15 @@
 //! and no reserve is due (beside an open long-poll, too). While the engine is unavailable,
 //! no call starts until a doubling back-off pause is over.
 //!
+//! The deliveries' supervisors are futures this loop drives itself (in a `FuturesUnordered`),
+//! not tasks: a supervisor that ends hands its settlement straight to the outbox, and the
+//! handler slot it frees is taken by the next buffered job in the same turn of the loop. Only
+//! the handlers run in tasks of their own.
+//!
 //! At shutdown the loop stops handing out jobs, abandons an open long-poll (the engine's
 //! reserve is cancel-safe while it waits), lets a cycle on its way come back, gives every
-//! buffered job back at once, and then keeps sending the supervisors' outcomes until the
-//! last supervisor is gone.
+//! buffered job back at once, and then keeps driving the supervisors and sending their
+//! outcomes until the last one is done.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,16 +27,17 @@ use std::time::Duration;
 
 use delayq_core::limits::MAX_BATCH;
 use delayq_core::{Delivery, Engine, Reserve, Result, Settle, SettledAndReserved};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use crate::buffer::{Buffer, Buffered};
-use crate::delivery::{Handover, supervise};
+use crate::delivery::{Handover, Supervised, supervise};
 use crate::outbox::{Batch, Outbox, Reply};
 use crate::renew::{millis, reply_margin};
 use crate::settle::RELEASE_BUDGET;
-use crate::settler::{Settler, Submit, channel};
 use crate::shared::Shared;
 use crate::window::Window;
 use crate::{Handler, Payload};
@@ -54,6 +60,9 @@ enum Kind {
 /// A call to the engine on its way.
 type Call = Pin<Box<dyn Future<Output = Done> + Send>>;
 
+/// A delivery's supervisor, driven by the fetch loop.
+type Supervisor = Pin<Box<dyn Future<Output = Supervised> + Send>>;
+
 /// A call that came back.
 struct Done {
     kind: Kind,
@@ -71,7 +80,6 @@ where
     P: Payload,
     H: Handler<P>,
 {
-    let (settler, queue) = channel();
     let config = &shared.config;
     let leased = config.mode == delayq_core::DeliveryMode::AtLeastOnce;
     // At-most-once jobs are lost if the worker dies holding them: hold no more than can run.
@@ -87,9 +95,7 @@ where
         leased,
         shared: Arc::clone(&shared),
         base,
-        settler: Some(settler),
-        queue,
-        queue_open: true,
+        supervisors: FuturesUnordered::new(),
         outbox: Outbox::default(),
         main: None,
         side: None,
@@ -104,11 +110,9 @@ struct Fetch<E, H> {
     shared: Arc<Shared<E, H>>,
     base: Reserve,
     leased: bool,
-    /// Cloned into every supervisor; dropped once stopping, so that the queue closes when
-    /// the last supervisor is done.
-    settler: Option<Settler>,
-    queue: mpsc::UnboundedReceiver<Submit>,
-    queue_open: bool,
+    /// The running deliveries' supervisors. Each holds a handler slot until its handler
+    /// ended, so slots are freed only while this loop polls them.
+    supervisors: FuturesUnordered<Supervisor>,
     buffer: Buffer,
     window: Window,
     outbox: Outbox,
@@ -141,15 +145,12 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 self.give_back_low(now);
             }
             self.start_calls(now);
-            if self.stopping && self.settler.is_some() && !self.main_reserves() {
-                self.settler = None;
-            }
             if self.finished() {
                 return;
             }
             let wake = self.next_wake(now);
-            let want_slot = !self.stopping && !self.buffer.is_empty();
-            let slots = Arc::clone(&self.shared.slots);
+            // No branch waits for a free slot: slots are freed only by the supervisors this
+            // loop polls, and the loop hands out jobs each time one of them ends.
             tokio::select! {
                 biased;
                 () = stop.cancelled(), if !self.stopping => self.begin_stop::<P>(),
@@ -161,19 +162,8 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                     self.side = None;
                     self.finish::<P>(done);
                 }
-                msg = self.queue.recv(), if self.queue_open => match msg {
-                    Some(m) => {
-                        self.submitted(m);
-                        while let Ok(m) = self.queue.try_recv() {
-                            self.submitted(m);
-                        }
-                    }
-                    None => self.queue_open = false,
-                },
-                permit = slots.acquire_owned(), if want_slot => {
-                    if let Ok(permit) = permit {
-                        self.hand_over::<P>(permit, Instant::now());
-                    }
+                Some(out) = self.supervisors.next(), if !self.supervisors.is_empty() => {
+                    self.supervised(out);
                 }
                 () = sleep_until(wake.unwrap_or(now)), if wake.is_some() => {}
             }
@@ -185,13 +175,9 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         self.buffer.len() + self.shared.running()
     }
 
-    fn main_reserves(&self) -> bool {
-        matches!(self.main, Some((Kind::Cycle | Kind::LongPoll, _)))
-    }
-
     fn finished(&self) -> bool {
         self.stopping
-            && !self.queue_open
+            && self.supervisors.is_empty()
             && self.outbox.is_empty()
             && self.main.is_none()
             && self.side.is_none()
@@ -224,7 +210,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         P: Payload,
         H: Handler<P>,
     {
-        while !self.buffer.is_empty() && self.settler.is_some() {
+        while !self.buffer.is_empty() {
             let Ok(permit) = Arc::clone(&self.shared.slots).try_acquire_owned() else {
                 return;
             };
@@ -239,9 +225,6 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         P: Payload,
         H: Handler<P>,
     {
-        let Some(settler) = self.settler.clone() else {
-            return;
-        };
         while let Some(b) = self.buffer.pop() {
             if b.expired(now) {
                 lease_ended_in_buffer(&b);
@@ -253,8 +236,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 lease_end: b.lease_end,
                 renew_first,
             };
-            let task = supervise::<E, P, H>(Arc::clone(&self.shared), settler, handover, permit);
-            self.shared.supervisors.spawn(task);
+            self.start::<P>(handover, permit);
             return;
         }
     }
@@ -297,14 +279,29 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         );
     }
 
-    fn submitted(&mut self, m: Submit) {
-        if let Some(ran) = m.ran {
+    /// Starts a delivery's supervisor; the shutdown's drain counts it until it is done.
+    fn start<P>(&mut self, handover: Handover, permit: OwnedSemaphorePermit)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        let task = supervise::<E, P, H>(Arc::clone(&self.shared), handover, permit);
+        self.supervisors
+            .push(Box::pin(self.shared.supervisors.track_future(task)));
+    }
+
+    /// A supervisor ended: its settlement goes into the outbox.
+    fn supervised(&mut self, out: Supervised) {
+        let Some(out) = out else {
+            return;
+        };
+        if let Some(ran) = out.ran {
             self.window.observe(ran);
         }
         self.outbox.push(
-            m.settle,
-            m.until,
-            Reply::Supervisor(m.reply),
+            out.settle,
+            out.until,
+            Reply::Delivery(out.then),
             Instant::now(),
         );
     }
@@ -485,10 +482,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             );
             return;
         }
-        let (Some(settler), Ok(permit)) = (
-            self.settler.clone(),
-            Arc::clone(&self.shared.slots).try_acquire_owned(),
-        ) else {
+        let Ok(permit) = Arc::clone(&self.shared.slots).try_acquire_owned() else {
             tracing::error!(topic = %d.job.topic, id = %d.job.id, outcome = "dropped", "shutdown: an at-most-once job arrived with no free handler: it is lost");
             self.shared
                 .tally
@@ -500,8 +494,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             lease_end,
             renew_first: false,
         };
-        let task = supervise::<E, P, H>(Arc::clone(&self.shared), settler, handover, permit);
-        self.shared.supervisors.spawn(task);
+        self.start::<P>(handover, permit);
     }
 }
 

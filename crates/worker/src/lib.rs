@@ -76,7 +76,6 @@
 //! - `window`: how many jobs to hold (the adaptive window).
 //! - `buffer`: the leased jobs waiting for a handler, with their lease estimates.
 //! - `outbox`: outcomes waiting for the next call, coalesced by size and time.
-//! - `settler`: the supervisors' channel to the fetch loop.
 //! - `delivery`: one delivery's supervisor: renewal first if needed, handler task, renewal,
 //!   settlement.
 //! - `renew`: lease renewal of a running handler.
@@ -100,7 +99,6 @@ mod report;
 #[cfg(test)]
 mod runtime_tests;
 mod settle;
-mod settler;
 mod shared;
 mod shutdown;
 mod window;

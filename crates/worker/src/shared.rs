@@ -19,7 +19,8 @@ pub(crate) struct Shared<E, H> {
     /// One permit per handler slot: a supervisor holds one from the moment the fetch loop
     /// hands it a job until its handler task has ended.
     pub(crate) slots: Arc<Semaphore>,
-    /// The per-delivery supervisor tasks.
+    /// The per-delivery supervisors (futures the fetch loop drives), for the shutdown to
+    /// wait for.
     pub(crate) supervisors: TaskTracker,
     /// The handler tasks (user code).
     pub(crate) handlers: TaskTracker,
