@@ -5,11 +5,13 @@
 //!
 //! The supervisor is a future the fetch loop drives itself (no task of its own), and it
 //! ends as soon as its handler has: the settlement goes into the fetch loop's outbox and no
-//! one waits for its answer. So a job costs two hand-offs between tasks: the handler task's
-//! start and its end.
+//! one waits for its answer. The handler is polled once in place and moves to a task of its
+//! own only if it is not done by then (see `run`), so a quick handler costs no hand-off
+//! between tasks, and a slow one two (its task's start and its end).
 //!
-//! All user code (decoding, the handler, the handler error's `Display`) runs in the handler
-//! task, so a panic there is a failed attempt and never takes the fetch loop down with it.
+//! All user code (decoding, the handler, the handler error's `Display`) runs under
+//! `catch_unwind` (in place) or in the handler task, so a panic there is a failed attempt and
+//! never takes the fetch loop down with it.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -17,7 +19,6 @@ use std::time::Duration;
 
 use delayq_core::{Delivery, Engine, Error, Lease};
 use tokio::sync::OwnedSemaphorePermit;
-use tokio::task::{JoinError, JoinHandle};
 use tokio::time::{Instant, timeout, timeout_at};
 use tracing::Instrument;
 
@@ -25,6 +26,7 @@ use crate::context::{Cancel, CancelReason};
 use crate::handler::{Failure, FailureKind, classify};
 use crate::renew::{RenewPolicy, Renewal, millis};
 use crate::report::Outcome;
+use crate::run::{HandlerRun, Stopped};
 use crate::settle::Outgoing;
 use crate::shared::Shared;
 use crate::{Handler, Job, Payload, settle};
@@ -46,7 +48,7 @@ pub(crate) struct Handover {
     pub(crate) renew_first: bool,
 }
 
-/// What the handler task produced.
+/// What the handler's run produced.
 enum Ran {
     Done,
     Failed(Failure),
@@ -55,7 +57,7 @@ enum Ran {
 
 /// How the supervisor stopped waiting for the handler.
 enum End {
-    Ran(Result<Ran, JoinError>),
+    Ran(Result<Ran, Stopped>),
     LeaseOver,
     Shutdown,
 }
@@ -128,7 +130,7 @@ where
     let cancel = Cancel::default();
     let ttr = d.job.ttr;
     let Some(lease) = d.lease.clone() else {
-        let mut handle = spawn_handler::<E, P, H>(shared, d, cancel.clone());
+        let mut handle = start_handler::<E, P, H>(shared, d, cancel.clone()).await;
         let outcome = at_most_once(shared, &mut handle, &cancel).await;
         drop(slot);
         return Step::Done(outcome);
@@ -152,7 +154,7 @@ where
     }
 
     let started = Instant::now();
-    let mut handle = spawn_handler::<E, P, H>(shared, d, cancel.clone());
+    let mut handle = start_handler::<E, P, H>(shared, d, cancel.clone()).await;
     let policy = RenewPolicy {
         fraction: shared.config.renew_fraction,
         max_extension: shared.config.max_extension,
@@ -225,12 +227,12 @@ async fn renew_before_start<E: Engine>(
     }
 }
 
-/// Starts the handler task: decode, build the [`Job`], call the handler, read its error.
-fn spawn_handler<E, P, H>(
+/// Starts the handler's run: decode, build the [`Job`], call the handler, read its error.
+async fn start_handler<E, P, H>(
     shared: &Arc<Shared<E, H>>,
     d: Delivery,
     cancel: Cancel,
-) -> JoinHandle<Ran>
+) -> HandlerRun<Ran>
 where
     E: Engine,
     P: Payload,
@@ -248,15 +250,14 @@ where
             Err(e) => Ran::Failed(classify(e)),
         }
     };
-    shared
-        .handlers
-        .spawn(task.instrument(tracing::Span::current()))
+    let task = task.instrument(tracing::Span::current());
+    HandlerRun::start(task, &shared.in_place, &shared.handlers).await
 }
 
 /// Gives the handler task `patience` to return by itself, then aborts it and waits a little:
 /// `Some` with its result when it finished (or panicked) first, `None` when it was stopped or
 /// does not unwind.
-async fn stop(handle: &mut JoinHandle<Ran>, patience: Duration) -> Option<Result<Ran, JoinError>> {
+async fn stop(handle: &mut HandlerRun<Ran>, patience: Duration) -> Option<Result<Ran, Stopped>> {
     if !patience.is_zero()
         && let Ok(r) = timeout(patience, &mut *handle).await
     {
@@ -264,7 +265,7 @@ async fn stop(handle: &mut JoinHandle<Ran>, patience: Duration) -> Option<Result
     }
     handle.abort();
     match timeout(ABORT_WAIT, handle).await {
-        Ok(Err(e)) if e.is_cancelled() => None,
+        Ok(Err(Stopped::Cancelled)) => None,
         Ok(r) => Some(r),
         Err(_) => {
             tracing::error!(
@@ -276,7 +277,7 @@ async fn stop(handle: &mut JoinHandle<Ran>, patience: Duration) -> Option<Result
 }
 
 /// The settlement of a handler's result.
-fn settle(lease: &Lease, ran: Result<Ran, JoinError>, until: Instant, elapsed: Duration) -> Step {
+fn settle(lease: &Lease, ran: Result<Ran, Stopped>, until: Instant, elapsed: Duration) -> Step {
     let failure = match ran {
         Ok(Ran::Done) => return Step::Send(settle::ack(lease, until, elapsed)),
         Ok(Ran::Failed(f)) => f,
@@ -284,11 +285,11 @@ fn settle(lease: &Lease, ran: Result<Ran, JoinError>, until: Instant, elapsed: D
             kind: FailureKind::Permanent,
             message: format!("payload did not decode: {msg}"),
         },
-        Err(e) if e.is_panic() => Failure {
+        Err(Stopped::Panicked(payload)) => Failure {
             kind: FailureKind::Retry,
-            message: format!("handler panicked: {}", panic_message(e.into_panic())),
+            message: format!("handler panicked: {}", panic_message(payload)),
         },
-        Err(_) => {
+        Err(Stopped::Cancelled) => {
             tracing::error!(outcome = "cancelled", "the handler task was cancelled");
             return Step::Done(Outcome::Failed);
         }
@@ -299,7 +300,7 @@ fn settle(lease: &Lease, ran: Result<Ran, JoinError>, until: Instant, elapsed: D
 /// At-most-once: the job is already gone from the engine; only the outcome is logged.
 async fn at_most_once<E, H>(
     shared: &Shared<E, H>,
-    handle: &mut JoinHandle<Ran>,
+    handle: &mut HandlerRun<Ran>,
     cancel: &Cancel,
 ) -> Outcome {
     let ran = tokio::select! {
@@ -321,10 +322,10 @@ async fn at_most_once<E, H>(
         }
         Some(Ok(Ran::Failed(f))) => f.message,
         Some(Ok(Ran::Undecodable(msg))) => format!("payload did not decode: {msg}"),
-        Some(Err(e)) if e.is_panic() => {
-            format!("handler panicked: {}", panic_message(e.into_panic()))
+        Some(Err(Stopped::Panicked(payload))) => {
+            format!("handler panicked: {}", panic_message(payload))
         }
-        Some(Err(_)) | None => "stopped at shutdown".to_owned(),
+        Some(Err(Stopped::Cancelled)) | None => "stopped at shutdown".to_owned(),
     };
     tracing::error!(outcome = "dropped", reason = %reason, "job failed in at-most-once mode: it is lost");
     Outcome::Dropped
