@@ -2,8 +2,9 @@
 //! handler slots, and sends the handlers' outcomes with the next reserve, so that one round
 //! trip both settles finished leases and fetches the next batch.
 //!
-//! One call at a time carries reserves: a **cycle** (`settle_and_reserve` with no wait) when
-//! the window has room, a **long-poll** (no settlements, the configured wait) when the last
+//! The main call carries reserves: a **cycle** (`settle_and_reserve` with no wait) when
+//! the window has room (and a second cycle **ahead** of it when the window has room for both,
+//! so that the engine's work on one overlaps the worker's on the other), a **long-poll** (no settlements, the configured wait) when the last
 //! reserve found nothing, so an idle worker waits in the engine instead of polling; and a
 //! **flush** (settle only, `max` 0) when outcomes have waited
 //! [`LINGER`](crate::outbox::LINGER) or filled a batch
@@ -99,6 +100,8 @@ where
         outbox: Outbox::default(),
         main: None,
         side: None,
+        ahead: None,
+        asked_out: 0,
         idle: true,
         resume_at: None,
         stopping: false,
@@ -120,6 +123,11 @@ struct Fetch<E, H> {
     main: Option<(Kind, Call)>,
     /// A flush beside an open long-poll.
     side: Option<Call>,
+    /// A second cycle, started while the main one is on its way when the window has room
+    /// for both, so that the engine's work on one overlaps the worker's on the other.
+    ahead: Option<Call>,
+    /// Jobs asked for by the reserves on their way: they count against the window.
+    asked_out: usize,
     /// The last reserve found nothing: the next one long-polls.
     idle: bool,
     /// The next back-off pause while the engine is unavailable.
@@ -162,6 +170,10 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                     self.side = None;
                     self.finish::<P>(done);
                 }
+                done = side(&mut self.ahead), if self.ahead.is_some() => {
+                    self.ahead = None;
+                    self.finish::<P>(done);
+                }
                 Some(out) = self.supervisors.next(), if !self.supervisors.is_empty() => {
                     self.supervised(out);
                 }
@@ -181,6 +193,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             && self.outbox.is_empty()
             && self.main.is_none()
             && self.side.is_none()
+            && self.ahead.is_none()
     }
 
     /// The next timer: the end of a pause, the outbox's flush (when a flush could start),
@@ -313,13 +326,16 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         }
         // At shutdown everything goes at once; otherwise outcomes wait for company.
         let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
+        let refill = (self.window.size() / 2).clamp(1, RESERVE_BATCH);
         if self.main.is_none() {
-            let need = if self.stopping {
+            // After an empty reserve, nothing more reserves until the cycle ahead is back.
+            let need = if self.stopping || (self.idle && self.ahead.is_some()) {
                 0
             } else {
-                self.window.need(self.held()).min(RESERVE_BATCH)
+                self.window
+                    .need(self.held() + self.asked_out)
+                    .min(RESERVE_BATCH)
             };
-            let refill = (self.window.size() / 2).clamp(1, RESERVE_BATCH);
             if need > 0 && self.idle {
                 let wait = self.base.wait;
                 self.main = Some((
@@ -341,6 +357,20 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 return;
             }
         }
+        if !self.stopping
+            && !self.idle
+            && self.ahead.is_none()
+            && matches!(self.main, Some((Kind::Cycle, _)))
+        {
+            let need = self
+                .window
+                .need(self.held() + self.asked_out)
+                .min(RESERVE_BATCH);
+            if need >= refill {
+                let batch = self.outbox.take();
+                self.ahead = Some(self.call(Kind::Cycle, batch, need, Duration::ZERO));
+            }
+        }
         let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
         if flush_due && self.side.is_none() && matches!(self.main, Some((Kind::LongPoll, _))) {
             let batch = self.outbox.take();
@@ -348,8 +378,9 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         }
     }
 
-    fn call(&self, kind: Kind, batch: Batch, asked: usize, wait: Duration) -> Call {
+    fn call(&mut self, kind: Kind, batch: Batch, asked: usize, wait: Duration) -> Call {
         debug_assert!(batch.settles.len() <= MAX_BATCH);
+        self.asked_out += asked;
         let shared = Arc::clone(&self.shared);
         let req = Reserve {
             max: asked,
@@ -385,6 +416,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             sent,
             result,
         } = done;
+        self.asked_out = self.asked_out.saturating_sub(asked);
         let SettledAndReserved {
             settled,
             deliveries,
@@ -448,8 +480,10 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         self.stopping = true;
         if matches!(self.main, Some((Kind::LongPoll, _))) {
             // A long-poll carries no settlements, and the engine's reserve loses nothing
-            // when dropped while it waits.
+            // when dropped while it waits. No cycle is ahead beside a long-poll, so nothing
+            // else is asked for.
             self.main = None;
+            self.asked_out = 0;
         }
         let now = Instant::now();
         let held = self.buffer.take_all();
