@@ -1,9 +1,17 @@
 //! One delivery from the buffer to its settlement: renew the lease first if it waited too
 //! long, decode and run the handler in its own task, renew the lease while it runs, free the
-//! handler slot as soon as the handler ended, then ack, nack, bury or (at shutdown) release.
+//! handler slot as soon as the handler ended, then answer the ack, nack, bury or (at
+//! shutdown) release for the fetch loop to send.
 //!
-//! All user code (decoding, the handler, the handler error's `Display`) runs in the handler
-//! task, so a panic there is a failed attempt and never takes the supervisor down with it.
+//! The supervisor is a future the fetch loop drives itself (no task of its own), and it
+//! ends as soon as its handler has: the settlement goes into the fetch loop's outbox and no
+//! one waits for its answer. The handler is polled once in place and moves to a task of its
+//! own only if it is not done by then (see `run`), so a quick handler costs no hand-off
+//! between tasks, and a slow one two (its task's start and its end).
+//!
+//! All user code (decoding, the handler, the handler error's `Display`) runs under
+//! `catch_unwind` (in place) or in the handler task, so a panic there is a failed attempt and
+//! never takes the fetch loop down with it.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -11,7 +19,6 @@ use std::time::Duration;
 
 use delayq_core::{Delivery, Engine, Error, Lease};
 use tokio::sync::OwnedSemaphorePermit;
-use tokio::task::{JoinError, JoinHandle};
 use tokio::time::{Instant, timeout, timeout_at};
 use tracing::Instrument;
 
@@ -19,7 +26,8 @@ use crate::context::{Cancel, CancelReason};
 use crate::handler::{Failure, FailureKind, classify};
 use crate::renew::{RenewPolicy, Renewal, millis};
 use crate::report::Outcome;
-use crate::settler::Settler;
+use crate::run::{HandlerRun, Stopped};
+use crate::settle::Outgoing;
 use crate::shared::Shared;
 use crate::{Handler, Job, Payload, settle};
 
@@ -40,7 +48,7 @@ pub(crate) struct Handover {
     pub(crate) renew_first: bool,
 }
 
-/// What the handler task produced.
+/// What the handler's run produced.
 enum Ran {
     Done,
     Failed(Failure),
@@ -49,19 +57,24 @@ enum Ran {
 
 /// How the supervisor stopped waiting for the handler.
 enum End {
-    Ran(Result<Ran, JoinError>),
+    Ran(Result<Ran, Stopped>),
     LeaseOver,
     Shutdown,
 }
 
+/// What a supervisor ends with: a settlement for the fetch loop to send, or an outcome that
+/// needs none (already counted), or nothing at all.
+pub(crate) type Supervised = Option<Outgoing>;
+
 /// Supervises one delivery; `slot` is its handler slot, freed as soon as the handler task
-/// has ended (the settlement that follows does not hold it).
+/// has ended. Answers the settlement to send, if any; outcomes that need none are counted
+/// here.
 pub(crate) async fn supervise<E, P, H>(
     shared: Arc<Shared<E, H>>,
-    settler: Settler,
     handover: Handover,
     slot: OwnedSemaphorePermit,
-) where
+) -> Supervised
+where
     E: Engine,
     P: Payload,
     H: Handler<P>,
@@ -75,22 +88,35 @@ pub(crate) async fn supervise<E, P, H>(
         lateness_ms = millis(d.lateness),
     );
     let (topic, id) = (d.job.topic.clone(), d.job.id.clone());
-    let outcome = run::<E, P, H>(&shared, &settler, handover, slot)
+    match run::<E, P, H>(&shared, handover, slot)
         .instrument(span)
-        .await;
-    if let Some(outcome) = outcome {
-        shared.tally.record(outcome, &topic, &id);
+        .await
+    {
+        Step::Send(out) => Some(out),
+        Step::Done(outcome) => {
+            shared.tally.record(outcome, &topic, &id);
+            None
+        }
+        Step::Nothing => None,
     }
 }
 
-/// Runs one delivery; `None` when no handler started on it (it was given back or its lease
-/// was lost before).
+/// How a delivery ended.
+enum Step {
+    /// With a settlement to send; its answer decides the outcome.
+    Send(Outgoing),
+    /// With an outcome and nothing to send.
+    Done(Outcome),
+    /// Without a handler run (its lease was lost before it could start).
+    Nothing,
+}
+
+/// Runs one delivery.
 async fn run<E, P, H>(
     shared: &Arc<Shared<E, H>>,
-    settler: &Settler,
     handover: Handover,
     slot: OwnedSemaphorePermit,
-) -> Option<Outcome>
+) -> Step
 where
     E: Engine,
     P: Payload,
@@ -104,10 +130,10 @@ where
     let cancel = Cancel::default();
     let ttr = d.job.ttr;
     let Some(lease) = d.lease.clone() else {
-        let mut handle = spawn_handler::<E, P, H>(shared, d, cancel.clone());
+        let mut handle = start_handler::<E, P, H>(shared, d, cancel.clone()).await;
         let outcome = at_most_once(shared, &mut handle, &cancel).await;
         drop(slot);
-        return Some(outcome);
+        return Step::Done(outcome);
     };
     if renew_first {
         match renew_before_start(&shared.engine, &lease, ttr, lease_end).await {
@@ -117,19 +143,18 @@ where
                     outcome = "lease_lost",
                     "the lease of a buffered job was lost before its handler started: not run"
                 );
-                return None;
+                return Step::Nothing;
             }
             Err(e) => {
                 drop(slot);
                 tracing::warn!(error = %e, "cannot renew a buffered job's lease before its handler starts: giving it back");
-                settle::give_back(settler, &lease, lease_end).await;
-                return None;
+                return Step::Send(settle::give_back(&lease, lease_end));
             }
         }
     }
 
     let started = Instant::now();
-    let mut handle = spawn_handler::<E, P, H>(shared, d, cancel.clone());
+    let mut handle = start_handler::<E, P, H>(shared, d, cancel.clone()).await;
     let policy = RenewPolicy {
         fraction: shared.config.renew_fraction,
         max_extension: shared.config.max_extension,
@@ -143,18 +168,18 @@ where
         () = shared.hard_stop.cancelled() => End::Shutdown,
     };
     let (lost, until) = (renewal.lost(), renewal.lease_end());
-    let outcome = match end {
+    match end {
         End::Ran(_) if lost => {
             drop(slot);
             tracing::warn!(
                 outcome = "lease_lost",
                 "the handler finished after its lease was lost: not acked or nacked"
             );
-            Outcome::Failed
+            Step::Done(Outcome::Failed)
         }
         End::Ran(r) => {
             drop(slot);
-            settle(settler, &lease, r, until, started.elapsed()).await
+            settle(&lease, r, until, started.elapsed())
         }
         End::LeaseOver => {
             // The token fired when renewal stopped; the lease is over now: no more waiting.
@@ -165,25 +190,22 @@ where
                 elapsed_ms = millis(started.elapsed()),
                 "the handler was still running when its lease ended: stopped it; the engine will redeliver the job (or bury it after its last attempt)"
             );
-            Outcome::Failed
+            Step::Done(Outcome::Failed)
         }
         End::Shutdown => {
             cancel.fire(CancelReason::Shutdown);
             let r = stop(&mut handle, CANCEL_WAIT).await;
             drop(slot);
             match r {
-                _ if lost => Outcome::Failed,
+                _ if lost => Step::Done(Outcome::Failed),
                 // It finished before the abort took effect: the work is done.
-                Some(r @ Ok(Ran::Done)) => {
-                    settle(settler, &lease, r, until, started.elapsed()).await
-                }
+                Some(r @ Ok(Ran::Done)) => settle(&lease, r, until, started.elapsed()),
                 // A failure now is most likely the cancellation itself, so it does not count
                 // as an attempt: the job is given back like one that was still running.
-                Some(_) | None => settle::release(settler, &lease, until).await,
+                Some(_) | None => Step::Send(settle::release(&lease, until)),
             }
         }
-    };
-    Some(outcome)
+    }
 }
 
 /// Renews the lease of a job that waited in the buffer, before its handler starts; answers
@@ -205,12 +227,12 @@ async fn renew_before_start<E: Engine>(
     }
 }
 
-/// Starts the handler task: decode, build the [`Job`], call the handler, read its error.
-fn spawn_handler<E, P, H>(
+/// Starts the handler's run: decode, build the [`Job`], call the handler, read its error.
+async fn start_handler<E, P, H>(
     shared: &Arc<Shared<E, H>>,
     d: Delivery,
     cancel: Cancel,
-) -> JoinHandle<Ran>
+) -> HandlerRun<Ran>
 where
     E: Engine,
     P: Payload,
@@ -228,15 +250,14 @@ where
             Err(e) => Ran::Failed(classify(e)),
         }
     };
-    shared
-        .handlers
-        .spawn(task.instrument(tracing::Span::current()))
+    let task = task.instrument(tracing::Span::current());
+    HandlerRun::start(task, &shared.in_place, &shared.handlers).await
 }
 
 /// Gives the handler task `patience` to return by itself, then aborts it and waits a little:
 /// `Some` with its result when it finished (or panicked) first, `None` when it was stopped or
 /// does not unwind.
-async fn stop(handle: &mut JoinHandle<Ran>, patience: Duration) -> Option<Result<Ran, JoinError>> {
+async fn stop(handle: &mut HandlerRun<Ran>, patience: Duration) -> Option<Result<Ran, Stopped>> {
     if !patience.is_zero()
         && let Ok(r) = timeout(patience, &mut *handle).await
     {
@@ -244,7 +265,7 @@ async fn stop(handle: &mut JoinHandle<Ran>, patience: Duration) -> Option<Result
     }
     handle.abort();
     match timeout(ABORT_WAIT, handle).await {
-        Ok(Err(e)) if e.is_cancelled() => None,
+        Ok(Err(Stopped::Cancelled)) => None,
         Ok(r) => Some(r),
         Err(_) => {
             tracing::error!(
@@ -255,36 +276,31 @@ async fn stop(handle: &mut JoinHandle<Ran>, patience: Duration) -> Option<Result
     }
 }
 
-async fn settle(
-    settler: &Settler,
-    lease: &Lease,
-    ran: Result<Ran, JoinError>,
-    until: Instant,
-    elapsed: Duration,
-) -> Outcome {
+/// The settlement of a handler's result.
+fn settle(lease: &Lease, ran: Result<Ran, Stopped>, until: Instant, elapsed: Duration) -> Step {
     let failure = match ran {
-        Ok(Ran::Done) => return settle::ack(settler, lease, until, elapsed).await,
+        Ok(Ran::Done) => return Step::Send(settle::ack(lease, until, elapsed)),
         Ok(Ran::Failed(f)) => f,
         Ok(Ran::Undecodable(msg)) => Failure {
             kind: FailureKind::Permanent,
             message: format!("payload did not decode: {msg}"),
         },
-        Err(e) if e.is_panic() => Failure {
+        Err(Stopped::Panicked(payload)) => Failure {
             kind: FailureKind::Retry,
-            message: format!("handler panicked: {}", panic_message(e.into_panic())),
+            message: format!("handler panicked: {}", panic_message(payload)),
         },
-        Err(_) => {
+        Err(Stopped::Cancelled) => {
             tracing::error!(outcome = "cancelled", "the handler task was cancelled");
-            return Outcome::Failed;
+            return Step::Done(Outcome::Failed);
         }
     };
-    settle::fail(settler, lease, failure, until, elapsed).await
+    Step::Send(settle::fail(lease, failure, until, elapsed))
 }
 
 /// At-most-once: the job is already gone from the engine; only the outcome is logged.
 async fn at_most_once<E, H>(
     shared: &Shared<E, H>,
-    handle: &mut JoinHandle<Ran>,
+    handle: &mut HandlerRun<Ran>,
     cancel: &Cancel,
 ) -> Outcome {
     let ran = tokio::select! {
@@ -306,10 +322,10 @@ async fn at_most_once<E, H>(
         }
         Some(Ok(Ran::Failed(f))) => f.message,
         Some(Ok(Ran::Undecodable(msg))) => format!("payload did not decode: {msg}"),
-        Some(Err(e)) if e.is_panic() => {
-            format!("handler panicked: {}", panic_message(e.into_panic()))
+        Some(Err(Stopped::Panicked(payload))) => {
+            format!("handler panicked: {}", panic_message(payload))
         }
-        Some(Err(_)) | None => "stopped at shutdown".to_owned(),
+        Some(Err(Stopped::Cancelled)) | None => "stopped at shutdown".to_owned(),
     };
     tracing::error!(outcome = "dropped", reason = %reason, "job failed in at-most-once mode: it is lost");
     Outcome::Dropped

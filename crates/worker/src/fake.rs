@@ -26,6 +26,12 @@ pub(crate) struct Calls {
     pub(crate) nacks: Vec<(JobId, Nack)>,
     pub(crate) buries: Vec<(JobId, Option<String>)>,
     pub(crate) releases: Vec<JobId>,
+    /// The most reserving calls on their way at once.
+    pub(crate) max_in_flight: usize,
+    /// The most leases handed out and not settled yet at any time.
+    pub(crate) max_leased: usize,
+    in_flight: usize,
+    leased: usize,
 }
 
 #[derive(Default)]
@@ -112,6 +118,25 @@ impl FakeEngine {
     }
 }
 
+/// Counts a reserve on its way, until it is answered or dropped.
+struct InFlight(FakeEngine);
+
+impl InFlight {
+    fn new(engine: &FakeEngine) -> Self {
+        let mut s = engine.state();
+        s.calls.in_flight += 1;
+        s.calls.max_in_flight = s.calls.max_in_flight.max(s.calls.in_flight);
+        drop(s);
+        InFlight(engine.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.state().calls.in_flight -= 1;
+    }
+}
+
 #[async_trait]
 impl Engine for FakeEngine {
     async fn push(&self, _job: NewJob) -> Result<Pushed> {
@@ -135,6 +160,7 @@ impl Engine for FakeEngine {
     }
 
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
+        let _on_its_way = InFlight::new(self);
         let (got, latency): (Vec<Delivery>, Duration) = {
             let mut s = self.state();
             s.calls.reserves.push(Instant::now());
@@ -145,6 +171,8 @@ impl Engine for FakeEngine {
                 });
             }
             let n = req.max.min(s.deliveries.len());
+            s.calls.leased += n;
+            s.calls.max_leased = s.calls.max_leased.max(s.calls.leased);
             (s.deliveries.drain(..n).collect(), s.reserve_latency)
         };
         if got.is_empty() {
@@ -172,7 +200,9 @@ impl Engine for FakeEngine {
     ) -> Result<SettledAndReserved> {
         delayq_core::check_settle_and_reserve(settle, req)?;
         if !settle.is_empty() {
-            self.state().calls.settle_calls += 1;
+            let mut s = self.state();
+            s.calls.settle_calls += 1;
+            s.calls.leased = s.calls.leased.saturating_sub(settle.len());
         }
         let mut settled = Vec::with_capacity(settle.len());
         for s in settle {

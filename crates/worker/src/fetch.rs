@@ -2,18 +2,24 @@
 //! handler slots, and sends the handlers' outcomes with the next reserve, so that one round
 //! trip both settles finished leases and fetches the next batch.
 //!
-//! One call at a time carries reserves: a **cycle** (`settle_and_reserve` with no wait) when
-//! the window has room, a **long-poll** (no settlements, the configured wait) when the last
+//! The main call carries reserves: a **cycle** (`settle_and_reserve` with no wait) when
+//! the window has room (and a second cycle **ahead** of it when the window has room for both,
+//! so that the engine's work on one overlaps the worker's on the other), a **long-poll** (no settlements, the configured wait) when the last
 //! reserve found nothing, so an idle worker waits in the engine instead of polling; and a
 //! **flush** (settle only, `max` 0) when outcomes have waited
 //! [`LINGER`](crate::outbox::LINGER) or filled a batch
 //! and no reserve is due (beside an open long-poll, too). While the engine is unavailable,
 //! no call starts until a doubling back-off pause is over.
 //!
+//! The deliveries' supervisors are futures this loop drives itself (in a `FuturesUnordered`),
+//! not tasks: a supervisor that ends hands its settlement straight to the outbox, and the
+//! handler slot it frees is taken by the next buffered job in the same turn of the loop. Only
+//! the handlers run in tasks of their own.
+//!
 //! At shutdown the loop stops handing out jobs, abandons an open long-poll (the engine's
 //! reserve is cancel-safe while it waits), lets a cycle on its way come back, gives every
-//! buffered job back at once, and then keeps sending the supervisors' outcomes until the
-//! last supervisor is gone.
+//! buffered job back at once, and then keeps driving the supervisors and sending their
+//! outcomes until the last one is done.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,16 +28,17 @@ use std::time::Duration;
 
 use delayq_core::limits::MAX_BATCH;
 use delayq_core::{Delivery, Engine, Reserve, Result, Settle, SettledAndReserved};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use crate::buffer::{Buffer, Buffered};
-use crate::delivery::{Handover, supervise};
+use crate::delivery::{Handover, Supervised, supervise};
 use crate::outbox::{Batch, Outbox, Reply};
 use crate::renew::{millis, reply_margin};
 use crate::settle::RELEASE_BUDGET;
-use crate::settler::{InTransit, Settler, Submit, channel};
 use crate::shared::Shared;
 use crate::window::Window;
 use crate::{Handler, Payload};
@@ -54,6 +61,9 @@ enum Kind {
 /// A call to the engine on its way.
 type Call = Pin<Box<dyn Future<Output = Done> + Send>>;
 
+/// A delivery's supervisor, driven by the fetch loop.
+type Supervisor = Pin<Box<dyn Future<Output = Supervised> + Send>>;
+
 /// A call that came back.
 struct Done {
     kind: Kind,
@@ -71,7 +81,6 @@ where
     P: Payload,
     H: Handler<P>,
 {
-    let (settler, queue, in_transit) = channel();
     let config = &shared.config;
     let leased = config.mode == delayq_core::DeliveryMode::AtLeastOnce;
     // At-most-once jobs are lost if the worker dies holding them: hold no more than can run.
@@ -87,14 +96,12 @@ where
         leased,
         shared: Arc::clone(&shared),
         base,
-        settler: Some(settler),
-        queue,
-        in_transit,
-        queue_open: true,
+        supervisors: FuturesUnordered::new(),
         outbox: Outbox::default(),
         main: None,
         side: None,
-        side_settles: 0,
+        ahead: None,
+        asked_out: 0,
         idle: true,
         resume_at: None,
         stopping: false,
@@ -106,13 +113,9 @@ struct Fetch<E, H> {
     shared: Arc<Shared<E, H>>,
     base: Reserve,
     leased: bool,
-    /// Cloned into every supervisor; dropped once stopping, so that the queue closes when
-    /// the last supervisor is done.
-    settler: Option<Settler>,
-    queue: mpsc::UnboundedReceiver<Submit>,
-    /// Outcomes in `queue`, not yet taken.
-    in_transit: InTransit,
-    queue_open: bool,
+    /// The running deliveries' supervisors. Each holds a handler slot until its handler
+    /// ended, so slots are freed only while this loop polls them.
+    supervisors: FuturesUnordered<Supervisor>,
     buffer: Buffer,
     window: Window,
     outbox: Outbox,
@@ -120,8 +123,11 @@ struct Fetch<E, H> {
     main: Option<(Kind, Call)>,
     /// A flush beside an open long-poll.
     side: Option<Call>,
-    /// How many settlements the flush beside the long-poll carries.
-    side_settles: usize,
+    /// A second cycle, started while the main one is on its way when the window has room
+    /// for both, so that the engine's work on one overlaps the worker's on the other.
+    ahead: Option<Call>,
+    /// Jobs asked for by the reserves on their way: they count against the window.
+    asked_out: usize,
     /// The last reserve found nothing: the next one long-polls.
     idle: bool,
     /// The next back-off pause while the engine is unavailable.
@@ -147,15 +153,12 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 self.give_back_low(now);
             }
             self.start_calls(now);
-            if self.stopping && self.settler.is_some() && !self.main_reserves() {
-                self.settler = None;
-            }
             if self.finished() {
                 return;
             }
             let wake = self.next_wake(now);
-            let want_slot = !self.stopping && !self.buffer.is_empty();
-            let slots = Arc::clone(&self.shared.slots);
+            // No branch waits for a free slot: slots are freed only by the supervisors this
+            // loop polls, and the loop hands out jobs each time one of them ends.
             tokio::select! {
                 biased;
                 () = stop.cancelled(), if !self.stopping => self.begin_stop::<P>(),
@@ -165,52 +168,42 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 }
                 done = side(&mut self.side), if self.side.is_some() => {
                     self.side = None;
-                    self.side_settles = 0;
                     self.finish::<P>(done);
                 }
-                msg = self.queue.recv(), if self.queue_open => match msg {
-                    Some(m) => {
-                        self.submitted(m);
-                        while let Ok(m) = self.queue.try_recv() {
-                            self.submitted(m);
-                        }
-                    }
-                    None => self.queue_open = false,
-                },
-                permit = slots.acquire_owned(), if want_slot => {
-                    if let Ok(permit) = permit {
-                        self.hand_over::<P>(permit, Instant::now());
-                    }
+                done = side(&mut self.ahead), if self.ahead.is_some() => {
+                    self.ahead = None;
+                    self.finish::<P>(done);
+                }
+                Some(out) = self.supervisors.next(), if !self.supervisors.is_empty() => {
+                    self.supervised(out);
                 }
                 () = sleep_until(wake.unwrap_or(now)), if wake.is_some() => {}
             }
         }
     }
 
-    /// Jobs held: waiting in the buffer or running.
-    /// Leases the engine holds for this worker: buffered, running, and finished but not yet
-    /// settled (on their way to the loop, waiting in the outbox, or in a flush on its way),
-    /// so that no reserve asks for room a settlement has not yet freed at the engine.
+    /// Leases the engine holds for this worker when a cycle it sends now reserves: waiting
+    /// in the buffer, running, and finished with an outcome the cycle cannot carry (over one
+    /// call's worth). The outbox's first call's worth is settled by the cycle before it
+    /// reserves, and settlements of calls sent earlier are applied before it (the engine
+    /// takes a worker's calls in order).
     fn held(&self) -> usize {
-        self.held_besides_outbox() + self.outbox.len()
+        self.buffer.len() + self.shared.running() + self.outbox.len().saturating_sub(MAX_BATCH)
     }
 
-    /// [`Fetch::held`] but the outbox: what a cycle, which settles the outbox first (up to
-    /// one call's worth), holds when it reserves.
-    fn held_besides_outbox(&self) -> usize {
-        self.buffer.len() + self.shared.running() + self.in_transit.get() + self.side_settles
-    }
-
-    fn main_reserves(&self) -> bool {
-        matches!(self.main, Some((Kind::Cycle | Kind::LongPoll, _)))
+    /// What a long-poll, which carries no settlements, holds while it waits: [`Fetch::held`]
+    /// and every outcome in the outbox.
+    fn held_while_polling(&self) -> usize {
+        self.buffer.len() + self.shared.running() + self.outbox.len()
     }
 
     fn finished(&self) -> bool {
         self.stopping
-            && !self.queue_open
+            && self.supervisors.is_empty()
             && self.outbox.is_empty()
             && self.main.is_none()
             && self.side.is_none()
+            && self.ahead.is_none()
     }
 
     /// The next timer: the end of a pause, the outbox's flush (when a flush could start),
@@ -240,7 +233,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         P: Payload,
         H: Handler<P>,
     {
-        while !self.buffer.is_empty() && self.settler.is_some() {
+        while !self.buffer.is_empty() {
             let Ok(permit) = Arc::clone(&self.shared.slots).try_acquire_owned() else {
                 return;
             };
@@ -255,9 +248,6 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         P: Payload,
         H: Handler<P>,
     {
-        let Some(settler) = self.settler.clone() else {
-            return;
-        };
         while let Some(b) = self.buffer.pop() {
             if b.expired(now) {
                 lease_ended_in_buffer(&b);
@@ -269,8 +259,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 lease_end: b.lease_end,
                 renew_first,
             };
-            let task = supervise::<E, P, H>(Arc::clone(&self.shared), settler, handover, permit);
-            self.shared.supervisors.spawn(task);
+            self.start::<P>(handover, permit);
             return;
         }
     }
@@ -313,15 +302,29 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         );
     }
 
-    fn submitted(&mut self, m: Submit) {
-        self.in_transit.taken();
-        if let Some(ran) = m.ran {
+    /// Starts a delivery's supervisor; the shutdown's drain counts it until it is done.
+    fn start<P>(&mut self, handover: Handover, permit: OwnedSemaphorePermit)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        let task = supervise::<E, P, H>(Arc::clone(&self.shared), handover, permit);
+        self.supervisors
+            .push(Box::pin(self.shared.supervisors.track_future(task)));
+    }
+
+    /// A supervisor ended: its settlement goes into the outbox.
+    fn supervised(&mut self, out: Supervised) {
+        let Some(out) = out else {
+            return;
+        };
+        if let Some(ran) = out.ran {
             self.window.observe(ran);
         }
         self.outbox.push(
-            m.settle,
-            m.until,
-            Reply::Supervisor(m.reply),
+            out.settle,
+            out.until,
+            Reply::Delivery(out.then),
             Instant::now(),
         );
     }
@@ -333,34 +336,34 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         }
         // At shutdown everything goes at once; otherwise outcomes wait for company.
         let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
+        let refill = (self.window.size() / 2).clamp(1, RESERVE_BATCH);
         if self.main.is_none() {
-            // A long-poll carries no settlements, so the outbox still holds its leases while
-            // it waits; a cycle settles the outbox before it reserves.
-            let (need, need_cycle) = if self.stopping {
-                (0, 0)
+            // After an empty reserve, nothing more reserves until the cycle ahead is back.
+            let need = if self.stopping || (self.idle && self.ahead.is_some()) {
+                0
             } else {
-                let left = self.outbox.len().saturating_sub(MAX_BATCH);
-                (
-                    self.window.need(self.held()).min(RESERVE_BATCH),
-                    self.window
-                        .need(self.held_besides_outbox() + left)
-                        .min(RESERVE_BATCH),
-                )
+                self.window
+                    .need(self.held() + self.asked_out)
+                    .min(RESERVE_BATCH)
             };
-            let refill = (self.window.size() / 2).clamp(1, RESERVE_BATCH);
-            if need > 0 && self.idle {
+            let poll_need = if need == 0 {
+                0
+            } else {
+                self.window
+                    .need(self.held_while_polling() + self.asked_out)
+                    .min(RESERVE_BATCH)
+            };
+            if poll_need > 0 && self.idle {
                 let wait = self.base.wait;
                 self.main = Some((
                     Kind::LongPoll,
-                    self.call(Kind::LongPoll, Batch::default(), need, wait),
+                    self.call(Kind::LongPoll, Batch::default(), poll_need, wait),
                 ));
-            } else if need_cycle > 0
-                && (self.buffer.is_empty() || need_cycle >= refill || flush_due)
-            {
+            } else if need > 0 && (self.buffer.is_empty() || need >= refill || flush_due) {
                 let batch = self.outbox.take();
                 self.main = Some((
                     Kind::Cycle,
-                    self.call(Kind::Cycle, batch, need_cycle, Duration::ZERO),
+                    self.call(Kind::Cycle, batch, need, Duration::ZERO),
                 ));
             } else if flush_due {
                 let batch = self.outbox.take();
@@ -371,16 +374,30 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 return;
             }
         }
+        if !self.stopping
+            && !self.idle
+            && self.ahead.is_none()
+            && matches!(self.main, Some((Kind::Cycle, _)))
+        {
+            let need = self
+                .window
+                .need(self.held() + self.asked_out)
+                .min(RESERVE_BATCH);
+            if need >= refill {
+                let batch = self.outbox.take();
+                self.ahead = Some(self.call(Kind::Cycle, batch, need, Duration::ZERO));
+            }
+        }
         let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
         if flush_due && self.side.is_none() && matches!(self.main, Some((Kind::LongPoll, _))) {
             let batch = self.outbox.take();
-            self.side_settles = batch.settles.len();
             self.side = Some(self.call(Kind::Flush, batch, 0, Duration::ZERO));
         }
     }
 
-    fn call(&self, kind: Kind, batch: Batch, asked: usize, wait: Duration) -> Call {
+    fn call(&mut self, kind: Kind, batch: Batch, asked: usize, wait: Duration) -> Call {
         debug_assert!(batch.settles.len() <= MAX_BATCH);
+        self.asked_out += asked;
         let shared = Arc::clone(&self.shared);
         let req = Reserve {
             max: asked,
@@ -416,6 +433,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             sent,
             result,
         } = done;
+        self.asked_out = self.asked_out.saturating_sub(asked);
         let SettledAndReserved {
             settled,
             deliveries,
@@ -479,8 +497,10 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         self.stopping = true;
         if matches!(self.main, Some((Kind::LongPoll, _))) {
             // A long-poll carries no settlements, and the engine's reserve loses nothing
-            // when dropped while it waits.
+            // when dropped while it waits. No cycle is ahead beside a long-poll, so nothing
+            // else is asked for.
             self.main = None;
+            self.asked_out = 0;
         }
         let now = Instant::now();
         let held = self.buffer.take_all();
@@ -513,10 +533,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             );
             return;
         }
-        let (Some(settler), Ok(permit)) = (
-            self.settler.clone(),
-            Arc::clone(&self.shared.slots).try_acquire_owned(),
-        ) else {
+        let Ok(permit) = Arc::clone(&self.shared.slots).try_acquire_owned() else {
             tracing::error!(topic = %d.job.topic, id = %d.job.id, outcome = "dropped", "shutdown: an at-most-once job arrived with no free handler: it is lost");
             self.shared
                 .tally
@@ -528,8 +545,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             lease_end,
             renew_first: false,
         };
-        let task = supervise::<E, P, H>(Arc::clone(&self.shared), settler, handover, permit);
-        self.shared.supervisors.spawn(task);
+        self.start::<P>(handover, permit);
     }
 }
 

@@ -20,6 +20,11 @@ use crate::{Job, Payload};
 /// - any other error (and a panic) means "retry with the job's back-off", or dead when the
 ///   job has used its attempts. Its message becomes the job's `last_error`.
 ///
+/// Blocking work (synchronous I/O, long computations) belongs in
+/// `tokio::task::spawn_blocking`: the worker polls a handler's first step in place (a quick
+/// handler then costs no task), so a handler that blocks there holds up the worker's
+/// fetching until it returns; the worker then gives the next handlers tasks of their own.
+///
 /// ```
 /// use delayq_worker::{Handler, Job, JobError, Json, ResultExt};
 ///

@@ -76,9 +76,10 @@
 //! - `window`: how many jobs to hold (the adaptive window).
 //! - `buffer`: the leased jobs waiting for a handler, with their lease estimates.
 //! - `outbox`: outcomes waiting for the next call, coalesced by size and time.
-//! - `settler`: the supervisors' channel to the fetch loop.
-//! - `delivery`: one delivery's supervisor: renewal first if needed, handler task, renewal,
+//! - `delivery`: one delivery's supervisor: renewal first if needed, the handler's run, renewal,
 //!   settlement.
+//! - `run`: one handler's run: polled once in place, then in a task of its own if not done,
+//!   panics caught either way.
 //! - `renew`: lease renewal of a running handler.
 //! - `settle`: ack, nack, bury and release of one delivery, and their log events.
 //! - `shutdown`: the grace period, then cancel and release.
@@ -97,10 +98,10 @@ mod handler;
 mod outbox;
 mod renew;
 mod report;
+mod run;
 #[cfg(test)]
 mod runtime_tests;
 mod settle;
-mod settler;
 mod shared;
 mod shutdown;
 mod window;

@@ -1,26 +1,27 @@
 //! The outbox: settlements waiting for the fetch loop's next call, coalesced by size
 //! ([`FLUSH_SIZE`]) and time ([`LINGER`]), and the answering of each once the call returns
-//! (or its retry while the engine is unavailable).
+//! (or its retry while the engine is unavailable). No task waits for an answer: each
+//! settlement carries what its answer means, and the answer is logged and counted here.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use delayq_core::limits::MAX_BATCH;
 use delayq_core::{Error, Result, Settle, Settled};
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::report::{Outcome, Tally};
+use crate::settle::{Then, answered};
 
 /// The longest a settlement waits for company before it is sent on its own.
 pub(crate) const LINGER: Duration = Duration::from_millis(5);
 /// Settlements that are sent at once, without waiting for [`LINGER`].
 pub(crate) const FLUSH_SIZE: usize = 256;
 
-/// Who waits for a settlement's answer.
+/// What a settlement's answer means.
 pub(crate) enum Reply {
-    /// A delivery's supervisor.
-    Supervisor(oneshot::Sender<Result<Settled>>),
+    /// The outcome of a delivery a handler was started on (or was to be).
+    Delivery(Then),
     /// No one: the fetch loop gave back a buffered job no handler had started. At shutdown
     /// it is reported as released.
     Buffered { at_shutdown: bool },
@@ -136,8 +137,11 @@ impl Batch {
 fn deliver(settle: &Settle, reply: Reply, r: Result<Settled>, tally: &Tally) {
     let lease = settle.lease();
     match reply {
-        // A supervisor gone (its task was dropped at the end of shutdown) needs no answer.
-        Reply::Supervisor(tx) => drop(tx.send(r)),
+        Reply::Delivery(then) => {
+            if let Some(outcome) = answered(then, lease, r) {
+                tally.record(outcome, &lease.topic, &lease.id);
+            }
+        }
         Reply::Buffered { at_shutdown } => match r {
             Ok(_) if at_shutdown => {
                 tracing::info!(topic = %lease.topic, id = %lease.id, outcome = "released", "shutdown: buffered job given back to the engine");
@@ -178,6 +182,12 @@ mod tests {
         })
     }
 
+    fn acked() -> Reply {
+        Reply::Delivery(Then::Ack {
+            ran: Duration::ZERO,
+        })
+    }
+
     fn down() -> Error {
         Error::Unavailable {
             message: "down".into(),
@@ -213,18 +223,21 @@ mod tests {
         let s = Duration::from_secs(1);
         let tally = Tally::default();
         let mut o = Outbox::default();
-        let (tx_late, mut rx_late) = oneshot::channel();
-        let (tx_soon, mut rx_soon) = oneshot::channel();
-        o.push(ack("late"), t0 + 10 * s, Reply::Supervisor(tx_late), t0);
-        o.push(ack("soon"), t0 + s, Reply::Supervisor(tx_soon), t0);
+        o.push(ack("late"), t0 + 10 * s, acked(), t0);
+        o.push(ack("soon"), t0 + s, acked(), t0);
         o.take().failed(&down(), t0 + 2 * s, &mut o, &tally);
-        assert!(matches!(rx_soon.try_recv(), Ok(Err(e)) if e.is_retryable()));
-        assert!(rx_late.try_recv().is_err(), "still waiting");
+        let r = tally.report(0);
+        assert_eq!(
+            (r.failed, r.acked),
+            (1, 0),
+            "the soon one is answered with the error"
+        );
         assert!(o.due(Instant::now()), "put back due at once");
         let b = o.take();
         assert_eq!(b.settles, vec![ack("late")]);
         b.answer(vec![Ok(Settled::Acked)], &tally);
-        assert!(matches!(rx_late.try_recv(), Ok(Ok(Settled::Acked))));
+        let r = tally.report(0);
+        assert_eq!((r.failed, r.acked), (1, 1));
     }
 
     #[test]
@@ -232,11 +245,15 @@ mod tests {
         let t0 = Instant::now();
         let tally = Tally::default();
         let mut o = Outbox::default();
-        let (tx, mut rx) = oneshot::channel();
         o.push(ack("r"), t0, Reply::Buffered { at_shutdown: true }, t0);
-        o.push(ack("x"), t0, Reply::Supervisor(tx), t0);
+        o.push(ack("x"), t0, acked(), t0);
         o.take().answer(vec![Ok(Settled::Released)], &tally);
-        assert!(matches!(rx.try_recv(), Ok(Err(Error::Internal(_)))));
-        assert_eq!(tally.report(0).released.len(), 1);
+        let r = tally.report(0);
+        assert_eq!(r.released.len(), 1);
+        assert_eq!(
+            (r.failed, r.acked),
+            (1, 0),
+            "the unanswered ack is not counted as acked"
+        );
     }
 }

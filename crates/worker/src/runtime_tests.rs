@@ -275,6 +275,31 @@ async fn shutdown_acks_what_finishes_and_releases_the_rest() {
     assert!(c.nacks.is_empty());
 }
 
+/// With room in the window for both, a second cycle goes out while the first is on its way
+/// (the engine's work on one overlaps the worker's on the other), and together they never
+/// hold more leases than the prefetch.
+#[tokio::test(start_paused = true)]
+async fn a_second_cycle_overlaps_the_first_within_the_prefetch() {
+    let engine = FakeEngine::default();
+    for i in 0..3000 {
+        engine.deliver(&format!("j{i}"), 30 * SEC, true);
+    }
+    engine.slow_reserves(Duration::from_millis(10));
+    let handler = |_job: Job<Bytes>| async move { Ok::<(), JobError>(()) };
+    let config = WorkerConfig::default()
+        .with_concurrency(1)
+        .with_prefetch(600);
+    let report = run_for(&engine, config, handler, 5 * SEC).await;
+
+    let c = engine.calls();
+    assert_eq!(report.acked, 3000, "{report:?}");
+    assert_eq!(
+        c.max_in_flight, 2,
+        "two reserving calls at most, and two at times"
+    );
+    assert!(c.max_leased <= 600, "{} leases held at once", c.max_leased);
+}
+
 #[tokio::test(start_paused = true)]
 async fn outcomes_ride_with_the_next_reserve_and_share_calls() {
     let engine = FakeEngine::default();

@@ -1,53 +1,67 @@
 //! A delivery's outcome as the engine records it: ack, nack or bury after the handler, release
-//! at shutdown, each sent through the worker's [`Settler`] (so it rides with the next reserve)
-//! and retried there while the engine is unavailable and the lease lasts; and the outcome
-//! event of the job's span.
+//! at shutdown. A supervisor builds an [`Outgoing`] and hands it to the fetch loop, which
+//! sends it with its next call (retried there while the engine is unavailable and the lease
+//! lasts); no one waits for the answer: [`answered`] logs the outcome event and says what
+//! the report counts.
 
 use std::time::Duration;
 
 use delayq_core::limits::{MAX_DELAY, MAX_REASON};
-use delayq_core::{Error, Lease, Nack, NackOutcome, Settle, Settled};
+use delayq_core::{Error, Lease, Nack, NackOutcome, Result, Settle, Settled};
 use tokio::time::Instant;
 
 use crate::handler::{Failure, FailureKind};
 use crate::renew::millis;
 use crate::report::Outcome;
-use crate::settler::Settler;
 
 /// The most one release at shutdown is retried, so an unreachable engine cannot hold the
 /// shutdown for a whole lease (the lease then ends by itself).
 pub(crate) const RELEASE_BUDGET: Duration = Duration::from_secs(10);
 
+/// A delivery's settlement on its way to the fetch loop's outbox.
+pub(crate) struct Outgoing {
+    pub(crate) settle: Settle,
+    /// The fetch loop retries while the engine is unavailable, until this passes (the
+    /// lease is over by then, or the release budget spent).
+    pub(crate) until: Instant,
+    /// How long the handler ran, for the window's estimate of handler speed.
+    pub(crate) ran: Option<Duration>,
+    /// What the answer means, for the log and the report.
+    pub(crate) then: Then,
+}
+
+/// What a settlement was for, so that its answer can be logged and counted.
+#[derive(Debug)]
+pub(crate) enum Then {
+    /// The handler succeeded after running for `ran`.
+    Ack { ran: Duration },
+    /// The handler failed: a nack (`bury` false) or a bury, with the reason sent.
+    Fail {
+        bury: bool,
+        reason: String,
+        ran: Duration,
+    },
+    /// Shutdown gave back a delivery whose handler was stopped: counted as released.
+    Release,
+    /// A job no handler started (its lease could not be renewed first): not counted.
+    GiveBack,
+}
+
 /// Acks a successful delivery that ran for `ran`.
-pub(crate) async fn ack(
-    settler: &Settler,
-    lease: &Lease,
-    until: Instant,
-    ran: Duration,
-) -> Outcome {
-    match settler
-        .settle(Settle::Ack(lease.clone()), until, Some(ran))
-        .await
-    {
-        Ok(_) => {
-            tracing::debug!(outcome = "acked", elapsed_ms = millis(ran), "job done");
-            Outcome::Acked
-        }
-        Err(e) => not_recorded("ack", &e),
+pub(crate) fn ack(lease: &Lease, until: Instant, ran: Duration) -> Outgoing {
+    Outgoing {
+        settle: Settle::Ack(lease.clone()),
+        until,
+        ran: Some(ran),
+        then: Then::Ack { ran },
     }
 }
 
 /// Nacks (retry or dead, as the engine decides) or buries a failed delivery.
-pub(crate) async fn fail(
-    settler: &Settler,
-    lease: &Lease,
-    failure: Failure,
-    until: Instant,
-    ran: Duration,
-) -> Outcome {
+pub(crate) fn fail(lease: &Lease, failure: Failure, until: Instant, ran: Duration) -> Outgoing {
     let reason = cut_reason(&failure.message);
-    let (what, settle) = match failure.kind {
-        FailureKind::Permanent => ("bury", Settle::Bury(lease.clone(), Some(reason.clone()))),
+    let (bury, settle) = match failure.kind {
+        FailureKind::Permanent => (true, Settle::Bury(lease.clone(), Some(reason.clone()))),
         kind => {
             let delay = match kind {
                 FailureKind::RetryAfter(d) => Some(d.min(MAX_DELAY)),
@@ -57,65 +71,92 @@ pub(crate) async fn fail(
                 delay,
                 reason: Some(reason.clone()),
             };
-            ("nack", Settle::Nack(lease.clone(), nack))
+            (false, Settle::Nack(lease.clone(), nack))
         }
     };
-    let elapsed_ms = millis(ran);
-    match settler.settle(settle, until, Some(ran)).await {
-        Ok(Settled::Nacked(NackOutcome::Retry { ready_at })) => {
-            tracing::warn!(outcome = "retried", elapsed_ms, retry_at_ms = ready_at.as_millis(), reason = %reason, "job failed: retry scheduled");
-            Outcome::Retried
-        }
-        Ok(Settled::Nacked(NackOutcome::Dead)) => {
-            tracing::error!(outcome = "dead", elapsed_ms, reason = %reason, "job failed on its last attempt: sent to dead");
-            Outcome::Buried
-        }
-        Ok(_) => {
-            tracing::error!(outcome = "buried", elapsed_ms, reason = %reason, "job failed permanently: sent to dead");
-            Outcome::Buried
-        }
-        Err(e) => not_recorded(what, &e),
+    Outgoing {
+        settle,
+        until,
+        ran: Some(ran),
+        then: Then::Fail { bury, reason, ran },
     }
 }
 
 /// Releases a delivery at shutdown: ready again at once, attempt not counted.
-pub(crate) async fn release(settler: &Settler, lease: &Lease, lease_end: Instant) -> Outcome {
-    let until = lease_end.min(Instant::now() + RELEASE_BUDGET);
-    match settler
-        .settle(Settle::Release(lease.clone()), until, None)
-        .await
-    {
-        Ok(_) => {
-            tracing::info!(
-                outcome = "released",
-                "shutdown: job given back to the engine"
-            );
-            Outcome::Released
-        }
-        Err(e) => not_recorded("release", &e),
+pub(crate) fn release(lease: &Lease, lease_end: Instant) -> Outgoing {
+    Outgoing {
+        settle: Settle::Release(lease.clone()),
+        until: lease_end.min(Instant::now() + RELEASE_BUDGET),
+        ran: None,
+        then: Then::Release,
     }
 }
 
-/// Gives back a job no handler started (its lease could not be renewed first); not counted.
-pub(crate) async fn give_back(settler: &Settler, lease: &Lease, lease_end: Instant) {
-    match settler
-        .settle(Settle::Release(lease.clone()), lease_end, None)
-        .await
-    {
-        Ok(_) => tracing::info!("job given back to the engine before its handler started"),
-        Err(e) => {
-            not_recorded("release", &e);
+/// Gives back a job no handler started (its lease could not be renewed first).
+pub(crate) fn give_back(lease: &Lease, lease_end: Instant) -> Outgoing {
+    Outgoing {
+        settle: Settle::Release(lease.clone()),
+        until: lease_end,
+        ran: None,
+        then: Then::GiveBack,
+    }
+}
+
+/// Logs the engine's answer `r` to the settlement of `lease` made for `then`, and says what
+/// the report counts (`None` for nothing).
+pub(crate) fn answered(then: Then, lease: &Lease, r: Result<Settled>) -> Option<Outcome> {
+    let (topic, id) = (&lease.topic, &lease.id);
+    match (then, r) {
+        (Then::Ack { ran }, Ok(_)) => {
+            tracing::debug!(%topic, %id, outcome = "acked", elapsed_ms = millis(ran), "job done");
+            Some(Outcome::Acked)
+        }
+        (Then::Fail { reason, ran, .. }, Ok(Settled::Nacked(NackOutcome::Retry { ready_at }))) => {
+            tracing::warn!(%topic, %id, outcome = "retried", elapsed_ms = millis(ran), retry_at_ms = ready_at.as_millis(), reason = %reason, "job failed: retry scheduled");
+            Some(Outcome::Retried)
+        }
+        (Then::Fail { reason, ran, .. }, Ok(Settled::Nacked(NackOutcome::Dead))) => {
+            tracing::error!(%topic, %id, outcome = "dead", elapsed_ms = millis(ran), reason = %reason, "job failed on its last attempt: sent to dead");
+            Some(Outcome::Buried)
+        }
+        (Then::Fail { reason, ran, .. }, Ok(_)) => {
+            tracing::error!(%topic, %id, outcome = "buried", elapsed_ms = millis(ran), reason = %reason, "job failed permanently: sent to dead");
+            Some(Outcome::Buried)
+        }
+        (Then::Release, Ok(_)) => {
+            tracing::info!(%topic, %id, outcome = "released", "shutdown: job given back to the engine");
+            Some(Outcome::Released)
+        }
+        (Then::GiveBack, Ok(_)) => {
+            tracing::info!(%topic, %id, "job given back to the engine before its handler started");
+            None
+        }
+        (Then::GiveBack, Err(e)) => {
+            not_recorded(lease, "release", &e);
+            None
+        }
+        (then, Err(e)) => {
+            let what = match then {
+                Then::Ack { .. } => "ack",
+                Then::Fail { bury: true, .. } => "bury",
+                Then::Fail { bury: false, .. } => "nack",
+                Then::Release | Then::GiveBack => "release",
+            };
+            Some(not_recorded(lease, what, &e))
         }
     }
 }
 
-fn not_recorded(what: &str, e: &Error) -> Outcome {
+fn not_recorded(lease: &Lease, what: &str, e: &Error) -> Outcome {
+    let (topic, id) = (&lease.topic, &lease.id);
     match e {
         Error::LeaseLost { .. } => tracing::warn!(
+            %topic, %id,
             outcome = "lease_lost",
             "cannot {what}: the lease was lost (expired, deleted, or the job was redelivered); the engine decides what happens next"
         ),
         e => tracing::error!(
+            %topic, %id,
             outcome = "not_recorded",
             error = %e,
             "cannot {what}: the job comes back when its lease ends"

@@ -9,6 +9,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::WorkerConfig;
 use crate::report::Tally;
+use crate::run::InPlace;
 
 /// The state shared by the fetch loop, the supervisors and the shutdown.
 pub(crate) struct Shared<E, H> {
@@ -19,10 +20,13 @@ pub(crate) struct Shared<E, H> {
     /// One permit per handler slot: a supervisor holds one from the moment the fetch loop
     /// hands it a job until its handler task has ended.
     pub(crate) slots: Arc<Semaphore>,
-    /// The per-delivery supervisor tasks.
+    /// The per-delivery supervisors (futures the fetch loop drives), for the shutdown to
+    /// wait for.
     pub(crate) supervisors: TaskTracker,
-    /// The handler tasks (user code).
+    /// The handler tasks (user code not done in its first poll).
     pub(crate) handlers: TaskTracker,
+    /// Whether handlers are polled once in place before they get a task.
+    pub(crate) in_place: InPlace,
     /// Fired when the grace period is over: supervisors stop their handlers and release.
     pub(crate) hard_stop: CancellationToken,
 }
@@ -38,6 +42,7 @@ impl<E, H> Shared<E, H> {
             tally: Tally::default(),
             supervisors: TaskTracker::new(),
             handlers: TaskTracker::new(),
+            in_place: InPlace::default(),
             hard_stop: CancellationToken::new(),
         }
     }

@@ -482,7 +482,8 @@ pub async fn two_workers_share_a_short_queue<B: Backend>(_name: &str) {
 }
 
 /// A panicking handler is a failed attempt: nacked with "handler panicked: ...", retried
-/// with the back-off, dead after max attempts; the worker keeps taking jobs.
+/// with the back-off, dead after max attempts; the worker keeps taking jobs. The same for a
+/// panic in the first poll (run in place) and after it (in the handler's own task).
 pub async fn panic_retries_then_dead_and_the_worker_carries_on<B: Backend>(_name: &str) {
     let b = B::start().await;
     let e = b.open().await;
@@ -492,6 +493,11 @@ pub async fn panic_retries_then_dead_and_the_worker_carries_on<B: Backend>(_name
         .with_max_attempts(3)
         .with_backoff(Backoff::fixed(Duration::from_millis(10)));
     e.push(bad).await.unwrap();
+    // This one panics after its first poll, so in its own task rather than in place.
+    let late = NewJob::new(t.clone(), "x")
+        .with_id(id("late"))
+        .with_max_attempts(1);
+    e.push(late).await.unwrap();
 
     let probe = Probe::default();
     let p = probe.clone();
@@ -503,13 +509,18 @@ pub async fn panic_retries_then_dead_and_the_worker_carries_on<B: Backend>(_name
             if job.id().as_str() == "bad" {
                 panic!("boom");
             }
+            if job.id().as_str() == "late" {
+                tokio::task::yield_now().await;
+                panic!("after a yield");
+            }
             Ok::<(), JobError>(())
         }
     };
     let worker =
         Running::start(Worker::with_config(e.clone(), [t.clone()], config(2), handler).unwrap());
-    eventually(LONG, "the panicking job to go dead", || async {
+    eventually(LONG, "the panicking jobs to go dead", || async {
         state(&e, &t, "bad").await == Some(JobState::Dead)
+            && state(&e, &t, "late").await == Some(JobState::Dead)
     })
     .await;
     push_ids(&e, &t, ["after".to_string()]).await;
@@ -525,9 +536,15 @@ pub async fn panic_retries_then_dead_and_the_worker_carries_on<B: Backend>(_name
     assert_eq!(dead.attempts, 3);
     let reason = dead.last_error.unwrap_or_default();
     assert!(reason.contains("handler panicked: boom"), "{reason}");
+    let late = e.get(&t, &id("late")).await.unwrap().unwrap();
+    let reason = late.last_error.unwrap_or_default();
+    assert!(
+        reason.contains("handler panicked: after a yield"),
+        "{reason}"
+    );
     assert_eq!(
         (report.retried, report.buried, report.acked),
-        (2, 1, 1),
+        (2, 2, 1),
         "{report:?}"
     );
 }
