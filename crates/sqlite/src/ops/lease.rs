@@ -61,12 +61,17 @@ pub(crate) fn ack(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
     let Some(tid) = tx.topic(&lease.topic)? else {
         return Err(lost());
     };
+    // Tokens come from the topic's counter, an SQLite integer: one past i64 was never issued
+    // (and cannot be bound as a parameter).
+    let Ok(token) = i64::try_from(lease.token.0) else {
+        return Err(lost());
+    };
     let deleted = exec(
         tx,
         "acking a job",
         "DELETE FROM jobs WHERE tid = ?1 AND id = ?2 AND state = 3 AND token = ?3 \
          AND deadline > ?4",
-        params![tid, lease.id.as_str(), lease.token.0, now],
+        params![tid, lease.id.as_str(), token, now],
     )?;
     if deleted == 0 {
         return Err(lost());

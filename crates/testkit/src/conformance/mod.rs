@@ -1554,6 +1554,7 @@ macro_rules! conformance_suite {
             settle_and_reserve_max_zero_settles_only,
             settle_and_reserve_settles_before_waiting,
             settle_and_reserve_bad_input_changes_nothing,
+            token_beyond_any_issued_is_lease_lost,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {

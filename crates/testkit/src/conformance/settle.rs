@@ -290,3 +290,46 @@ pub async fn settle_and_reserve_bad_input_changes_nothing<H: Harness>(h: &H) {
     }
     ok(e.ack(&lease_of(&a)).await, "the lease is still live");
 }
+
+/// A token beyond any the engine could have issued (the largest u64) is a lost lease for
+/// every lease operation, never an engine error, and changes nothing.
+// See: the schemathesis run that found a 500 on ack with such a token (issue 11).
+pub async fn token_beyond_any_issued_is_lease_lost<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let t = topic("bigtoken");
+    ok(e.push(job(&t, "a")).await, "push");
+    let a = reserve_one(&e, &t, ms(0)).await;
+    let big = Lease {
+        token: LeaseToken(u64::MAX),
+        ..lease_of(&a)
+    };
+    let before = h.snapshot().await;
+    let lost = |what: &str, r: delayq_core::Result<()>| {
+        assert!(
+            matches!(r, Err(Error::LeaseLost { .. })),
+            "{what} with token u64::MAX: {r:?}"
+        );
+    };
+    lost("ack", e.ack(&big).await);
+    lost("nack", e.nack(&big, Nack::default()).await.map(|_| ()));
+    lost("touch", e.touch(&big, None).await.map(|_| ()));
+    lost("bury", e.bury(&big, None).await);
+    lost("release", e.release(&big).await);
+    let answers = ok(e.ack_batch(std::slice::from_ref(&big)).await, "ack_batch");
+    lost("ack_batch", answers.into_iter().next().unwrap_or(Ok(())));
+    let got = ok(
+        e.settle_and_reserve(&[Settle::Ack(big.clone())], &Reserve::new(t.clone()).max(0))
+            .await,
+        "settle_and_reserve",
+    );
+    lost(
+        "settle_and_reserve",
+        got.settled
+            .into_iter()
+            .next()
+            .unwrap_or(Ok(Settled::Acked))
+            .map(|_| ()),
+    );
+    assert_eq!(h.snapshot().await, before, "a lost lease changed the store");
+    ok(e.ack(&lease_of(&a)).await, "the real lease still acks");
+}
