@@ -281,8 +281,9 @@ local S_ACK, S_NACK, S_BURY, S_RELEASE = 1, 2, 3, 4
 -- a value per item (for a nack, the new due time or -1 when the job went dead; else 0).
 --
 -- The one place each settlement is written (ack, nack, bury, release and reserve's
--- settlements all come here). The leases are checked with one HMGET of tokens and one
--- ZMSCORE of leases for the whole list, never by decoding a record, and the acked jobs
+-- settlements all come here). The leases are checked with one HMGET of tokens for the
+-- whole list (and one ZMSCORE of leases, only when some lease has run out: the head of
+-- leases says), never by decoding a record, and the acked jobs
 -- leave leases, tokens and jobs with one call each at the end (they are removed, so no
 -- later item or the reserve that follows can see them in between).
 local function settle_many(items, now)
@@ -291,13 +292,18 @@ local function settle_many(items, now)
   local statuses, values = {}, {}
   if #ids == 0 then return statuses, values end
   local tokens = redis.call('HMGET', K_TOKENS, unpack(ids))
-  local deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids))
+  -- When the earliest deadline is later than now, every lease in leases is live, so a
+  -- matching token is enough: one ZRANGE of the head instead of a ZMSCORE of every id (whose
+  -- scores Redis formats as text and Lua parses back).
+  local head = head_score(K_LEASES)
+  local deadlines = false
+  if head and head <= now then deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids)) end
   local done, acked = {}, {}
   for i, it in ipairs(items) do
     local id, kind = ids[i], it[1]
     local status, value = LEASE_LOST, 0
     local live = not done[id] and tokens[i] and tonumber(tokens[i]) == it[3]
-      and deadlines[i] and tonumber(deadlines[i]) > now
+      and (not deadlines or (deadlines[i] and tonumber(deadlines[i]) > now))
     local j = live and kind ~= S_ACK and load(id)
     if live and kind == S_ACK then
       acked[#acked + 1] = id
