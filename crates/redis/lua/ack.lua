@@ -10,8 +10,8 @@
 -- Invariants: a stale token changes nothing; a lease is live while now < deadline; a
 -- delivery listed twice in one call is acked once (the second answers LEASE_LOST). The work
 -- is lib.lua's settle_many: no record is read, the tokens come from one HMGET of tokens,
--- the deadlines from one ZMSCORE of leases; the acked jobs leave leases, tokens and jobs
--- with one call each.
+-- the deadlines from the head of leases (or one ZMSCORE when some lease has run out); the
+-- acked jobs leave leases, tokens and jobs with one call each.
 
 local now = clock()
 local n = tonumber(ARGV[1])

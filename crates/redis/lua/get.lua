@@ -4,18 +4,18 @@
 -- KEYS: the nine topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] the most expired leases and due jobs to move first
 --
--- Returns: {} when there is no such job, else the 17 values of emit (lease token 0: a
---          read never reveals a lease).
+-- Returns: {} when there is no such job, else the 5 values of emit (lease token 0: a read
+--          never reveals a lease).
 --
 -- Invariants: writes only what any reserve would have written (tick).
 
 local now = clock()
 tick(now, tonumber(ARGV[2]))
 local id = ARGV[1]
-local j = load(id)
+local rec = redis.call('HGET', K_JOBS, id)
 local out = {}
-if j then
-  local state, deadline = describe(id, j)
-  emit(out, id, j, state, 0, deadline)
+if rec then
+  local state, deadline = describe(id, { cmsgpack.unpack(rec) })
+  emit(out, id, rec, state, 0, deadline)
 end
 return out

@@ -6,7 +6,8 @@
 --
 -- KEYS (the same nine for every function; all carry the topic's hash tag, so one call
 -- touches exactly one cluster slot):
---   KEYS[1] jobs     HASH  id -> record (cmsgpack, see the F_ fields below)
+--   KEYS[1] jobs     HASH  id -> record (cmsgpack, see the F_ fields below; codec.rs decodes
+--                          it too, so a change of fields is a change of both)
 --   KEYS[2] delayed  ZSET  id scored by due time (ms)
 --   KEYS[3] ready    ZSET  "<due:13 digits><seq:16 digits><id>" scored by priority
 --   KEYS[4] leases   ZSET  id scored by lease deadline (ms)
@@ -73,17 +74,30 @@ local function call_many(cmd, key, args, step)
   end
 end
 
--- The records of `ids` (one HMGET per 1000 ids), decoded; a missing record is false.
-local function load_many(ids)
+-- The stored records of `ids` as they are (one HMGET per 1000 ids); a missing one is false.
+local function raw_many(ids)
   local out = {}
   for i = 1, #ids, 1000 do
     local recs = redis.call('HMGET', K_JOBS, unpack(ids, i, math.min(i + 999, #ids)))
-    for k = 1, #recs do
-      local rec = recs[k]
-      out[i + k - 1] = rec and { cmsgpack.unpack(rec) } or false
-    end
+    for k = 1, #recs do out[i + k - 1] = recs[k] end
   end
   return out
+end
+
+-- The records of `ids` (one HMGET per 1000 ids), decoded; a missing record is false.
+local function load_many(ids)
+  local out = raw_many(ids)
+  for i = 1, #ids do
+    local rec = out[i]
+    out[i] = rec and { cmsgpack.unpack(rec) } or false
+  end
+  return out
+end
+
+-- A stored record's ttr, decoding only the fields up to it (never the body): a reserve
+-- needs nothing else from the records it hands out. unpack_limit answers the offset first.
+local function ttr_of(rec)
+  return (select(F_TTR + 1, cmsgpack.unpack_limit(rec, F_TTR)))
 end
 
 local function pack(j)
@@ -267,8 +281,9 @@ local S_ACK, S_NACK, S_BURY, S_RELEASE = 1, 2, 3, 4
 -- a value per item (for a nack, the new due time or -1 when the job went dead; else 0).
 --
 -- The one place each settlement is written (ack, nack, bury, release and reserve's
--- settlements all come here). The leases are checked with one HMGET of tokens and one
--- ZMSCORE of leases for the whole list, never by decoding a record, and the acked jobs
+-- settlements all come here). The leases are checked with one HMGET of tokens for the
+-- whole list (and one ZMSCORE of leases, only when some lease has run out: the head of
+-- leases says), never by decoding a record, and the acked jobs
 -- leave leases, tokens and jobs with one call each at the end (they are removed, so no
 -- later item or the reserve that follows can see them in between).
 local function settle_many(items, now)
@@ -277,13 +292,18 @@ local function settle_many(items, now)
   local statuses, values = {}, {}
   if #ids == 0 then return statuses, values end
   local tokens = redis.call('HMGET', K_TOKENS, unpack(ids))
-  local deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids))
+  -- When the earliest deadline is later than now, every lease in leases is live, so a
+  -- matching token is enough: one ZRANGE of the head instead of a ZMSCORE of every id (whose
+  -- scores Redis formats as text and Lua parses back).
+  local head = head_score(K_LEASES)
+  local deadlines = false
+  if head and head <= now then deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids)) end
   local done, acked = {}, {}
   for i, it in ipairs(items) do
     local id, kind = ids[i], it[1]
     local status, value = LEASE_LOST, 0
     local live = not done[id] and tokens[i] and tonumber(tokens[i]) == it[3]
-      and deadlines[i] and tonumber(deadlines[i]) > now
+      and (not deadlines or (deadlines[i] and tonumber(deadlines[i]) > now))
     local j = live and kind ~= S_ACK and load(id)
     if live and kind == S_ACK then
       acked[#acked + 1] = id
@@ -322,18 +342,16 @@ local function settle(kind, id, token, delay, reason, now)
   return statuses[1], values[1]
 end
 
--- Appends a job to a reply: 17 values (id, public state, priority, due time, push order,
--- ttr, max attempts, attempts, back-off base, factor, max, jitter, created, lease token,
--- deadline, last error, body), decoded by codec.rs `decode_job`. A reserved job's attempts
--- count the current one. Never nil: Redis would cut the reply at the first nil.
-local function emit(out, id, j, pstate, token, deadline)
+-- Appends a job to a reply: 5 values (id, public state, lease token, deadline, the stored
+-- record as it is), decoded by codec.rs `decode_job`, which decodes the record's msgpack:
+-- Lua never decodes a record only to re-encode it as a reply. The deadline is the lease's
+-- while reserved, the time of death while dead, else 0. Never nil: Redis would cut the
+-- reply at the first nil.
+local function emit(out, id, rec, pstate, token, deadline)
   local n = #out
   out[n + 1] = id
   out[n + 2] = pstate
-  for f = F_PRIO, F_CREATED do out[n + f + 1] = j[f] end
-  if pstate == P_RESERVED then out[n + F_ATTEMPTS + 1] = j[F_ATTEMPTS] + 1 end
-  out[n + 14] = token
-  out[n + 15] = deadline
-  out[n + 16] = j[F_ERR]
-  out[n + 17] = j[F_BODY]
+  out[n + 3] = token
+  out[n + 4] = deadline
+  out[n + 5] = rec
 end

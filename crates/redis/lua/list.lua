@@ -5,8 +5,8 @@
 -- ARGV[2] cursor score   ARGV[3] cursor member ('' = first page)
 -- ARGV[4] page size (1..1000)   ARGV[5] the most expired leases and due jobs to move first
 --
--- Returns: { has next (1|0), next cursor score, next cursor member, then 17 values per job
---            (emit; lease token 0) }
+-- Returns: { has next (1|0), next cursor score, next cursor member, then 5 values per job
+--            (emit, with the record as stored; lease token 0) }
 --
 -- Orders (those of the sorted sets): delayed by (due, id), ready by (priority, due, push
 -- order), reserved by (deadline, id), dead by (time of death, id).
@@ -59,11 +59,11 @@ local out = { 0, '', '' }
 for k = 1, #page, 2 do
   local id = page[k]
   if state == P_READY then id = id_of_member(page[k]) end
-  local j = load(id)
+  local rec = redis.call('HGET', K_JOBS, id)
   -- The score is the deadline of a reserved job and the time of death of a dead one.
   local deadline = 0
   if state == P_RESERVED or state == P_DEAD then deadline = tonumber(page[k + 1]) end
-  if j then emit(out, id, j, state, 0, deadline) end
+  if rec then emit(out, id, rec, state, 0, deadline) end
 end
 if #page == 2 * limit and redis.call('ZCARD', key) > start + limit then
   out[1] = 1

@@ -13,7 +13,9 @@
 --   +4 nack delay ms (-1 = the job's back-off; -1 for other kinds)   +5 reason ('' = none)
 --
 -- Returns: { now µs, next wake ms (-1 = none), more (1|0), S, then 2 values per settlement
---            (status OK | LEASE_LOST, value as lib.lua's settle_many), then 17 values per job (emit) }
+--            (status OK | LEASE_LOST, value as lib.lua's settle_many), then 5 values per job
+--            (emit: id, state reserved, lease token (0 at-most-once), deadline (0
+--            at-most-once), the record as stored, whose attempts count ended attempts) }
 --   next wake is when a waiter should call again: now if jobs are still ready, else the
 --   earliest due time or lease deadline (-1 when N = 0: nothing was looked at). more = 1
 --   when jobs are left ready (or due work was left by the bound), so the caller can wake
@@ -27,8 +29,8 @@
 -- Invariants: each ready job is handed out once: it leaves ready in the same call that
 -- leases (or removes) it; a lease token is fresh (INCRBY of the topic counter) and the
 -- deadline is now + ttr on the Redis clock. A lease is an entry in leases and one in tokens:
--- the record is read but never rewritten (its attempts count ended attempts; the reply's
--- count this delivery too). When it delivers,
+-- the record is read but never rewritten nor decoded beyond its ttr (the reply carries it
+-- as stored; codec.rs decodes it and counts this delivery in its attempts). When it delivers,
 -- the call passes the baton: it signals the next wake time, so that some blocked waiter
 -- (in any process) learns of the next event even if this caller stops reserving.
 
@@ -61,24 +63,24 @@ local popped = redis.call('ZPOPMIN', K_READY, n)
 local ids = {}
 for i = 1, #popped, 2 do ids[#ids + 1] = id_of_member(popped[i]) end
 if #ids > 0 then
-  local js = load_many(ids)
+  local recs = raw_many(ids)
   -- Fresh lease tokens base+1 .. base+#ids, one INCRBY for the whole batch.
   local base = 0
   if not at_most_once then base = redis.call('INCRBY', K_SEQ, #ids) - #ids end
   local gone, leases, tokens = {}, {}, {}
   for i, id in ipairs(ids) do
-    local j = js[i]
-    if j then
+    local rec = recs[i]
+    if rec then
       if at_most_once then
         gone[#gone + 1] = id
-        emit(out, id, j, P_RESERVED, 0, 0)
+        emit(out, id, rec, P_RESERVED, 0, 0)
       else
-        local deadline = now + j[F_TTR]
+        local deadline = now + ttr_of(rec)
         leases[#leases + 1] = deadline
         leases[#leases + 1] = id
         tokens[#tokens + 1] = id
         tokens[#tokens + 1] = base + i
-        emit(out, id, j, P_RESERVED, base + i, deadline)
+        emit(out, id, rec, P_RESERVED, base + i, deadline)
       end
     end
   end

@@ -97,16 +97,12 @@ pub(crate) fn string(v: Value) -> Result<String> {
     String::from_utf8(bytes(v)?).map_err(|_| Error::Internal("expected UTF-8 text".into()))
 }
 
-fn u32_of(v: &Value) -> Result<u32> {
-    let i = uint(v)?;
-    u32::try_from(i).map_err(|_| Error::Internal(format!("{i} does not fit 32 bits")))
-}
-
 /// The number of values `emit` writes per job.
-pub(crate) const JOB_VALUES: usize = 17;
+pub(crate) const JOB_VALUES: usize = 5;
 
-/// Decodes the 17 values of lib.lua's `emit` (id, state, then record fields 2 to 16) into
-/// the job and its lease token (0 when it holds none).
+/// Decodes the 5 values of lib.lua's `emit` (id, public state, lease token, deadline, the
+/// stored record) into the job and its lease token (0 when it holds none). The record's
+/// attempts count the attempts that ended; a reserved job's current one is its lease.
 pub(crate) fn decode_job(
     topic: &Topic,
     vals: &mut impl Iterator<Item = Value>,
@@ -118,39 +114,117 @@ pub(crate) fn decode_job(
     let id = JobId::new(string(next()?)?)
         .map_err(|e| Error::Internal(format!("stored job id is invalid: {e}")))?;
     let state = state_from_code(int(&next()?)?)?;
-    let priority = u32_of(&next()?)?;
-    let ready_at = Timestamp::from_millis(uint(&next()?)?);
-    let _seq = next()?;
-    let ttr = Duration::from_millis(uint(&next()?)?);
-    let max_attempts = u32_of(&next()?)?;
-    let attempts = u32_of(&next()?)?;
-    let backoff = Backoff::from_parts(
-        uint(&next()?)?,
-        u32_of(&next()?)?,
-        uint(&next()?)?,
-        u32_of(&next()?)?,
-    );
-    let created_at = Timestamp::from_millis(uint(&next()?)?);
     let token = uint(&next()?)?;
     let deadline = uint(&next()?)?;
-    let last_error = string(next()?)?;
-    let body = Bytes::from(bytes(next()?)?);
+    let rec = Bytes::from(bytes(next()?)?);
+    let r = Record::decode(&rec)
+        .map_err(|e| Error::Internal(format!("stored record of job {id} is invalid: {e}")))?;
+    let attempts = r.attempts + u32::from(state == JobState::Reserved);
     let job = Job {
         topic: topic.clone(),
         id,
-        body,
+        body: r.body,
         state,
-        priority,
-        ready_at,
-        ttr,
-        max_attempts,
-        backoff,
+        priority: r.priority,
+        ready_at: Timestamp::from_millis(r.ready_at),
+        ttr: Duration::from_millis(r.ttr),
+        max_attempts: r.max_attempts,
+        backoff: Backoff::from_parts(r.bo_base, r.bo_factor, r.bo_max, r.bo_jitter),
         attempts,
-        created_at,
+        created_at: Timestamp::from_millis(r.created),
         deadline: (deadline > 0).then(|| Timestamp::from_millis(deadline)),
-        last_error: (!last_error.is_empty()).then_some(last_error),
+        last_error: (!r.last_error.is_empty()).then_some(r.last_error),
     };
     Ok((job, token))
+}
+
+/// A stored job record: the msgpack values lib.lua's `pack` writes (`cmsgpack.pack` of the
+/// `F_` fields, one value after another, not an array), in that order. The stored state
+/// (field 1) and push order (field 4) are not needed here.
+struct Record {
+    priority: u32,
+    ready_at: u64,
+    ttr: u64,
+    max_attempts: u32,
+    attempts: u32,
+    bo_base: u64,
+    bo_factor: u32,
+    bo_max: u64,
+    bo_jitter: u32,
+    created: u64,
+    last_error: String,
+    body: Bytes,
+}
+
+impl Record {
+    /// Decodes a record; the body is a slice of `rec`, not a copy.
+    fn decode(rec: &Bytes) -> std::result::Result<Self, String> {
+        let mut rd: &[u8] = rec;
+        let rd = &mut rd;
+        let _state = number(rd, "state")?;
+        let priority = narrow(number(rd, "priority")?, "priority")?;
+        let ready_at = number(rd, "due time")?;
+        let _seq = number(rd, "push order")?;
+        let ttr = number(rd, "ttr")?;
+        let max_attempts = narrow(number(rd, "max attempts")?, "max attempts")?;
+        let attempts = narrow(number(rd, "attempts")?, "attempts")?;
+        let bo_base = number(rd, "back-off base")?;
+        let bo_factor = narrow(number(rd, "back-off factor")?, "back-off factor")?;
+        let bo_max = number(rd, "back-off max")?;
+        let bo_jitter = narrow(number(rd, "back-off jitter")?, "back-off jitter")?;
+        let created = number(rd, "created")?;
+        let last_error = String::from_utf8_lossy(text(rd, "last error")?).into_owned();
+        let body = text(rd, "body")?;
+        // The body is a slice of the reply's buffer: no copy of its bytes.
+        let body = rec.slice_ref(body);
+        Ok(Record {
+            priority,
+            ready_at,
+            ttr,
+            max_attempts,
+            attempts,
+            bo_base,
+            bo_factor,
+            bo_max,
+            bo_jitter,
+            created,
+            last_error,
+            body,
+        })
+    }
+}
+
+/// A non-negative whole number of a record. cmsgpack writes a Lua number as the smallest
+/// integer that holds it, or as a float when it is not whole; whole floats are accepted.
+fn number(rd: &mut &[u8], field: &str) -> std::result::Result<u64, String> {
+    let bad = |e: &dyn std::fmt::Display| format!("field {field}: {e}");
+    let n = match rd.first() {
+        Some(0xca) => f64::from(rmp::decode::read_f32(rd).map_err(|e| bad(&e))?),
+        Some(0xcb) => rmp::decode::read_f64(rd).map_err(|e| bad(&e))?,
+        _ => return rmp::decode::read_int::<u64, _>(rd).map_err(|e| bad(&e)),
+    };
+    if n.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&n) {
+        Ok(n as u64)
+    } else {
+        Err(bad(&format!("{n} is not a whole number")))
+    }
+}
+
+/// A number of a record that must fit 32 bits.
+fn narrow(n: u64, field: &str) -> std::result::Result<u32, String> {
+    u32::try_from(n).map_err(|_| format!("field {field}: {n} does not fit 32 bits"))
+}
+
+/// A string of a record (cmsgpack writes Lua strings as msgpack str), borrowed from it.
+fn text<'a>(rd: &mut &'a [u8], field: &str) -> std::result::Result<&'a [u8], String> {
+    let len = rmp::decode::read_str_len(rd).map_err(|e| format!("field {field}: {e}"))?;
+    let len = len as usize;
+    if rd.len() < len {
+        return Err(format!("field {field}: the record ends early"));
+    }
+    let (s, rest) = rd.split_at(len);
+    *rd = rest;
+    Ok(s)
 }
 
 /// Decodes every job in the rest of a reply.
@@ -168,4 +242,73 @@ pub(crate) fn decode_jobs(topic: &Topic, rest: Vec<Value>) -> Result<Vec<(Job, u
 
 fn unexpected(what: &str, got: &Value) -> Error {
     Error::Internal(format!("expected {what} in a function reply, got {got:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record as cmsgpack writes it: priority 7, ttr 30000, attempts 2, a whole float as
+    /// the back-off base, an error and a body.
+    fn record(body: &str) -> Vec<u8> {
+        let mut b = Vec::new();
+        for n in [1u64, 7, 1_700_000_000_000, 9, 30_000, 3, 2] {
+            rmp::encode::write_uint(&mut b, n).unwrap();
+        }
+        rmp::encode::write_f64(&mut b, 1000.0).unwrap();
+        for n in [2u64, 3_600_000, 100, 1_699_999_999_000] {
+            rmp::encode::write_uint(&mut b, n).unwrap();
+        }
+        rmp::encode::write_str(&mut b, "boom").unwrap();
+        rmp::encode::write_str(&mut b, body).unwrap();
+        b
+    }
+
+    fn reply(state: i64, rec: Vec<u8>) -> Vec<Value> {
+        vec![
+            Value::BulkString(b"j1".to_vec()),
+            Value::Int(state),
+            Value::Int(42),
+            Value::Int(1_700_000_030_000),
+            Value::BulkString(rec),
+        ]
+    }
+
+    #[test]
+    fn a_reserved_job_counts_its_current_attempt_and_keeps_its_record() {
+        let t = Topic::new("t").unwrap();
+        let body = "x".repeat(300);
+        let (job, token) = decode_job(&t, &mut reply(3, record(&body)).into_iter()).unwrap();
+        assert_eq!(token, 42);
+        assert_eq!(job.state, JobState::Reserved);
+        assert_eq!(job.attempts, 3);
+        assert_eq!(job.priority, 7);
+        assert_eq!(job.ttr, Duration::from_millis(30_000));
+        assert_eq!(job.backoff, Backoff::from_parts(1000, 2, 3_600_000, 100));
+        assert_eq!(job.last_error.as_deref(), Some("boom"));
+        assert_eq!(job.body, Bytes::from(body));
+        assert_eq!(
+            job.deadline,
+            Some(Timestamp::from_millis(1_700_000_030_000))
+        );
+
+        let (dead, _) = decode_job(&t, &mut reply(4, record("")).into_iter()).unwrap();
+        assert_eq!(dead.attempts, 2);
+        assert!(dead.body.is_empty());
+    }
+
+    #[test]
+    fn a_cut_or_fractional_record_is_an_internal_error() {
+        let t = Topic::new("t").unwrap();
+        let mut cut = record("body");
+        cut.truncate(cut.len() - 2);
+        let err = decode_job(&t, &mut reply(2, cut).into_iter()).unwrap_err();
+        assert!(err.to_string().contains("field body"), "{err}");
+
+        let mut frac = Vec::new();
+        rmp::encode::write_uint(&mut frac, 1).unwrap();
+        rmp::encode::write_f64(&mut frac, 1.5).unwrap();
+        let err = decode_job(&t, &mut reply(2, frac).into_iter()).unwrap_err();
+        assert!(err.to_string().contains("field priority"), "{err}");
+    }
 }
