@@ -298,7 +298,8 @@ pub trait Engine: Send + Sync + 'static {
     /// fails (`Unavailable`) some settlements may have applied; settling again is safe (a
     /// settled lease answers `LeaseLost`).
     ///
-    /// The default runs the single operations one after the other; engines override it.
+    /// The default runs the single operations one after the other (a run of acks as one
+    /// `ack_batch`); engines override it to make the whole call one round trip.
     async fn settle_and_reserve(
         &self,
         settle: &[Settle],
@@ -306,52 +307,18 @@ pub trait Engine: Send + Sync + 'static {
     ) -> Result<SettledAndReserved> {
         check_settle_and_reserve(settle, req)?;
         let mut settled = Vec::with_capacity(settle.len());
-        let mut i = 0;
-        while i < settle.len() {
-            // A run of acks goes out as one `ack_batch` (a worker's settlements are mostly
-            // acks); a lease listed twice in a run is answered by the batch as by two acks.
-            let run = settle[i..]
-                .iter()
-                .take_while(|s| matches!(s, Settle::Ack(_)))
-                .count();
-            if run > 0 {
-                let leases: Vec<Lease> = settle[i..i + run]
-                    .iter()
-                    .map(|s| s.lease().clone())
-                    .collect();
-                let answers = self.ack_batch(&leases).await?;
-                if answers.len() != run {
-                    return Err(Error::Internal(format!(
-                        "ack_batch answered {} results for {run} leases",
-                        answers.len()
-                    )));
-                }
-                settled.extend(answers.into_iter().map(|r| r.map(|()| Settled::Acked)));
-                i += run;
+        // A run of acks goes out as one `ack_batch` (a worker's settlements are mostly acks);
+        // a lease listed twice in a run is answered by the batch as by two acks.
+        let mut acks: Vec<Lease> = Vec::new();
+        for s in settle {
+            if let Settle::Ack(l) = s {
+                acks.push(l.clone());
                 continue;
             }
-            let s = &settle[i];
-            i += 1;
-            settled.push(match s {
-                // Not reached (acks go out in runs above); kept so that the match is total.
-                Settle::Ack(l) => match self.ack(l).await {
-                    Err(e) if e.is_retryable() => return Err(e),
-                    r => r.map(|()| Settled::Acked),
-                },
-                Settle::Nack(l, n) => match self.nack(l, n.clone()).await {
-                    Err(e) if e.is_retryable() => return Err(e),
-                    r => r.map(Settled::Nacked),
-                },
-                Settle::Bury(l, reason) => match self.bury(l, reason.clone()).await {
-                    Err(e) if e.is_retryable() => return Err(e),
-                    r => r.map(|()| Settled::Buried),
-                },
-                Settle::Release(l) => match self.release(l).await {
-                    Err(e) if e.is_retryable() => return Err(e),
-                    r => r.map(|()| Settled::Released),
-                },
-            });
+            settled.extend(ack_run(self, &mut acks).await?);
+            settled.push(settle_one(self, s).await?);
         }
+        settled.extend(ack_run(self, &mut acks).await?);
         let deliveries = if req.max == 0 {
             Vec::new()
         } else {
@@ -421,6 +388,46 @@ pub trait Engine: Send + Sync + 'static {
 
     /// The engine's clock.
     async fn now(&self) -> Result<Timestamp>;
+}
+
+/// Acks `leases` (emptying it) with one `ack_batch`, for the default
+/// [`Engine::settle_and_reserve`].
+async fn ack_run<E: Engine + ?Sized>(
+    e: &E,
+    leases: &mut Vec<Lease>,
+) -> Result<Vec<Result<Settled>>> {
+    if leases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let answers = e.ack_batch(leases).await?;
+    if answers.len() != leases.len() {
+        return Err(Error::Internal(format!(
+            "ack_batch answered {} results for {} leases",
+            answers.len(),
+            leases.len()
+        )));
+    }
+    leases.clear();
+    Ok(answers
+        .into_iter()
+        .map(|r| r.map(|()| Settled::Acked))
+        .collect())
+}
+
+/// One settlement through its own operation, for the default
+/// [`Engine::settle_and_reserve`]: the outer error is a retryable failure of the engine,
+/// which ends the call; the inner one is this settlement's answer.
+async fn settle_one<E: Engine + ?Sized>(e: &E, s: &Settle) -> Result<Result<Settled>> {
+    let r = match s {
+        Settle::Ack(l) => e.ack(l).await.map(|()| Settled::Acked),
+        Settle::Nack(l, n) => e.nack(l, n.clone()).await.map(Settled::Nacked),
+        Settle::Bury(l, reason) => e.bury(l, reason.clone()).await.map(|()| Settled::Buried),
+        Settle::Release(l) => e.release(l).await.map(|()| Settled::Released),
+    };
+    match r {
+        Err(err) if err.is_retryable() => Err(err),
+        r => Ok(r),
+    }
 }
 
 /// Checks the arguments of [`Engine::ack_batch`].

@@ -71,6 +71,44 @@ fn x(v: f64) -> String {
     }
 }
 
+/// A goal that compares delayq on Redis with ChasquiMQ and BullMQ at every C of W1, on one
+/// figure of their drain rows: `ok(ratio to ChasquiMQ, ratio to BullMQ)` must hold at each.
+fn against_peers(
+    r: &Results,
+    goal: &str,
+    figure: impl Fn(&DrainRow) -> f64,
+    ok: impl Fn(f64, f64) -> bool,
+    value: impl Fn(f64) -> String,
+    (q_name, b_name): (&str, &str),
+) -> Goal {
+    let cs = &r.plan.w1_consumers;
+    let mut parts = Vec::new();
+    let (mut met, mut complete) = (true, !cs.is_empty());
+    for &c in cs {
+        let (Some(a), Some(q), Some(b)) = (
+            w1(r, Kind::DelayqRedis, c),
+            w1(r, Kind::Chasquimq, c),
+            w1(r, Kind::Bullmq, c),
+        ) else {
+            complete = false;
+            continue;
+        };
+        let (rq, rb) = (ratio(figure(a), figure(q)), ratio(figure(a), figure(b)));
+        met &= ok(rq, rb);
+        parts.push(format!(
+            "C={c}: {}, {} {q_name}, {} {b_name}",
+            value(figure(a)),
+            x(rq),
+            x(rb)
+        ));
+    }
+    Goal {
+        goal: goal.into(),
+        met: complete.then_some(met),
+        measured: parts.join("; "),
+    }
+}
+
 /// The targets of issue 11 (and W3–W5 of issue 6), judged on this run's medians. A goal
 /// whose rows are not all in the run is "not measured" rather than judged on a part.
 pub(crate) fn goals(r: &Results) -> Vec<Goal> {
@@ -79,34 +117,14 @@ pub(crate) fn goals(r: &Results) -> Vec<Goal> {
     let cs = &r.plan.w1_consumers;
 
     // W1: the Redis library against ChasquiMQ and BullMQ at every C.
-    let mut parts = Vec::new();
-    let (mut ok, mut complete) = (true, !cs.is_empty());
-    for &c in cs {
-        let (Some(a), Some(q), Some(b)) = (
-            w1(r, dq, c),
-            w1(r, Kind::Chasquimq, c),
-            w1(r, Kind::Bullmq, c),
-        ) else {
-            complete = false;
-            continue;
-        };
-        let (rq, rb) = (
-            ratio(a.rate.median, q.rate.median),
-            ratio(a.rate.median, b.rate.median),
-        );
-        ok &= rq >= 1.0 && rb >= 3.0;
-        parts.push(format!(
-            "C={c}: {} jobs/s, {} ChasquiMQ, {} BullMQ",
-            fmt_num(a.rate.median, 0),
-            x(rq),
-            x(rb)
-        ));
-    }
-    g.push(Goal {
-        goal: "W1 drain, delayq on Redis (library): ≥ ChasquiMQ and ≥ 3× BullMQ at every C".into(),
-        met: complete.then_some(ok),
-        measured: parts.join("; "),
-    });
+    g.push(against_peers(
+        r,
+        "W1 drain, delayq on Redis (library): ≥ ChasquiMQ and ≥ 3× BullMQ at every C",
+        |row| row.rate.median,
+        |rq, rb| rq >= 1.0 && rb >= 3.0,
+        |v| format!("{} jobs/s", fmt_num(v, 0)),
+        ("ChasquiMQ", "BullMQ"),
+    ));
 
     // W1: the embedded library at least as fast as the Redis one.
     let mut parts = Vec::new();
@@ -200,34 +218,14 @@ pub(crate) fn goals(r: &Results) -> Vec<Goal> {
     }
 
     // W7: Redis CPU per job at every C.
-    let mut parts = Vec::new();
-    let (mut ok, mut complete) = (true, !cs.is_empty());
-    for &c in cs {
-        let (Some(a), Some(q), Some(b)) = (
-            w1(r, dq, c),
-            w1(r, Kind::Chasquimq, c),
-            w1(r, Kind::Bullmq, c),
-        ) else {
-            complete = false;
-            continue;
-        };
-        let (rq, rb) = (
-            ratio(a.store_cpu_per_100k.median, q.store_cpu_per_100k.median),
-            ratio(a.store_cpu_per_100k.median, b.store_cpu_per_100k.median),
-        );
-        ok &= rq <= 1.0 && rb <= 1.0 / 3.0;
-        parts.push(format!(
-            "C={c}: {} CPU-s, {} ChasquiMQ's, {} BullMQ's",
-            fmt_num(a.store_cpu_per_100k.median, 2),
-            x(rq),
-            x(rb)
-        ));
-    }
-    g.push(Goal {
-        goal: "W7 Redis CPU per 100,000 jobs (delayq on Redis) ≤ ChasquiMQ's and ≤ 1/3 of BullMQ's at every C".into(),
-        met: complete.then_some(ok),
-        measured: parts.join("; "),
-    });
+    g.push(against_peers(
+        r,
+        "W7 Redis CPU per 100,000 jobs (delayq on Redis) ≤ ChasquiMQ's and ≤ 1/3 of BullMQ's at every C",
+        |row| row.store_cpu_per_100k.median,
+        |rq, rb| rq <= 1.0 && rb <= 1.0 / 3.0,
+        |v| format!("{} CPU-s", fmt_num(v, 2)),
+        ("ChasquiMQ's", "BullMQ's"),
+    ));
 
     let mem = |k: Kind| {
         r.w3.iter()

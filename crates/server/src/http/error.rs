@@ -70,13 +70,18 @@ impl ApiError {
         &self.message
     }
 
+    /// The code and message, as the body carries them and as batch answers list them.
+    pub fn detail(&self) -> ErrorDetail {
+        ErrorDetail {
+            code: self.code.to_string(),
+            message: self.message.clone(),
+        }
+    }
+
     /// The JSON body.
     pub fn body(&self) -> ErrorBody {
         ErrorBody {
-            error: ErrorDetail {
-                code: self.code.to_string(),
-                message: self.message.clone(),
-            },
+            error: self.detail(),
         }
     }
 }

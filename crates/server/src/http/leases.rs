@@ -15,7 +15,7 @@ use super::dto::{
     NackResponse, OutcomeDto, ReserveRequest, ReserveResponse, SettleItem, SettleResult,
     TokenRequest, TouchRequest, TouchResponse, check_reason,
 };
-use super::error::{ApiError, ErrorDetail};
+use super::error::ApiError;
 use super::extract::{Json, Path};
 use super::params::{CommonErrors, JobPath, LeaseLost, job_id, topic};
 use crate::AppState;
@@ -125,30 +125,27 @@ fn settle_of(i: usize, item: SettleItem) -> Result<Settle, ApiError> {
         id: job_id(&item.id)?,
         token: LeaseToken(item.token),
     };
-    let misplaced = |field: &str, outcome: &str| {
-        ApiError::invalid_argument(format!(
+    // An option its outcome does not use is refused rather than ignored.
+    let refuse = |field: &str, present: bool, outcome: &str| {
+        if !present {
+            return Ok(());
+        }
+        Err(ApiError::invalid_argument(format!(
             "settle[{i}].{field} is not used by outcome {outcome}; remove it, or set the outcome to nack{}",
             if field == "reason" { " or bury" } else { "" }
-        ))
+        )))
     };
+    let (delay, reason) = (item.delay_ms.is_some(), item.reason.is_some());
     match item.outcome {
-        OutcomeDto::Ack | OutcomeDto::Release => {
-            let name = if item.outcome == OutcomeDto::Ack {
-                "ack"
-            } else {
-                "release"
-            };
-            if item.delay_ms.is_some() {
-                return Err(misplaced("delay_ms", name));
-            }
-            if item.reason.is_some() {
-                return Err(misplaced("reason", name));
-            }
-            Ok(if item.outcome == OutcomeDto::Ack {
-                Settle::Ack(lease)
-            } else {
-                Settle::Release(lease)
-            })
+        OutcomeDto::Ack => {
+            refuse("delay_ms", delay, "ack")?;
+            refuse("reason", reason, "ack")?;
+            Ok(Settle::Ack(lease))
+        }
+        OutcomeDto::Release => {
+            refuse("delay_ms", delay, "release")?;
+            refuse("reason", reason, "release")?;
+            Ok(Settle::Release(lease))
         }
         OutcomeDto::Nack => {
             check_reason(&item.reason)?;
@@ -161,9 +158,7 @@ fn settle_of(i: usize, item: SettleItem) -> Result<Settle, ApiError> {
             ))
         }
         OutcomeDto::Bury => {
-            if item.delay_ms.is_some() {
-                return Err(misplaced("delay_ms", "bury"));
-            }
+            refuse("delay_ms", delay, "bury")?;
             check_reason(&item.reason)?;
             Ok(Settle::Bury(lease, item.reason))
         }
@@ -195,10 +190,7 @@ fn settled_dto(state: &AppState, s: &Settle, r: delayq_core::Result<Settled>) ->
                 ok: false,
                 outcome: None,
                 ready_at: None,
-                error: Some(ErrorDetail {
-                    code: e.code().to_string(),
-                    message: e.message().to_string(),
-                }),
+                error: Some(e.detail()),
             }
         }
     }
@@ -267,10 +259,7 @@ pub async fn ack_batch(
                 let e = ApiError::from(e);
                 AckResult {
                     ok: false,
-                    error: Some(ErrorDetail {
-                        code: e.code().to_string(),
-                        message: e.message().to_string(),
-                    }),
+                    error: Some(e.detail()),
                 }
             }
         })
