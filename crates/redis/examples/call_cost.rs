@@ -2,14 +2,16 @@
 //! from `INFO commandstats` (which counts the commands a script or function runs, too).
 //!
 //! It starts its own `redis-server` (through `delayq-testkit`), then runs three bounded
-//! phases on one topic, each after `CONFIG RESETSTAT`: push (batches of 100), reserve (up to 10
-//! per call, the leases held), `ack_batch` of those leases (10 per call), and a worker's
-//! cycle as one `settle_and_reserve` call (the acks of the last 10 deliveries, reserve 10).
+//! phases on one topic, each after `CONFIG RESETSTAT`: push (batches of 100), reserve (up to B
+//! per call, the leases held), `ack_batch` of those leases (B per call), and a worker's
+//! cycle as one `settle_and_reserve` call (the acks of the last B deliveries, reserve B); B
+//! is 10 unless the second argument says otherwise.
 //! Besides command times it prints Redis's CPU time per job (`INFO cpu`), which a busy
 //! machine inflates less. Figures go to BENCHMARKS.md ("Redis engine: cost per call").
 //!
 //! ```sh
-//! cargo run --release -p delayq-redis --example call_cost -- 20000
+//! cargo run --release -p delayq-redis --example call_cost -- 20000        # batches of 10
+//! cargo run --release -p delayq-redis --example call_cost -- 100000 256   # a worker's batches
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)] // A measurement program, not library code.
@@ -20,7 +22,8 @@ use delayq_core::{Engine, NewJob, Reserve, Settle, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::RedisServer;
 
-/// Jobs per reserve, as a worker with 10 free slots asks.
+/// Jobs per reserve unless the second argument says otherwise: a worker with 10 free slots
+/// asks for 10; a busy worker's fetch loop asks for up to 256.
 const BATCH: usize = 10;
 
 #[tokio::main(flavor = "current_thread")]
@@ -30,6 +33,11 @@ async fn main() {
         .map(|s| s.parse().expect("the number of jobs"))
         .unwrap_or(20_000)
         .clamp(BATCH, 200_000);
+    let batch: usize = std::env::args()
+        .nth(2)
+        .map(|s| s.parse().expect("the jobs per call"))
+        .unwrap_or(BATCH)
+        .clamp(1, 1000);
     let server = RedisServer::start();
     let mut conn = server.connection().await;
     let e = RedisEngine::connect(RedisConfig::new(server.url()))
@@ -61,21 +69,33 @@ async fn main() {
     let mut held = Vec::new();
     while held.len() < jobs {
         let got = e
-            .reserve(&Reserve::new(t.clone()).max(BATCH))
+            .reserve(&Reserve::new(t.clone()).max(batch))
             .await
             .unwrap();
         held.extend(got.into_iter().filter_map(|d| d.lease));
     }
-    report("reserve up to 10 per call", jobs, (start, cpu0), &mut conn).await;
+    report(
+        &format!("reserve up to {batch} per call"),
+        jobs,
+        (start, cpu0),
+        &mut conn,
+    )
+    .await;
 
     let cpu0 = reset(&mut conn).await;
     let start = Instant::now();
-    for leases in held.chunks(BATCH) {
+    for leases in held.chunks(batch) {
         for r in e.ack_batch(leases).await.unwrap() {
             r.unwrap();
         }
     }
-    report("ack_batch of 10 per call", jobs, (start, cpu0), &mut conn).await;
+    report(
+        &format!("ack_batch of {batch} per call"),
+        jobs,
+        (start, cpu0),
+        &mut conn,
+    )
+    .await;
 
     push(jobs).await;
     let cpu0 = reset(&mut conn).await;
@@ -83,7 +103,7 @@ async fn main() {
     let mut done = 0;
     let mut settle: Vec<Settle> = Vec::new();
     loop {
-        let max = if done < jobs { BATCH } else { 0 };
+        let max = if done < jobs { batch } else { 0 };
         let got = e
             .settle_and_reserve(&settle, &Reserve::new(t.clone()).max(max))
             .await
@@ -102,7 +122,7 @@ async fn main() {
             .collect();
     }
     report(
-        "cycle as one call: settle_and_reserve (acks + reserve 10)",
+        &format!("cycle as one call: settle_and_reserve (acks + reserve {batch})"),
         jobs,
         (start, cpu0),
         &mut conn,

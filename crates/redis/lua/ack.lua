@@ -1,21 +1,23 @@
 -- ack.lua: acknowledges up to N deliveries of one topic; each acked job is removed.
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1]  N (1..1000)
--- ARGV[2i], ARGV[2i+1]  id and lease token of delivery i
+-- ARGV[2 .. N+1]  the ids of the deliveries; ARGV[N+2 .. 2N+1]  their token fields (lib.lua's
+--                 token_field); ARGV[2N+2 .. 3N+1]  their lease tokens, in the same order
 --
 -- Returns: { status per delivery }: OK, or LEASE_LOST when the token is not the job's live
 --          lease (expired, already acked, redelivered, deleted).
 --
--- Invariants: a stale token changes nothing; a lease is live while now < deadline; a
--- delivery listed twice in one call is acked once (the second answers LEASE_LOST). The work
--- is lib.lua's settle_many: no record is read, the tokens come from one HMGET of tokens,
--- the deadlines from the head of leases (or one ZMSCORE when some lease has run out); the
--- acked jobs leave leases, tokens and jobs with one call each.
+-- Invariants: a stale token changes nothing; a lease is live while now < deadline. The
+-- caller never sends one (id, token) twice in a call (delayq-redis answers a repeat
+-- LEASE_LOST itself). The work is lib.lua's check_acks and drop_acked: no record is read,
+-- the tokens come from one HMGET of jobs, the deadlines from the head of leases (or one
+-- ZMSCORE when some lease has run out); the acked jobs leave leases with one ZREM, their
+-- records and token fields leave jobs with one HDEL.
 
 local now = clock()
 local n = tonumber(ARGV[1])
-local items = {}
-for i = 1, n do items[i] = { S_ACK, ARGV[2 * i], tonumber(ARGV[2 * i + 1]) } end
-local statuses = settle_many(items, now)
-return statuses
+local out = {}
+local _, acked = check_acks(ARGV, 1, n, now, out, 0)
+drop_acked(ARGV, 1, n, acked)
+return out

@@ -1,6 +1,6 @@
 -- bury.lua: sends a reserved job to dead at once, whatever attempts it has left.
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token   ARGV[3] reason ('' for none)
 --
 -- Returns: { OK, 0 } | { LEASE_LOST, 0 }
@@ -9,5 +9,5 @@
 -- stays until kicked, deleted or purged. The work is lib.lua's settle.
 
 local now = clock()
-local status = settle(S_BURY, ARGV[1], tonumber(ARGV[2]), -1, ARGV[3], now)
+local status = settle(S_BURY, ARGV[1], ARGV[2], -1, ARGV[3], now)
 return { status, 0 }

@@ -1,7 +1,7 @@
 -- get.lua: reads one job, after applying what is due (so its state is the one time gives
 -- it, as in the embedded engine whose timers fire on time).
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] the most expired leases and due jobs to move first
 --
 -- Returns: {} when there is no such job, else the 5 values of emit (lease token 0: a read
@@ -16,6 +16,6 @@ local rec = redis.call('HGET', K_JOBS, id)
 local out = {}
 if rec then
   local state, deadline = describe(id, { cmsgpack.unpack(rec) })
-  emit(out, id, rec, state, 0, deadline)
+  emit(out, #out, id, rec, state, 0, deadline)
 end
 return out

@@ -4,10 +4,11 @@
 -- delayq_<version>_<op>, whose parameters are KEYS and ARGV and which first calls
 -- bind(KEYS). Everything here is local (Redis forbids globals).
 --
--- KEYS (the same nine for every function; all carry the topic's hash tag, so one call
+-- KEYS (the same eight for every function; all carry the topic's hash tag, so one call
 -- touches exactly one cluster slot):
 --   KEYS[1] jobs     HASH  id -> record (cmsgpack, see the F_ fields below; codec.rs decodes
---                          it too, so a change of fields is a change of both)
+--                          it too, so a change of fields is a change of both), and for each
+--                          leased job " <id>" (a space, then the id) -> its lease token
 --   KEYS[2] delayed  ZSET  id scored by due time (ms)
 --   KEYS[3] ready    ZSET  "<due:13 digits><seq:16 digits><id>" scored by priority
 --   KEYS[4] leases   ZSET  id scored by lease deadline (ms)
@@ -15,16 +16,19 @@
 --   KEYS[6] seq      STRING counter: push order and lease tokens
 --   KEYS[7] wake     ZSET  one member "w" scored by the earliest time a waiter should look
 --   KEYS[8] counters HASH  "expired" -> leases that ran out since creation or purge
---   KEYS[9] tokens   HASH  id -> lease token, for each leased job
 --
--- The lease (token, deadline) is not in the record: it is the job's entries in tokens and
--- leases, so settling checks two small fields instead of decoding the record, and a reserve
--- writes no record. The record counts the attempts that have ended; a leased job's current
+-- The lease (token, deadline) is not in the record: it is the job's token field in jobs and
+-- its entry in leases, so settling checks two small fields instead of decoding the record,
+-- and a reserve writes no record. The token lives in jobs rather than in a hash of its own:
+-- an ack then deletes the record and the token with one HDEL, and the tokens never sit in a
+-- small hash, which Redis keeps as a listpack (up to hash-max-listpack-entries, 512 on Redis
+-- 8) where every lookup and insert scans the whole list. The record counts the attempts that have ended; a leased job's current
 -- attempt is its lease, so its public attempts are the record's plus one.
 --
 -- Invariants kept by every function:
 --   * a job id is in the jobs hash iff it is in exactly one of delayed, ready, leases, dead;
---   * a job id is in tokens iff it is in leases;
+--   * a job id has a token field in jobs iff it is in leases, so HLEN jobs counts the jobs
+--     plus the leased ones;
 --   * the record's state is DEAD iff the job is in dead, else WAITING (delayed, ready or
 --     leased: the sets say which);
 --   * time comes only from redis.call('TIME'); no argument carries "now";
@@ -32,12 +36,19 @@
 
 -- The keys of the current call, set by bind. Redis runs one function at a time, so these
 -- shared upvalues always hold the running call's keys.
-local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_TOKENS
+local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS
 
 -- Binds the helpers to a call's KEYS; every function calls it first.
 local function bind(keys)
-  K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_TOKENS =
-    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8], keys[9]
+  K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS =
+    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8]
+end
+
+-- The field of jobs that holds a leased job's token: a space, then the id. A space is not
+-- in the id alphabet, so it never names a record. delayq-redis builds the same names for
+-- the acks it sends (ops::lease::token_field).
+local function token_field(id)
+  return ' ' .. id
 end
 
 -- Status codes, mirrored by `Status` in codec.rs.
@@ -114,8 +125,14 @@ local function store(id, j)
   redis.call('HSET', K_JOBS, id, pack(j))
 end
 
+-- A job's member in ready: its due time and push order as fixed-width digits, then its id,
+-- so that members of one priority sort by due time, then push order.
+local function member_of(id, ready_at, seq)
+  return string.format('%013d%016d', ready_at, seq) .. id
+end
+
 local function ready_member(id, j)
-  return string.format('%013d%016d', j[F_READY_AT], j[F_SEQ]) .. id
+  return member_of(id, j[F_READY_AT], j[F_SEQ])
 end
 
 local function id_of_member(m)
@@ -154,10 +171,11 @@ local function place(id, j, now)
   end
 end
 
--- Ends a job's lease: out of leases and tokens. The caller rewrites, places or deletes it.
+-- Ends a job's lease: out of leases, its token field gone. The caller rewrites, places or
+-- deletes it.
 local function drop_lease(id)
   redis.call('ZREM', K_LEASES, id)
-  redis.call('HDEL', K_TOKENS, id)
+  redis.call('HDEL', K_JOBS, token_field(id))
 end
 
 -- Removes a job from whichever set holds it. The caller deletes or rewrites the record.
@@ -229,7 +247,9 @@ local function tick(now, limit)
     if #expired > 0 then
       -- The expired leases are exactly the first #expired ranks: removed in one call.
       redis.call('ZREMRANGEBYRANK', K_LEASES, 0, #expired - 1)
-      call_many('HDEL', K_TOKENS, expired, 1)
+      local fields = {}
+      for i = 1, #expired do fields[i] = token_field(expired[i]) end
+      call_many('HDEL', K_JOBS, fields, 1)
       local js = load_many(expired)
       for i, id in ipairs(expired) do
         if js[i] then fail(id, js[i], now, nil, 'lease expired') end
@@ -244,12 +264,15 @@ local function tick(now, limit)
     if #due > 0 then
       -- The due jobs are exactly the first #due ranks: removed in one call.
       redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, #due - 1)
-      local js, pairs_ = load_many(due), {}
-      for i, id in ipairs(due) do
-        local j = js[i]
-        if j then
-          pairs_[#pairs_ + 1] = j[F_PRIO]
-          pairs_[#pairs_ + 1] = ready_member(id, j)
+      local recs, pairs_, k = raw_many(due), {}, 0
+      for i = 1, #due do
+        local rec = recs[i]
+        if rec then
+          -- Only the fields up to the push order are decoded, never the body.
+          local _, _, prio, ready_at, seq = cmsgpack.unpack_limit(rec, F_SEQ)
+          pairs_[k + 1] = prio
+          pairs_[k + 2] = member_of(due[i], ready_at, seq)
+          k = k + 2
         end
       end
       call_many('ZADD', K_READY, pairs_, 2)
@@ -260,98 +283,127 @@ local function tick(now, limit)
   return more, false
 end
 
--- True when (id, token) is a live lease at `now`: the token is the job's in tokens and the
+-- True when a stored token (a string from a token field, or false) is the token a caller gave (an
+-- ARGV string). Both are Lua strings, interned, so the usual case is one pointer compare;
+-- the numeric compare covers a stored form that differs from the caller's decimal digits.
+local function same_token(stored, given)
+  return stored and (stored == given or tonumber(stored) == tonumber(given))
+end
+
+-- True when (id, token) is a live lease at `now`: the token is the job's token field and the
 -- deadline in leases is later than now. Reads two small fields, never the record.
 local function live_lease(id, token, now)
-  local t = redis.call('HGET', K_TOKENS, id)
-  if not t or tonumber(t) ~= token then return false end
+  if not same_token(redis.call('HGET', K_JOBS, token_field(id)), token) then return false end
   local deadline = redis.call('ZSCORE', K_LEASES, id)
   return deadline ~= false and tonumber(deadline) > now
 end
 
--- Settlement kinds, mirrored by `codec::settle_kind`.
-local S_ACK, S_NACK, S_BURY, S_RELEASE = 1, 2, 3, 4
+-- Settlement kinds other than ack, mirrored by `ops::reserve::settle_kind`.
+local S_NACK, S_BURY, S_RELEASE = 2, 3, 4
 
--- Settles deliveries at `now`, in order. `items[i]` is { kind, id, token, delay, reason }:
--- ack (removed), nack (the attempt ends: retry after `delay` ms, or the back-off when delay
--- < 0, or dead when attempts are used up), bury (the attempt ends: dead now with `reason`)
--- or release (ready again at its due time, the attempt not counted, the record untouched).
--- Returns two lists: a status per item (OK, or LEASE_LOST when (id, token) is not a live
--- lease: expired, settled, redelivered, deleted, or settled earlier in this same call) and
--- a value per item (for a nack, the new due time or -1 when the job went dead; else 0).
+-- Checks `count` acks at `now`. They come as three runs of argv: ids argv[at+1 .. at+count],
+-- their token fields argv[at+count+1 .. at+2*count] (token_field of each id, built by the
+-- caller), tokens argv[at+2*count+1 .. at+3*count]; so everything goes to Redis as an
+-- unpack of ARGV, with no table or string built per ack. Writes a status per ack into
+-- out[m+1 .. m+count] (OK, or LEASE_LOST when (id, token) is not a live lease: expired,
+-- settled, redelivered or deleted) and answers m + count and the acked ids: false when every
+-- ack is live (they are the ids in argv), else a list. Changes nothing: drop_acked removes
+-- them, once the caller's other writes are done.
 --
--- The one place each settlement is written (ack, nack, bury, release and reserve's
--- settlements all come here). The leases are checked with one HMGET of tokens for the
--- whole list (and one ZMSCORE of leases, only when some lease has run out: the head of
--- leases says), never by decoding a record, and the acked jobs
--- leave leases, tokens and jobs with one call each at the end (they are removed, so no
--- later item or the reserve that follows can see them in between).
-local function settle_many(items, now)
-  local ids = {}
-  for i, it in ipairs(items) do ids[i] = it[2] end
-  local statuses, values = {}, {}
-  if #ids == 0 then return statuses, values end
-  local tokens = redis.call('HMGET', K_TOKENS, unpack(ids))
-  -- When the earliest deadline is later than now, every lease in leases is live, so a
-  -- matching token is enough: one ZRANGE of the head instead of a ZMSCORE of every id (whose
-  -- scores Redis formats as text and Lua parses back).
+-- The tokens come from one HMGET of jobs; the deadlines from the head of leases when it is
+-- later than now (then every lease is live), else from one ZMSCORE. The caller never sends
+-- one (id, token) twice in a call (delayq-redis answers a repeat LEASE_LOST itself), so no
+-- table of settled ids is kept here.
+local function check_acks(argv, at, count, now, out, m)
+  if count == 0 then return m, false end
+  local tokens = redis.call('HMGET', K_JOBS, unpack(argv, at + count + 1, at + 2 * count))
   local head = head_score(K_LEASES)
   local deadlines = false
-  if head and head <= now then deadlines = redis.call('ZMSCORE', K_LEASES, unpack(ids)) end
-  local done, acked = {}, {}
-  for i, it in ipairs(items) do
-    local id, kind = ids[i], it[1]
-    local status, value = LEASE_LOST, 0
-    local live = not done[id] and tokens[i] and tonumber(tokens[i]) == it[3]
+  if head and head <= now then
+    deadlines = redis.call('ZMSCORE', K_LEASES, unpack(argv, at + 1, at + count))
+  end
+  local acked, n = false, 0
+  for i = 1, count do
+    local live = same_token(tokens[i], argv[at + 2 * count + i])
       and (not deadlines or (deadlines[i] and tonumber(deadlines[i]) > now))
-    local j = live and kind ~= S_ACK and load(id)
-    if live and kind == S_ACK then
-      acked[#acked + 1] = id
-      status = OK
-    elseif j then
-      drop_lease(id)
-      status = OK
-      if kind == S_NACK then
-        local delay = it[4]
-        if delay < 0 then delay = nil end
-        value = fail(id, j, now, delay, it[5]) or -1
-      elseif kind == S_BURY then
-        j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
-        j[F_STATE] = DEAD
-        j[F_ERR] = it[5]
-        redis.call('ZADD', K_DEAD, now, id)
-        store(id, j)
-      else
-        -- Release: the attempt does not count and the due time is the original one, so the
-        -- record is unchanged: the job only goes back to its place in ready.
-        place(id, j, now)
+    if live then
+      out[m + i] = OK
+      if acked then
+        n = n + 1
+        acked[n] = argv[at + i]
+      end
+    else
+      out[m + i] = LEASE_LOST
+      if not acked then
+        acked, n = {}, i - 1
+        for k = 1, n do acked[k] = argv[at + k] end
       end
     end
-    if status == OK then done[id] = true end
-    statuses[i], values[i] = status, value
   end
-  call_many('ZREM', K_LEASES, acked, 1)
-  call_many('HDEL', K_TOKENS, acked, 1)
-  call_many('HDEL', K_JOBS, acked, 1)
-  return statuses, values
+  return m + count, acked
 end
 
--- Settles one delivery (settle_many of one item); returns its status and value.
+-- Removes the jobs of acks that check_acks found live (the same argv, at, count and its
+-- answer): out of leases (one ZREM), record and token field out of jobs (one HDEL).
+local function drop_acked(argv, at, count, acked)
+  if count == 0 then return end
+  if acked then
+    local fields = {}
+    for i = 1, #acked do
+      fields[2 * i - 1] = acked[i]
+      fields[2 * i] = token_field(acked[i])
+    end
+    call_many('ZREM', K_LEASES, acked, 1)
+    call_many('HDEL', K_JOBS, fields, 2)
+  else
+    -- At most 1000 acks a call (delayq-core's limit), so 2000 fields: one call each.
+    redis.call('ZREM', K_LEASES, unpack(argv, at + 1, at + count))
+    redis.call('HDEL', K_JOBS, unpack(argv, at + 1, at + 2 * count))
+  end
+end
+
+-- Settles one delivery other than an ack at `now`: nack (the attempt ends: retry after
+-- `delay` ms, or the back-off when delay < 0, or dead when attempts are used up), bury (the
+-- attempt ends: dead now with `reason`) or release (ready again at its due time, the
+-- attempt not counted, the record untouched). `token` is the caller's string. Returns the
+-- status (OK, or LEASE_LOST when (id, token) is not a live lease) and a value (for a nack,
+-- the new due time or -1 when the job went dead; else 0).
+--
+-- The one place these settlements are written (nack.lua, bury.lua, release.lua and
+-- reserve's settlements all come here).
 local function settle(kind, id, token, delay, reason, now)
-  local statuses, values = settle_many({ { kind, id, token, delay, reason } }, now)
-  return statuses[1], values[1]
+  if not live_lease(id, token, now) then return LEASE_LOST, 0 end
+  local j = load(id)
+  if not j then return LEASE_LOST, 0 end
+  drop_lease(id)
+  if kind == S_NACK then
+    if delay < 0 then delay = nil end
+    return OK, fail(id, j, now, delay, reason) or -1
+  elseif kind == S_BURY then
+    j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
+    j[F_STATE] = DEAD
+    j[F_ERR] = reason
+    redis.call('ZADD', K_DEAD, now, id)
+    store(id, j)
+  else
+    -- Release: the attempt does not count and the due time is the original one, so the
+    -- record is unchanged: the job only goes back to its place in ready.
+    place(id, j, now)
+  end
+  return OK, 0
 end
 
--- Appends a job to a reply: 5 values (id, public state, lease token, deadline, the stored
--- record as it is), decoded by codec.rs `decode_job`, which decodes the record's msgpack:
--- Lua never decodes a record only to re-encode it as a reply. The deadline is the lease's
--- while reserved, the time of death while dead, else 0. Never nil: Redis would cut the
--- reply at the first nil.
-local function emit(out, id, rec, pstate, token, deadline)
-  local n = #out
-  out[n + 1] = id
-  out[n + 2] = pstate
-  out[n + 3] = token
-  out[n + 4] = deadline
-  out[n + 5] = rec
+-- Writes a job into a reply at out[m+1 .. m+5]: 5 values (id, public state, lease token,
+-- deadline, the stored record as it is), decoded by codec.rs `decode_job`, which decodes the
+-- record's msgpack: Lua never decodes a record only to re-encode it as a reply. The deadline
+-- is the lease's while reserved, the time of death while dead, else 0. Never nil: Redis
+-- would cut the reply at the first nil. Answers m + 5 (callers keep the position, as `#out`
+-- costs a search of the table each time).
+local function emit(out, m, id, rec, pstate, token, deadline)
+  out[m + 1] = id
+  out[m + 2] = pstate
+  out[m + 3] = token
+  out[m + 4] = deadline
+  out[m + 5] = rec
+  return m + 5
 end

@@ -1,6 +1,6 @@
 -- list.lua: one page of the jobs in a state, after applying what is due.
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] public state (1 delayed, 2 ready, 3 reserved, 4 dead)
 -- ARGV[2] cursor score   ARGV[3] cursor member ('' = first page)
 -- ARGV[4] page size (1..1000)   ARGV[5] the most expired leases and due jobs to move first
@@ -63,7 +63,7 @@ for k = 1, #page, 2 do
   -- The score is the deadline of a reserved job and the time of death of a dead one.
   local deadline = 0
   if state == P_RESERVED or state == P_DEAD then deadline = tonumber(page[k + 1]) end
-  if rec then emit(out, id, rec, state, 0, deadline) end
+  if rec then emit(out, #out, id, rec, state, 0, deadline) end
 end
 if #page == 2 * limit and redis.call('ZCARD', key) > start + limit then
   out[1] = 1

@@ -1,7 +1,7 @@
 -- nack.lua: reports a failed delivery. The job is retried after the given delay or its
 -- back-off, or goes dead when it has used every attempt.
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token   ARGV[3] delay ms, or -1 for the job's back-off
 -- ARGV[4] reason ('' for none)
 --
@@ -11,5 +11,5 @@
 -- + 1), so max attempts bounds deliveries. The work is lib.lua's settle.
 
 local now = clock()
-local status, ready_at = settle(S_NACK, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], now)
+local status, ready_at = settle(S_NACK, ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], now)
 return { status, ready_at }

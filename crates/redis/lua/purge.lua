@@ -1,6 +1,6 @@
 -- purge.lua: removes every job of the topic in every state.
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV: none
 --
 -- Returns: the number of jobs removed.
@@ -9,6 +9,7 @@
 -- from before the purge can never match a later lease). UNLINK frees memory off the main
 -- thread, so a purge of millions of jobs does not stall Redis.
 
-local n = redis.call('HLEN', K_JOBS)
-redis.call('UNLINK', K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_WAKE, K_COUNTERS, K_TOKENS)
+-- jobs holds a record per job and a token field per leased job.
+local n = redis.call('HLEN', K_JOBS) - redis.call('ZCARD', K_LEASES)
+redis.call('UNLINK', K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_WAKE, K_COUNTERS)
 return n

@@ -1,6 +1,6 @@
 -- push.lua: creates up to N jobs of one topic, idempotent on id.
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1]  N, the number of jobs
 -- then 11 values per job i (base = 1 + (i-1)*11):
 --   +1 id   +2 body   +3 schedule kind (0 = delay ms, 1 = absolute ms)   +4 schedule value

@@ -1,7 +1,7 @@
 -- release.lua: gives a delivery back without counting it: the job is ready again at once,
 -- at its original due time, the attempt not counted (graceful shutdown uses this).
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token
 --
 -- Returns: { OK, 0 } | { LEASE_LOST, 0 }
@@ -11,5 +11,5 @@
 -- The work is lib.lua's settle.
 
 local now = clock()
-local status = settle(S_RELEASE, ARGV[1], tonumber(ARGV[2]), -1, '', now)
+local status = settle(S_RELEASE, ARGV[1], ARGV[2], -1, '', now)
 return { status, 0 }

@@ -3,32 +3,41 @@
 -- lowest priority number first, then the earliest due time, then push order. A worker's
 -- cycle (settle what it finished, take the next jobs) is this one call.
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1]  N, the most jobs to take (0..1000; 0 = settle only)
 -- ARGV[2]  mode: 0 = at-least-once (lease each job), 1 = at-most-once (remove each job)
 -- ARGV[3]  the most expired leases and due jobs to move first (bounded work per call)
--- ARGV[4]  S, the number of settlements (0..1000)
--- then 5 values per settlement i (base = 4 + (i-1)*5):
---   +1 kind (S_ACK, S_NACK, S_BURY, S_RELEASE of lib.lua)   +2 id   +3 lease token
---   +4 nack delay ms (-1 = the job's back-off; -1 for other kinds)   +5 reason ('' = none)
+-- ARGV[4]  A, the number of acks (0..1000), then their A ids, then the A token fields of
+--          those ids (lib.lua's token_field), then their A lease tokens
+-- ARGV[5+3A]  S, the number of other settlements (0..1000), then 5 values per settlement i
+--   (base = 5 + 3A + (i-1)*5): +1 kind (S_NACK, S_BURY, S_RELEASE of lib.lua)  +2 id
+--   +3 lease token  +4 nack delay ms (-1 = the job's back-off; -1 for other kinds)
+--   +5 reason ('' = none)
 --
--- Returns: { now µs, next wake ms (-1 = none), more (1|0), S, then 2 values per settlement
---            (status OK | LEASE_LOST, value as lib.lua's settle_many), then 5 values per job
---            (emit: id, state reserved, lease token (0 at-most-once), deadline (0
---            at-most-once), the record as stored, whose attempts count ended attempts) }
+-- Returns: { now µs, next wake ms (-1 = none), more (1|0), A, S, then a status per ack (OK |
+--            LEASE_LOST), then 2 values per other settlement (status, value as lib.lua's
+--            settle), then 5 values per job (emit: id, state reserved, lease token (0
+--            at-most-once), deadline (0 at-most-once), the record as stored, whose attempts
+--            count ended attempts) }
 --   next wake is when a waiter should call again: now if jobs are still ready, else the
 --   earliest due time or lease deadline (-1 when N = 0: nothing was looked at). more = 1
 --   when jobs are left ready (or due work was left by the bound), so the caller can wake
 --   another local waiter.
 --
--- Settlements apply in order, before anything is reserved, each exactly as its own function
--- would (lib.lua's settle_many, as ack.lua, nack.lua, bury.lua, release.lua): a stale token answers LEASE_LOST and
--- changes nothing, and never stops the others or the reserve. They refuse nothing as a whole
--- (their arguments were validated by delayq-core), so there is no check to run first.
+-- Settlements: the caller puts the acks first (they carry no options, and go to Redis as
+-- runs of ARGV) and never sends one (id, token) twice in a call; a job has one live token,
+-- so the settlements of one call cannot depend on each other's order. Each is checked as
+-- its own function would (lib.lua's check_acks as ack.lua; lib.lua's settle as nack.lua,
+-- bury.lua, release.lua): a stale token answers LEASE_LOST and changes nothing, and never
+-- stops the others or the reserve. They refuse nothing as a whole (their arguments were
+-- validated by delayq-core), so there is no check to run first. The acked jobs are removed
+-- after the reserve's writes, so that a worker's steady cycle (ack a batch, lease the next)
+-- keeps the topic's leases and tokens near one size instead of emptying and refilling
+-- them (which costs Redis a re-encoding and rehashing of both at every call).
 --
 -- Invariants: each ready job is handed out once: it leaves ready in the same call that
 -- leases (or removes) it; a lease token is fresh (INCRBY of the topic counter) and the
--- deadline is now + ttr on the Redis clock. A lease is an entry in leases and one in tokens:
+-- deadline is now + ttr on the Redis clock. A lease is an entry in leases and a token field:
 -- the record is read but never rewritten nor decoded beyond its ttr (the reply carries it
 -- as stored; codec.rs decodes it and counts this delivery in its attempts). When it delivers,
 -- the call passes the baton: it signals the next wake time, so that some blocked waiter
@@ -36,63 +45,69 @@
 
 local now, now_us = clock()
 local n, at_most_once, budget = tonumber(ARGV[1]), ARGV[2] == '1', tonumber(ARGV[3])
-local s = tonumber(ARGV[4])
+local a = tonumber(ARGV[4])
+local s_at = 5 + 3 * a
+local s = tonumber(ARGV[s_at])
 
-local out = { now_us, -1, 0, s }
-local items = {}
+local out = { now_us, -1, 0, a, s }
+local m, acked = check_acks(ARGV, 4, a, now, out, 5)
 for i = 1, s do
-  local b = 4 + (i - 1) * 5
-  items[i] = { tonumber(ARGV[b + 1]), ARGV[b + 2], tonumber(ARGV[b + 3]),
-    tonumber(ARGV[b + 4]), ARGV[b + 5] }
+  local b = s_at + (i - 1) * 5
+  out[m + 1], out[m + 2] = settle(tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3],
+    tonumber(ARGV[b + 4]), ARGV[b + 5], now)
+  m = m + 2
 end
-local statuses, values = settle_many(items, now)
-for i = 1, s do
-  out[#out + 1] = statuses[i]
-  out[#out + 1] = values[i]
-end
-if n == 0 then return out end
 
--- A topic with no job at all (the idle case): nothing to do, nothing to wait for.
-if redis.call('EXISTS', K_JOBS) == 0 then return out end
+-- A topic with no job at all (the idle case): nothing to do, nothing to wait for. (Jobs
+-- acked by this call are still there, so a call that acks never stops here.)
+if n == 0 or redis.call('EXISTS', K_JOBS) == 0 then
+  drop_acked(ARGV, 4, a, acked)
+  return out
+end
 
 local left_behind, unchanged, delayed_head, lease_head = tick(now, math.max(budget, n))
 
--- ZPOPMIN takes the first n members in the ready order (score = priority, then the member's
--- due time, push order and id), exactly as ZRANGE 0 n-1 would list them.
-local popped = redis.call('ZPOPMIN', K_READY, n)
-local ids = {}
-for i = 1, #popped, 2 do ids[#ids + 1] = id_of_member(popped[i]) end
-if #ids > 0 then
+-- The first n members in the ready order (score = priority, then the member's due time,
+-- push order and id), taken with ZRANGE and removed by rank: ZPOPMIN would also send each
+-- member's score, which nothing here reads.
+local members = redis.call('ZRANGE', K_READY, 0, n - 1)
+local taken = #members
+if taken > 0 then
+  redis.call('ZREMRANGEBYRANK', K_READY, 0, taken - 1)
+  local ids = {}
+  for i = 1, taken do ids[i] = id_of_member(members[i]) end
   local recs = raw_many(ids)
-  -- Fresh lease tokens base+1 .. base+#ids, one INCRBY for the whole batch.
+  -- Fresh lease tokens base+1 .. base+taken, one INCRBY for the whole batch.
   local base = 0
-  if not at_most_once then base = redis.call('INCRBY', K_SEQ, #ids) - #ids end
-  local gone, leases, tokens = {}, {}, {}
-  for i, id in ipairs(ids) do
-    local rec = recs[i]
+  if not at_most_once then base = redis.call('INCRBY', K_SEQ, taken) - taken end
+  local gone, leases, tokens, g, k = {}, {}, {}, 0, 0
+  for i = 1, taken do
+    local id, rec = ids[i], recs[i]
     if rec then
       if at_most_once then
-        gone[#gone + 1] = id
-        emit(out, id, rec, P_RESERVED, 0, 0)
+        g = g + 1
+        gone[g] = id
+        m = emit(out, m, id, rec, P_RESERVED, 0, 0)
       else
         local deadline = now + ttr_of(rec)
-        leases[#leases + 1] = deadline
-        leases[#leases + 1] = id
-        tokens[#tokens + 1] = id
-        tokens[#tokens + 1] = base + i
-        emit(out, id, rec, P_RESERVED, base + i, deadline)
+        leases[k + 1], leases[k + 2] = deadline, id
+        tokens[k + 1], tokens[k + 2] = token_field(id), base + i
+        k = k + 2
+        m = emit(out, m, id, rec, P_RESERVED, base + i, deadline)
       end
     end
   end
   call_many('HDEL', K_JOBS, gone, 1)
   call_many('ZADD', K_LEASES, leases, 2)
-  call_many('HSET', K_TOKENS, tokens, 2)
+  call_many('HSET', K_JOBS, tokens, 2)
 end
--- Fewer than n taken means ready is now empty.
+drop_acked(ARGV, 4, a, acked)
+-- Fewer than n taken means ready is now empty. The heads tick read are stale when acks
+-- left leases since.
 local wake
-if left_behind or (#ids == n and redis.call('ZCARD', K_READY) > 0) then
+if left_behind or (taken == n and redis.call('ZCARD', K_READY) > 0) then
   wake = now
-elseif unchanged and #ids == 0 then
+elseif unchanged and taken == 0 and a == 0 then
   wake = delayed_head or -1
   if lease_head and (wake < 0 or lease_head < wake) then wake = lease_head end
 else
@@ -100,5 +115,5 @@ else
 end
 out[2] = wake
 if wake == now then out[3] = 1 end
-if (#ids > 0 or left_behind) and wake >= 0 then signal(wake) end
+if (taken > 0 or left_behind) and wake >= 0 then signal(wake) end
 return out

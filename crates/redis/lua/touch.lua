@@ -1,6 +1,6 @@
 -- touch.lua: extends a live lease to now + ttr.
 --
--- KEYS: the nine topic keys of lib.lua.
+-- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token   ARGV[3] ttr ms, or -1 for the job's own ttr
 --
 -- Returns: { OK, new deadline ms } | { LEASE_LOST }
@@ -9,7 +9,7 @@
 -- lease's deadline (its score in leases) changes, never the record.
 
 local now = clock()
-local id, token, ttr = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local id, token, ttr = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not live_lease(id, token, now) then return { LEASE_LOST } end
 if ttr < 0 then
   local j = load(id)

@@ -7,8 +7,8 @@
 use delayq_core::{Error, Topic};
 
 /// The names of a topic's keys, in the order every function receives them as KEYS.
-pub(crate) const TOPIC_KEY_NAMES: [&str; 9] = [
-    "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters", "tokens",
+pub(crate) const TOPIC_KEY_NAMES: [&str; 8] = [
+    "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters",
 ];
 
 /// Builds keys under one prefix (default `delayq`).
@@ -30,8 +30,8 @@ impl KeySpace {
         })
     }
 
-    /// The nine keys of a topic, in function KEYS order.
-    pub(crate) fn topic(&self, topic: &Topic) -> [String; 9] {
+    /// The eight keys of a topic, in function KEYS order.
+    pub(crate) fn topic(&self, topic: &Topic) -> [String; 8] {
         TOPIC_KEY_NAMES.map(|name| format!("{}:{{{}}}:{name}", self.prefix, topic.as_str()))
     }
 
@@ -77,7 +77,6 @@ mod tests {
                 "delayq:{orders.cancel}:seq",
                 "delayq:{orders.cancel}:wake",
                 "delayq:{orders.cancel}:counters",
-                "delayq:{orders.cancel}:tokens",
             ]
         );
         assert_eq!(ks.wake(&topic("orders.cancel")), keys[6]);

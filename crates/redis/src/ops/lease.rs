@@ -8,9 +8,29 @@ use delayq_core::limits::delay_ms_ceil;
 use delayq_core::{Error, Lease, Nack, NackOutcome, Result, Timestamp, Topic, duration_ms};
 use redis::{Cmd, Value};
 
-use super::{Ops, lease_lost, unexpected};
+use super::{Ops, lease_lost, repeats, unexpected};
 use crate::codec::{self, Status};
 use crate::library;
+
+/// The field of a topic's `jobs` hash that holds a leased job's token: a space, then the id
+/// (lib.lua's `token_field`; a space is not in the id alphabet).
+fn token_field(id: &str) -> String {
+    format!(" {id}")
+}
+
+/// Adds acks to a function call as lib.lua's `check_acks` takes them: the ids, then their
+/// token fields, then their tokens.
+pub(crate) fn ack_args<'a>(inv: &mut Cmd, acks: impl Iterator<Item = &'a Lease> + Clone) {
+    for l in acks.clone() {
+        inv.arg(l.id.as_str());
+    }
+    for l in acks.clone() {
+        inv.arg(token_field(l.id.as_str()));
+    }
+    for l in acks {
+        inv.arg(l.token.0);
+    }
+}
 
 impl Ops {
     /// Runs a lease function and maps its status; returns the rest of the reply.
@@ -36,9 +56,14 @@ impl Ops {
 
     /// `Engine::ack_batch`, its input already checked by `engine.rs`.
     pub(crate) async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+        let mut out: Vec<Result<()>> = leases.iter().map(|_| Ok(())).collect();
         let mut by_topic: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
-        for (i, l) in leases.iter().enumerate() {
-            by_topic.entry(&l.topic).or_default().push(i);
+        for (i, (l, again)) in leases.iter().zip(repeats(leases)).enumerate() {
+            if again {
+                out[i] = Err(lease_lost(l));
+            } else {
+                by_topic.entry(&l.topic).or_default().push(i);
+            }
         }
         let groups: Vec<(&Topic, Vec<usize>)> = by_topic.into_iter().collect();
         let invs: Vec<Cmd> = groups
@@ -46,14 +71,11 @@ impl Ops {
             .map(|(topic, idx)| {
                 let mut inv = self.fcall(library::ACK, topic);
                 inv.arg(idx.len());
-                for &i in idx {
-                    inv.arg(leases[i].id.as_str()).arg(leases[i].token.0);
-                }
+                ack_args(&mut inv, idx.iter().map(|&i| &leases[i]));
                 inv
             })
             .collect();
         let replies = self.conn.pipeline(&invs, "acking").await?;
-        let mut out: Vec<Result<()>> = leases.iter().map(|_| Ok(())).collect();
         for ((_, idx), reply) in groups.iter().zip(replies) {
             let codes = codec::array(reply)?;
             if codes.len() != idx.len() {

@@ -71,6 +71,15 @@ pub(crate) fn lease_lost(lease: &Lease) -> Error {
     }
 }
 
+/// Which of `leases` repeat an earlier one exactly (same topic, id and token). A function call
+/// never receives a repeat, as its Lua keeps no table of what it settled; the caller answers
+/// it `LEASE_LOST`, which is what a second settlement of one lease is, whatever the first
+/// answered.
+pub(crate) fn repeats<'a>(leases: impl IntoIterator<Item = &'a Lease>) -> Vec<bool> {
+    let mut seen = HashSet::new();
+    leases.into_iter().map(|l| !seen.insert(l)).collect()
+}
+
 /// `NOT_FOUND`: no such job.
 pub(crate) fn not_found(topic: &Topic, id: &JobId) -> Error {
     Error::NotFound {

@@ -14,7 +14,8 @@ use delayq_core::{
 use rand::Rng;
 use redis::{Cmd, Value};
 
-use super::{Ops, lease_lost, unexpected};
+use super::lease::ack_args;
+use super::{Ops, lease_lost, repeats, unexpected};
 use crate::codec::{self, Status, decode_jobs};
 use crate::library;
 
@@ -26,17 +27,27 @@ pub(crate) struct Observation {
     received: Instant,
 }
 
-/// The settlement kind codes of lib.lua (`S_ACK, S_NACK, S_BURY, S_RELEASE`).
-fn settle_kind(s: &Settle) -> u8 {
+/// The kind codes of lib.lua's `settle` (`S_NACK, S_BURY, S_RELEASE`); acks are not sent
+/// with a kind (`None`): they go in a run of their own.
+fn settle_kind(s: &Settle) -> Option<u8> {
     match s {
-        Settle::Ack(_) => 1,
-        Settle::Nack(..) => 2,
-        Settle::Bury(..) => 3,
-        Settle::Release(_) => 4,
+        Settle::Ack(_) => None,
+        Settle::Nack(..) => Some(2),
+        Settle::Bury(..) => Some(3),
+        Settle::Release(_) => Some(4),
     }
 }
 
-/// The answer to one settlement: lib.lua's `settle_many` status and value (a nack's new due
+/// The settlements `idx` (positions in `settle`) in the order the reserve function takes
+/// and answers them: the acks, then the others, each in their given order.
+fn function_order(settle: &[Settle], idx: &[usize]) -> Vec<usize> {
+    let (acks, others): (Vec<usize>, Vec<usize>) = idx
+        .iter()
+        .partition(|&&i| settle_kind(&settle[i]).is_none());
+    acks.into_iter().chain(others).collect()
+}
+
+/// The answer to one settlement: its status and value in the reserve function's reply (a nack's new due
 /// time, or -1 when the job went dead).
 fn answer(s: &Settle, status: &Value, value: &Value) -> Result<Result<Settled>> {
     Ok(match Status::from_code(codec::int(status)?)? {
@@ -58,7 +69,7 @@ fn answer(s: &Settle, status: &Value, value: &Value) -> Result<Result<Settled>> 
 
 impl Ops {
     /// A reserve function call on `topic` for up to `want` jobs (0: settle only), carrying the
-    /// settlements of that topic.
+    /// settlements of that topic, in `function_order` and with no lease twice.
     pub(crate) fn reserve_invocation(
         &self,
         topic: &Topic,
@@ -69,9 +80,13 @@ impl Ops {
         let mut inv = self.fcall(library::RESERVE, topic);
         inv.arg(want)
             .arg(u8::from(mode == DeliveryMode::AtMostOnce))
-            .arg(self.tick_batch)
-            .arg(settle.len());
-        for s in settle {
+            .arg(self.tick_batch);
+        let (acks, others): (Vec<&Settle>, Vec<&Settle>) =
+            settle.iter().partition(|s| settle_kind(s).is_none());
+        inv.arg(acks.len());
+        ack_args(&mut inv, acks.iter().map(|s| s.lease()));
+        inv.arg(others.len());
+        for s in others {
             let (lease, delay, reason) = match s {
                 Settle::Ack(l) | Settle::Release(l) => (l, None, None),
                 Settle::Nack(l, n) => (l, Some(n.delay), n.reason.as_deref()),
@@ -81,7 +96,7 @@ impl Ops {
                 Some(d) => delay_ms_ceil(d).to_string(),
                 None => "-1".to_string(),
             };
-            inv.arg(settle_kind(s))
+            inv.arg(settle_kind(s).unwrap_or_default())
                 .arg(lease.id.as_str())
                 .arg(lease.token.0)
                 .arg(delay)
@@ -91,8 +106,8 @@ impl Ops {
     }
 
     /// Decodes a reserve function's reply: what it said of the topic's next event, the answers
-    /// to its settlements (`settle[idx[k]]` is its k-th, answered into `settled[idx[k]]`) and
-    /// its jobs as deliveries.
+    /// to its settlements (`settle[idx[k]]` is its k-th, in `function_order`, answered into
+    /// `settled[idx[k]]`) and its jobs as deliveries.
     fn take_reserve_reply(
         topic: &Topic,
         mode: DeliveryMode,
@@ -100,22 +115,32 @@ impl Ops {
         (settle, idx): (&[Settle], &[usize]),
         settled: &mut [Option<Result<Settled>>],
     ) -> Result<(Observation, Vec<Delivery>)> {
-        if reply.len() < 4 {
+        if reply.len() < 5 {
             return Err(Error::Internal("short reserve reply".into()));
         }
         let now_us = codec::uint(&reply[0])?;
         let next = codec::opt_uint(&reply[1])?;
-        let s = codec::uint(&reply[3])? as usize;
-        if s != idx.len() || reply.len() < 4 + 2 * s {
+        let (a, s) = (
+            codec::uint(&reply[3])? as usize,
+            codec::uint(&reply[4])? as usize,
+        );
+        let jobs_at = 5 + a + 2 * s;
+        if a + s != idx.len() || reply.len() < jobs_at {
             return Err(Error::Internal(
                 "reserve reply has the wrong number of settlements".into(),
             ));
         }
+        // The acks answer a status each, the others a status and a value.
         for (k, &i) in idx.iter().enumerate() {
-            let (status, value) = (&reply[4 + 2 * k], &reply[5 + 2 * k]);
+            let (status, value) = if k < a {
+                (&reply[5 + k], &Value::Int(0))
+            } else {
+                let at = 5 + a + 2 * (k - a);
+                (&reply[at], &reply[at + 1])
+            };
             settled[i] = Some(answer(&settle[i], status, value)?);
         }
-        let jobs = decode_jobs(topic, reply.into_iter().skip(4 + 2 * s).collect())?;
+        let jobs = decode_jobs(topic, reply.into_iter().skip(jobs_at).collect())?;
         let deliveries = jobs
             .into_iter()
             .map(|(job, token)| {
@@ -155,11 +180,22 @@ impl Ops {
         let n = req.topics.len();
         let start = self.rotate.fetch_add(1, Ordering::Relaxed) % n;
         let first = &req.topics[start];
-        let mut groups: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
-        for (i, s) in settle.iter().enumerate() {
-            groups.entry(&s.lease().topic).or_default().push(i);
-        }
         let mut settled: Vec<Option<Result<Settled>>> = settle.iter().map(|_| None).collect();
+        let mut groups: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
+        for (i, again) in repeats(settle.iter().map(Settle::lease))
+            .into_iter()
+            .enumerate()
+        {
+            let lease = settle[i].lease();
+            if again {
+                settled[i] = Some(Err(lease_lost(lease)));
+            } else {
+                groups.entry(&lease.topic).or_default().push(i);
+            }
+        }
+        for idx in groups.values_mut() {
+            *idx = function_order(settle, idx);
+        }
         let mut out = Vec::new();
         let mut seen = Vec::new();
 
