@@ -143,6 +143,16 @@ impl Settle {
         }
     }
 
+    /// The operation's name, as errors name it: `ack`, `nack`, `bury` or `release`.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            Settle::Ack(_) => "ack",
+            Settle::Nack(..) => "nack",
+            Settle::Bury(..) => "bury",
+            Settle::Release(_) => "release",
+        }
+    }
+
     /// Checks the arguments (a nack's delay and reason, a bury's reason).
     pub fn validate(&self) -> Result<()> {
         match self {

@@ -163,6 +163,26 @@ impl Error {
         }
     }
 
+    /// [`Error::WrongState`] for a lease operation (`operation`: ack, nack, touch, bury or
+    /// release) on a job that has no delivery to settle: it is not reserved and has had no
+    /// delivery since it was pushed, released or kicked. A job that was delivered and then
+    /// moved on (its lease expired, or it was nacked, acked or redelivered) answers
+    /// [`Error::LeaseLost`] instead: the lease existed and is gone.
+    pub fn not_reserved(
+        topic: &Topic,
+        id: &JobId,
+        state: JobState,
+        operation: &'static str,
+    ) -> Self {
+        Error::WrongState {
+            topic: topic.clone(),
+            id: id.clone(),
+            state,
+            operation,
+            hint: "only a reserved job has a lease to settle, and this one has not been delivered since it was pushed, released or kicked; reserve it to get a lease",
+        }
+    }
+
     /// [`Error::WrongState`] for a kick of a job that is not dead.
     pub fn cannot_kick(topic: &Topic, id: &JobId, state: JobState) -> Self {
         Error::WrongState {
@@ -206,5 +226,16 @@ impl Error {
     /// True when retrying the same call later may succeed (the store was unreachable).
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Unavailable { .. })
+    }
+
+    /// True when a lease operation was refused because the delivery can no longer be settled:
+    /// the lease is lost, the job is gone ([`Error::NotFound`]) or it has no lease
+    /// ([`Error::WrongState`]). A worker stops working on such a delivery; nothing it sends
+    /// for it can succeed.
+    pub fn ends_delivery(&self) -> bool {
+        matches!(
+            self,
+            Error::LeaseLost { .. } | Error::NotFound { .. } | Error::WrongState { .. }
+        )
     }
 }

@@ -290,6 +290,30 @@ local function same_token(stored, given)
   return stored and (stored == given or tonumber(stored) == tonumber(given))
 end
 
+-- Why a lease of `id` that is not live was refused, as a status and a value: NOT_FOUND (no
+-- such job), LEASE_LOST (the job is leased under another token or past its deadline, or it
+-- has been delivered since it was pushed, released or kicked: the caller's lease existed and
+-- is gone) or WRONG_STATE with the job's public state (it has no delivery to settle). Only
+-- refusals come here, so reading and decoding the record costs nothing on the hot path.
+local function refusal(id)
+  local rec = redis.call('HGET', K_JOBS, id)
+  if not rec then return NOT_FOUND, 0 end
+  if redis.call('ZSCORE', K_LEASES, id) then return LEASE_LOST, 0 end
+  local _, state, _, _, _, _, _, attempts = cmsgpack.unpack_limit(rec, F_ATTEMPTS)
+  if attempts > 0 then return LEASE_LOST, 0 end
+  if state == DEAD then return WRONG_STATE, P_DEAD end
+  if redis.call('ZSCORE', K_DELAYED, id) then return WRONG_STATE, P_DELAYED end
+  return WRONG_STATE, P_READY
+end
+
+-- A refusal as one reply value: the status, or for WRONG_STATE the pair { WRONG_STATE,
+-- public state } (codec.rs `settle_status` reads both forms).
+local function refusal_value(id)
+  local status, pstate = refusal(id)
+  if status == WRONG_STATE then return { status, pstate } end
+  return status
+end
+
 -- True when (id, token) is a live lease at `now`: the token is the job's token field and the
 -- deadline in leases is later than now. Reads two small fields, never the record.
 local function live_lease(id, token, now)
@@ -305,15 +329,16 @@ local S_NACK, S_BURY, S_RELEASE = 2, 3, 4
 -- their token fields argv[at+count+1 .. at+2*count] (token_field of each id, built by the
 -- caller), tokens argv[at+2*count+1 .. at+3*count]; so everything goes to Redis as an
 -- unpack of ARGV, with no table or string built per ack. Writes a status per ack into
--- out[m+1 .. m+count] (OK, or LEASE_LOST when (id, token) is not a live lease: expired,
--- settled, redelivered or deleted) and answers m + count and the acked ids: false when every
+-- out[m+1 .. m+count] (OK, or when (id, token) is not a live lease the refusal_value of the
+-- id: LEASE_LOST, NOT_FOUND or { WRONG_STATE, state }) and answers m + count and the acked
+-- ids: false when every
 -- ack is live (they are the ids in argv), else a list. Changes nothing: drop_acked removes
 -- them, once the caller's other writes are done.
 --
 -- The tokens come from one HMGET of jobs; the deadlines from the head of leases when it is
--- later than now (then every lease is live), else from one ZMSCORE. The caller never sends
--- one (id, token) twice in a call (delayq-redis answers a repeat LEASE_LOST itself), so no
--- table of settled ids is kept here.
+-- later than now (then every lease is live), else from one ZMSCORE. The caller never names
+-- one job twice in a call (delayq-redis sends such settlements one call each, in order), so
+-- no table of settled ids is kept here.
 local function check_acks(argv, at, count, now, out, m)
   if count == 0 then return m, false end
   local tokens = redis.call('HMGET', K_JOBS, unpack(argv, at + count + 1, at + 2 * count))
@@ -333,7 +358,7 @@ local function check_acks(argv, at, count, now, out, m)
         acked[n] = argv[at + i]
       end
     else
-      out[m + i] = LEASE_LOST
+      out[m + i] = refusal_value(argv[at + i])
       if not acked then
         acked, n = {}, i - 1
         for k = 1, n do acked[k] = argv[at + k] end
@@ -366,15 +391,16 @@ end
 -- `delay` ms, or the back-off when delay < 0, or dead when attempts are used up), bury (the
 -- attempt ends: dead now with `reason`) or release (ready again at its due time, the
 -- attempt not counted, the record untouched). `token` is the caller's string. Returns the
--- status (OK, or LEASE_LOST when (id, token) is not a live lease) and a value (for a nack,
--- the new due time or -1 when the job went dead; else 0).
+-- status and a value: OK and, for a nack, the new due time or -1 when the job went dead
+-- (else 0); or, when (id, token) is not a live lease, its refusal (LEASE_LOST, NOT_FOUND,
+-- or WRONG_STATE and the job's public state).
 --
 -- The one place these settlements are written (nack.lua, bury.lua, release.lua and
 -- reserve's settlements all come here).
 local function settle(kind, id, token, delay, reason, now)
-  if not live_lease(id, token, now) then return LEASE_LOST, 0 end
+  if not live_lease(id, token, now) then return refusal(id) end
   local j = load(id)
-  if not j then return LEASE_LOST, 0 end
+  if not j then return NOT_FOUND, 0 end
   drop_lease(id)
   if kind == S_NACK then
     if delay < 0 then delay = nil end

@@ -4,12 +4,15 @@
 -- KEYS: the eight topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token
 --
--- Returns: { OK, 0 } | { LEASE_LOST, 0 }
+-- Returns: { OK, 0 } | a refusal:
+--   refusal: { LEASE_LOST, 0 } (the lease existed and is gone) | { NOT_FOUND, 0 } (no such
+--   job) | { WRONG_STATE, public state } (not reserved, no delivery since it was pushed,
+--   released or kicked); see lib.lua's refusal
 --
 -- Invariants: a stale token changes nothing; the job keeps its place in the ready order;
 -- the record is not rewritten (only the lease ended).
 -- The work is lib.lua's settle.
 
 local now = clock()
-local status = settle(S_RELEASE, ARGV[1], ARGV[2], -1, '', now)
-return { status, 0 }
+local status, value = settle(S_RELEASE, ARGV[1], ARGV[2], -1, '', now)
+return { status, value }

@@ -14,9 +14,9 @@
 --   +3 lease token  +4 nack delay ms (-1 = the job's back-off; -1 for other kinds)
 --   +5 reason ('' = none)
 --
--- Returns: { now µs, next wake ms (-1 = none), more (1|0), A, S, then a status per ack (OK |
---            LEASE_LOST), then 2 values per other settlement (status, value as lib.lua's
---            settle), then 5 values per job (emit: id, state reserved, lease token (0
+-- Returns: { now µs, next wake ms (-1 = none), more (1|0), A, S, then a status per ack (OK
+--            or lib.lua's refusal_value), then 2 values per other settlement (status, value
+--            as lib.lua's settle), then 5 values per job (emit: id, state reserved, lease token (0
 --            at-most-once), deadline (0 at-most-once), the record as stored, whose attempts
 --            count ended attempts) }
 --   next wake is when a waiter should call again: now if jobs are still ready, else the
@@ -25,11 +25,12 @@
 --   another local waiter.
 --
 -- Settlements: the caller puts the acks first (they carry no options, and go to Redis as
--- runs of ARGV) and never sends one (id, token) twice in a call; a job has one live token,
--- so the settlements of one call cannot depend on each other's order. Each is checked as
+-- runs of ARGV) and never names one job twice in a call (delayq-redis sends such
+-- settlements one call each, in order), so each settles its own job and their order cannot
+-- matter. Each is checked as
 -- its own function would (lib.lua's check_acks as ack.lua; lib.lua's settle as nack.lua,
--- bury.lua, release.lua): a stale token answers LEASE_LOST and changes nothing, and never
--- stops the others or the reserve. They refuse nothing as a whole (their arguments were
+-- bury.lua, release.lua): a lease that is not live answers its refusal (LEASE_LOST,
+-- NOT_FOUND, WRONG_STATE) and changes nothing, and never stops the others or the reserve. They refuse nothing as a whole (their arguments were
 -- validated by delayq-core), so there is no check to run first. The acked jobs are removed
 -- after the reserve's writes, so that a worker's steady cycle (ack a batch, lease the next)
 -- keeps the topic's leases and tokens near one size instead of emptying and refilling

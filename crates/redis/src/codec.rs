@@ -29,6 +29,18 @@ impl Status {
     }
 }
 
+/// A lease operation's status as lib.lua answers it: a status code, or for `WRONG_STATE` the
+/// pair `{WRONG_STATE, public state}` (`refusal_value`). Answers the status and, for
+/// `WRONG_STATE`, the state code (else 0).
+pub(crate) fn settle_status(v: &Value) -> Result<(Status, i64)> {
+    match v {
+        Value::Array(pair) if pair.len() == 2 => {
+            Ok((Status::from_code(int(&pair[0])?)?, int(&pair[1])?))
+        }
+        other => Ok((Status::from_code(int(other)?)?, 0)),
+    }
+}
+
 /// The public state codes of lib.lua (1 delayed, 2 ready, 3 reserved, 4 dead).
 pub(crate) fn state_from_code(code: i64) -> Result<JobState> {
     Ok(match code {

@@ -138,9 +138,10 @@ where
     if renew_first {
         match renew_before_start(&shared.engine, &lease, ttr, lease_end).await {
             Ok(end) => lease_end = end,
-            Err(Error::LeaseLost { .. }) => {
+            Err(e) if e.ends_delivery() => {
                 tracing::warn!(
                     outcome = "lease_lost",
+                    error = %e,
                     "the lease of a buffered job was lost before its handler started: not run"
                 );
                 return Step::Nothing;

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use delayq_core::{Engine, Error, Lease};
+use delayq_core::{Engine, Lease};
 use tokio::time::{Instant, sleep_until, timeout_at};
 
 use crate::context::{Cancel, CancelReason};
@@ -106,8 +106,9 @@ impl<'a, E: Engine + ?Sized> Renewal<'a, E> {
                     pause = self.retry_initial;
                     tracing::trace!("lease renewed");
                 }
-                Ok(Err(Error::LeaseLost { .. })) => {
+                Ok(Err(e)) if e.ends_delivery() => {
                     tracing::warn!(
+                        error = %e,
                         "lease lost while the handler runs (expired, deleted or redelivered): cancelling the handler; this delivery will not be acked or nacked"
                     );
                     self.lose();

@@ -150,9 +150,10 @@ pub(crate) fn answered(then: Then, lease: &Lease, r: Result<Settled>) -> Option<
 fn not_recorded(lease: &Lease, what: &str, e: &Error) -> Outcome {
     let (topic, id) = (&lease.topic, &lease.id);
     match e {
-        Error::LeaseLost { .. } => tracing::warn!(
+        e if e.ends_delivery() => tracing::warn!(
             %topic, %id,
             outcome = "lease_lost",
+            error = %e,
             "cannot {what}: the lease was lost (expired, deleted, or the job was redelivered); the engine decides what happens next"
         ),
         e => tracing::error!(

@@ -8,7 +8,7 @@ use delayq_core::limits::delay_ms_ceil;
 use delayq_core::{Error, Lease, Nack, NackOutcome, Result, Timestamp, Topic, duration_ms};
 use redis::{Cmd, Value};
 
-use super::{Ops, lease_lost, repeats, unexpected};
+use super::{Ops, refused, settle_calls};
 use crate::codec::{self, Status};
 use crate::library;
 
@@ -33,10 +33,11 @@ pub(crate) fn ack_args<'a>(inv: &mut Cmd, acks: impl Iterator<Item = &'a Lease> 
 }
 
 impl Ops {
-    /// Runs a lease function and maps its status; returns the rest of the reply.
+    /// Runs a lease function (`(function, operation)`, e.g. `(library::NACK, "nack")`) and
+    /// maps its status; returns the rest of the reply.
     async fn lease_call(
         &self,
-        function: &str,
+        (function, operation): (&str, &'static str),
         lease: &Lease,
         extra: &[Vec<u8>],
         what: &'static str,
@@ -46,26 +47,30 @@ impl Ops {
         for a in extra {
             inv.arg(a.as_slice());
         }
-        let mut reply = codec::array(self.conn.call(&inv, what).await?)?.into_iter();
-        match Status::from_code(codec::int(&reply.next().unwrap_or(Value::Nil))?)? {
-            Status::Ok => Ok(reply.collect()),
-            Status::LeaseLost => Err(lease_lost(lease)),
-            other => Err(unexpected(what, other)),
+        let reply = codec::array(self.conn.call(&inv, what).await?)?;
+        let status = Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)?;
+        if status != Status::Ok {
+            let value = reply.get(1).map(codec::int).transpose()?.unwrap_or(0);
+            return Err(refused(lease, operation, (status, value)));
         }
+        Ok(reply.into_iter().skip(1).collect())
     }
 
     /// `Engine::ack_batch`, its input already checked by `engine.rs`.
     pub(crate) async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
         let mut out: Vec<Result<()>> = leases.iter().map(|_| Ok(())).collect();
         let mut by_topic: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
-        for (i, (l, again)) in leases.iter().zip(repeats(leases)).enumerate() {
-            if again {
-                out[i] = Err(lease_lost(l));
-            } else {
-                by_topic.entry(&l.topic).or_default().push(i);
-            }
+        for (i, l) in leases.iter().enumerate() {
+            by_topic.entry(&l.topic).or_default().push(i);
         }
-        let groups: Vec<(&Topic, Vec<usize>)> = by_topic.into_iter().collect();
+        let groups: Vec<(&Topic, Vec<usize>)> = by_topic
+            .into_iter()
+            .flat_map(|(topic, idx)| {
+                settle_calls(|i| &leases[i], &idx)
+                    .into_iter()
+                    .map(move |call| (topic, call))
+            })
+            .collect();
         let invs: Vec<Cmd> = groups
             .iter()
             .map(|(topic, idx)| {
@@ -82,10 +87,9 @@ impl Ops {
                 return Err(Error::Internal("ack reply has the wrong length".into()));
             }
             for (&i, code) in idx.iter().zip(&codes) {
-                out[i] = match Status::from_code(codec::int(code)?)? {
-                    Status::Ok => Ok(()),
-                    Status::LeaseLost => Err(lease_lost(&leases[i])),
-                    other => return Err(unexpected("ack", other)),
+                out[i] = match codec::settle_status(code)? {
+                    (Status::Ok, _) => Ok(()),
+                    refusal => Err(refused(&leases[i], "ack", refusal)),
                 };
             }
         }
@@ -101,7 +105,7 @@ impl Ops {
         let reason = nack.reason.unwrap_or_default();
         let rest = self
             .lease_call(
-                library::NACK,
+                (library::NACK, "nack"),
                 lease,
                 &[delay.into_bytes(), reason.into_bytes()],
                 "nacking",
@@ -118,7 +122,7 @@ impl Ops {
 
     /// `Engine::release`, its input already checked by `engine.rs`.
     pub(crate) async fn release(&self, lease: &Lease) -> Result<()> {
-        self.lease_call(library::RELEASE, lease, &[], "releasing")
+        self.lease_call((library::RELEASE, "release"), lease, &[], "releasing")
             .await?;
         Ok(())
     }
@@ -129,7 +133,12 @@ impl Ops {
             .map(|t| duration_ms(t).to_string())
             .unwrap_or_else(|| "-1".into());
         let rest = self
-            .lease_call(library::TOUCH, lease, &[ttr.into_bytes()], "touching")
+            .lease_call(
+                (library::TOUCH, "touch"),
+                lease,
+                &[ttr.into_bytes()],
+                "touching",
+            )
             .await?;
         Ok(Timestamp::from_millis(codec::uint(
             rest.first().unwrap_or(&Value::Nil),
@@ -139,8 +148,13 @@ impl Ops {
     /// `Engine::bury`, its input already checked by `engine.rs`.
     pub(crate) async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
         let reason = reason.unwrap_or_default();
-        self.lease_call(library::BURY, lease, &[reason.into_bytes()], "burying")
-            .await?;
+        self.lease_call(
+            (library::BURY, "bury"),
+            lease,
+            &[reason.into_bytes()],
+            "burying",
+        )
+        .await?;
         Ok(())
     }
 }

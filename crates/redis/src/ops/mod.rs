@@ -24,7 +24,7 @@ use delayq_core::{Error, JobId, Lease, Limits, Timestamp, Topic};
 use redis::Cmd;
 use tokio::sync::oneshot;
 
-use crate::codec::Status;
+use crate::codec::{Status, state_from_code};
 use crate::conn::Conn;
 use crate::keys::KeySpace;
 use crate::wait::Waiters;
@@ -71,13 +71,40 @@ pub(crate) fn lease_lost(lease: &Lease) -> Error {
     }
 }
 
-/// Which of `leases` repeat an earlier one exactly (same topic, id and token). A function call
-/// never receives a repeat, as its Lua keeps no table of what it settled; the caller answers
-/// it `LEASE_LOST`, which is what a second settlement of one lease is, whatever the first
-/// answered.
-pub(crate) fn repeats<'a>(leases: impl IntoIterator<Item = &'a Lease>) -> Vec<bool> {
-    let mut seen = HashSet::new();
-    leases.into_iter().map(|l| !seen.insert(l)).collect()
+/// The settlements of one topic (`idx`, positions in `leases`, in their given order) as the
+/// function calls that settle them: one call for all when no job appears twice, so their
+/// order cannot matter (each settles its own job, and the function may take them in any
+/// order: acks first, as runs of ARGV); else one call per settlement, in order (a caller that
+/// settles one job twice in a call is rare, and gets exactly what separate calls would answer).
+pub(crate) fn settle_calls<'a>(
+    leases: impl Fn(usize) -> &'a Lease,
+    idx: &[usize],
+) -> Vec<Vec<usize>> {
+    let mut ids = HashSet::new();
+    if idx.iter().all(|&i| ids.insert(&leases(i).id)) {
+        vec![idx.to_vec()]
+    } else {
+        idx.iter().map(|&i| vec![i]).collect()
+    }
+}
+
+/// Why a lease operation (`operation`: ack, nack, touch, bury, release) on `lease` was
+/// refused, from its status and value (lib.lua's `refusal`): `LEASE_LOST`, `NOT_FOUND`, or
+/// `WRONG_STATE` with the job's state code.
+pub(crate) fn refused(
+    lease: &Lease,
+    operation: &'static str,
+    (status, value): (Status, i64),
+) -> Error {
+    match status {
+        Status::LeaseLost => lease_lost(lease),
+        Status::NotFound => not_found(&lease.topic, &lease.id),
+        Status::WrongState => match state_from_code(value) {
+            Ok(state) => Error::not_reserved(&lease.topic, &lease.id, state, operation),
+            Err(e) => e,
+        },
+        other => unexpected(operation, other),
+    }
 }
 
 /// `NOT_FOUND`: no such job.

@@ -15,7 +15,7 @@ use rand::Rng;
 use redis::{Cmd, Value};
 
 use super::lease::ack_args;
-use super::{Ops, lease_lost, repeats, unexpected};
+use super::{Ops, refused, settle_calls};
 use crate::codec::{self, Status, decode_jobs};
 use crate::library;
 
@@ -47,10 +47,11 @@ fn function_order(settle: &[Settle], idx: &[usize]) -> Vec<usize> {
     acks.into_iter().chain(others).collect()
 }
 
-/// The answer to one settlement: its status and value in the reserve function's reply (a nack's new due
-/// time, or -1 when the job went dead).
+/// The answer to one settlement: its status and value in the reserve function's reply (a
+/// nack's new due time, or -1 when the job went dead; a refusal's state code).
 fn answer(s: &Settle, status: &Value, value: &Value) -> Result<Result<Settled>> {
-    Ok(match Status::from_code(codec::int(status)?)? {
+    let (status, state) = codec::settle_status(status)?;
+    Ok(match status {
         Status::Ok => Ok(match s {
             Settle::Ack(_) => Settled::Acked,
             Settle::Bury(..) => Settled::Buried,
@@ -62,8 +63,15 @@ fn answer(s: &Settle, status: &Value, value: &Value) -> Result<Result<Settled>> 
                 None => NackOutcome::Dead,
             }),
         }),
-        Status::LeaseLost => Err(lease_lost(s.lease())),
-        other => return Err(unexpected("settle", other)),
+        // An ack's refusal carries its state in the status value; the others' in the value.
+        refusal => {
+            let state = if state != 0 {
+                state
+            } else {
+                codec::int(value)?
+            };
+            Err(refused(s.lease(), s.operation(), (refusal, state)))
+        }
     })
 }
 
@@ -182,35 +190,34 @@ impl Ops {
         let first = &req.topics[start];
         let mut settled: Vec<Option<Result<Settled>>> = settle.iter().map(|_| None).collect();
         let mut groups: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
-        for (i, again) in repeats(settle.iter().map(Settle::lease))
-            .into_iter()
-            .enumerate()
-        {
-            let lease = settle[i].lease();
-            if again {
-                settled[i] = Some(Err(lease_lost(lease)));
-            } else {
-                groups.entry(&lease.topic).or_default().push(i);
-            }
-        }
-        for idx in groups.values_mut() {
-            *idx = function_order(settle, idx);
+        for (i, s) in settle.iter().enumerate() {
+            groups.entry(&s.lease().topic).or_default().push(i);
         }
         let mut out = Vec::new();
         let mut seen = Vec::new();
 
-        // The first round trip: every settlement, and the first topic's reserve.
-        let mut calls: Vec<(&Topic, usize, Vec<usize>)> = groups
-            .iter()
-            .filter(|(t, _)| req.max == 0 || **t != first)
-            .map(|(t, idx)| (*t, 0, idx.clone()))
-            .collect();
+        // The first round trip: every settlement (settle-only calls), and the first topic's
+        // reserve, which carries that topic's settlements when one call holds them all.
+        let mut calls: Vec<(&Topic, usize, Vec<usize>)> = Vec::new();
+        let mut rides = false;
+        for (topic, idx) in &groups {
+            let split = settle_calls(|i| settle[i].lease(), idx);
+            if *topic == first && split.len() == 1 && req.max > 0 {
+                rides = true;
+                continue;
+            }
+            calls.extend(
+                split
+                    .into_iter()
+                    .map(|call| (*topic, 0, function_order(settle, &call))),
+            );
+        }
         if req.max > 0 {
-            calls.push((
-                first,
-                req.max,
-                groups.get(first).cloned().unwrap_or_default(),
-            ));
+            let carried = match (rides, groups.get(first)) {
+                (true, Some(idx)) => function_order(settle, idx),
+                _ => Vec::new(),
+            };
+            calls.push((first, req.max, carried));
         }
         if !calls.is_empty() {
             let invs: Vec<Cmd> = calls

@@ -307,7 +307,8 @@ pub struct SettleResult {
     pub outcome: Option<String>,
     /// For a nack answered `retry`: when it will be delivered again (RFC 3339).
     pub ready_at: Option<String>,
-    /// Why not (`lease_lost`).
+    /// Why not: `lease_lost`, `not_found` or `wrong_state`, as the per-job lease operations
+    /// answer.
     pub error: Option<super::error::ErrorDetail>,
 }
 
@@ -450,7 +451,8 @@ pub struct AckBatchRequest {
 pub struct AckResult {
     /// True when acked.
     pub ok: bool,
-    /// Why not (`lease_lost`).
+    /// Why not: `lease_lost`, `not_found` or `wrong_state`, as the per-job lease operations
+    /// answer.
     pub error: Option<super::error::ErrorDetail>,
 }
 

@@ -91,11 +91,17 @@ pub enum NotFound {
     NotFound(ErrorBody),
 }
 
-/// The lease is not the job's live lease.
+/// The lease is not the job's live lease: why, for a lease operation.
 #[derive(IntoResponses)]
 #[allow(dead_code)] // Only read by the OpenAPI document.
 pub enum LeaseLost {
-    /// The lease expired or the job moved on (`lease_lost`); nothing was changed.
+    /// No such job (`not_found`): never pushed, or acked, deleted or purged since; nothing was
+    /// changed.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// The lease expired or the job moved on since it was delivered (`lease_lost`), or the job
+    /// has no lease to settle: it has not been delivered since it was pushed, released or
+    /// kicked (`wrong_state`); nothing was changed.
     #[response(status = 409)]
     LeaseLost(ErrorBody),
 }

@@ -1,6 +1,9 @@
 //! The lease operations, as the Redis engine's `ack.lua`, `nack.lua`, `release.lua`,
 //! `touch.lua` and `bury.lua`: each is valid only while the job is reserved under this
-//! token and now is before its deadline; otherwise [`Error::LeaseLost`] and nothing changes.
+//! token and now is before its deadline; otherwise nothing changes and the answer says why
+//! (as the Redis engine's `refusal`): [`Error::NotFound`] when there is no such job,
+//! [`Error::WrongState`] when it has had no delivery since it was pushed, released or kicked,
+//! else [`Error::LeaseLost`].
 
 use delayq_core::{Error, Lease, NackOutcome, Result, Timestamp};
 use rusqlite::{OptionalExtension, params};
@@ -8,20 +11,12 @@ use rusqlite::{OptionalExtension, params};
 use super::exec;
 use super::place::{fail, place};
 use crate::error::db_err;
-use crate::row::{META_COLS, Meta, RESERVED, WAITING, meta};
+use crate::row::{META_COLS, Meta, RESERVED, WAITING, meta, state_of};
 use crate::tx::Tx;
 
-/// The job of `lease` when the lease is live at `now`: (topic id, job).
-fn leased(tx: &mut Tx<'_>, lease: &Lease, now: u64) -> Result<(i64, Meta)> {
-    let lost = || Error::LeaseLost {
-        topic: lease.topic.clone(),
-        id: lease.id.clone(),
-    };
-    let Some(tid) = tx.topic(&lease.topic)? else {
-        return Err(lost());
-    };
-    let job = tx
-        .conn
+/// The job `id` of topic `tid`, as state changes need it.
+fn job_meta(tx: &mut Tx<'_>, tid: i64, lease: &Lease) -> Result<Option<Meta>> {
+    tx.conn
         .prepare_cached(&format!(
             "SELECT {META_COLS} FROM jobs WHERE tid = ?1 AND id = ?2"
         ))
@@ -29,12 +24,45 @@ fn leased(tx: &mut Tx<'_>, lease: &Lease, now: u64) -> Result<(i64, Meta)> {
             s.query_row(params![tid, lease.id.as_str()], |r| meta(r, 0))
                 .optional()
         })
-        .map_err(|e| db_err("reading a leased job", e))?;
+        .map_err(|e| db_err("reading a leased job", e))
+}
+
+/// Why `lease` is not live at `now`, given its job as stored: not found; lost when the job is
+/// reserved (under another token, or past its deadline) or has been delivered since it was
+/// pushed, released or kicked (`attempts` counts those deliveries); else the job has no lease
+/// to settle (wrong state).
+fn refusal(lease: &Lease, job: Option<&Meta>, now: u64, operation: &'static str) -> Error {
     match job {
+        None => Error::NotFound {
+            topic: lease.topic.clone(),
+            id: lease.id.clone(),
+        },
+        Some(j) if j.state == RESERVED || j.attempts > 0 => Error::LeaseLost {
+            topic: lease.topic.clone(),
+            id: lease.id.clone(),
+        },
+        Some(j) => match state_of(j.state, j.ready_at, now) {
+            Ok(state) => Error::not_reserved(&lease.topic, &lease.id, state, operation),
+            Err(e) => e,
+        },
+    }
+}
+
+/// The job of `lease` when the lease is live at `now`: (topic id, job); else why not.
+fn leased(
+    tx: &mut Tx<'_>,
+    lease: &Lease,
+    now: u64,
+    operation: &'static str,
+) -> Result<(i64, Meta)> {
+    let Some(tid) = tx.topic(&lease.topic)? else {
+        return Err(refusal(lease, None, now, operation));
+    };
+    match job_meta(tx, tid, lease)? {
         Some(j) if j.state == RESERVED && j.token == lease.token.0 && j.deadline > now => {
             Ok((tid, j))
         }
-        _ => Err(lost()),
+        j => Err(refusal(lease, j.as_ref(), now, operation)),
     }
 }
 
@@ -43,7 +71,7 @@ pub(crate) fn ack_batch(tx: &mut Tx<'_>, leases: &[Lease]) -> Result<Vec<Result<
     let mut out = Vec::with_capacity(leases.len());
     for lease in leases {
         match ack(tx, lease) {
-            Err(e @ Error::LeaseLost { .. }) => out.push(Err(e)),
+            Err(e) if e.ends_delivery() => out.push(Err(e)),
             r => out.push(Ok(r?)),
         }
     }
@@ -54,27 +82,25 @@ pub(crate) fn ack_batch(tx: &mut Tx<'_>, leases: &[Lease]) -> Result<Vec<Result<
 /// deletes the row (through `jobs_id`), so an ack reads no row first.
 pub(crate) fn ack(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
     let now = tx.now_ms();
-    let lost = || Error::LeaseLost {
-        topic: lease.topic.clone(),
-        id: lease.id.clone(),
-    };
     let Some(tid) = tx.topic(&lease.topic)? else {
-        return Err(lost());
+        return Err(refusal(lease, None, now, "ack"));
     };
     // Tokens come from the topic's counter, an SQLite integer: one past i64 was never issued
-    // (and cannot be bound as a parameter).
-    let Ok(token) = i64::try_from(lease.token.0) else {
-        return Err(lost());
+    // (and cannot be bound as a parameter), so it matches no lease.
+    let deleted = match i64::try_from(lease.token.0) {
+        Ok(token) => exec(
+            tx,
+            "acking a job",
+            "DELETE FROM jobs WHERE tid = ?1 AND id = ?2 AND state = 3 AND token = ?3 \
+             AND deadline > ?4",
+            params![tid, lease.id.as_str(), token, now],
+        )?,
+        Err(_) => 0,
     };
-    let deleted = exec(
-        tx,
-        "acking a job",
-        "DELETE FROM jobs WHERE tid = ?1 AND id = ?2 AND state = 3 AND token = ?3 \
-         AND deadline > ?4",
-        params![tid, lease.id.as_str(), token, now],
-    )?;
     if deleted == 0 {
-        return Err(lost());
+        // The refused ack, rare, reads the job to say why.
+        let job = job_meta(tx, tid, lease)?;
+        return Err(refusal(lease, job.as_ref(), now, "ack"));
     }
     Ok(())
 }
@@ -88,7 +114,7 @@ pub(crate) fn nack(
     reason: &str,
 ) -> Result<NackOutcome> {
     let now = tx.now_ms();
-    let (tid, job) = leased(tx, lease, now)?;
+    let (tid, job) = leased(tx, lease, now, "nack")?;
     Ok(match fail(tx, tid, &job, now, delay_ms, reason)? {
         Some(ready_at) => NackOutcome::Retry {
             ready_at: Timestamp::from_millis(ready_at),
@@ -101,7 +127,7 @@ pub(crate) fn nack(
 /// in its old place in the order), lease cleared.
 pub(crate) fn release(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
     let now = tx.now_ms();
-    let (tid, job) = leased(tx, lease, now)?;
+    let (tid, job) = leased(tx, lease, now, "release")?;
     place(tx, tid, job.ready_at, now);
     exec(
         tx,
@@ -116,7 +142,7 @@ pub(crate) fn release(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
 /// entry needs no change: it is a lower bound and the deadline only moved later.
 pub(crate) fn touch(tx: &mut Tx<'_>, lease: &Lease, ttr_ms: Option<u64>) -> Result<Timestamp> {
     let now = tx.now_ms();
-    let (_, job) = leased(tx, lease, now)?;
+    let (_, job) = leased(tx, lease, now, "touch")?;
     let deadline = now.saturating_add(ttr_ms.unwrap_or(job.ttr_ms));
     exec(
         tx,
@@ -130,7 +156,7 @@ pub(crate) fn touch(tx: &mut Tx<'_>, lease: &Lease, ttr_ms: Option<u64>) -> Resu
 /// Sends a reserved job to dead at once, with `reason` ('' for none) as its last error.
 pub(crate) fn bury(tx: &mut Tx<'_>, lease: &Lease, reason: &str) -> Result<()> {
     let now = tx.now_ms();
-    let (_, job) = leased(tx, lease, now)?;
+    let (_, job) = leased(tx, lease, now, "bury")?;
     exec(
         tx,
         "burying a job",

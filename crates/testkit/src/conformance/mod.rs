@@ -16,7 +16,9 @@ use delayq_core::{
 
 use crate::Harness;
 
+mod refusal;
 mod settle;
+pub use refusal::*;
 pub use settle::*;
 
 fn topic(name: &str) -> Topic {
@@ -75,7 +77,7 @@ fn ms(n: u64) -> Duration {
 }
 
 /// Pushes one job into each state: `delayed`, `ready`, `reserved` (returned), `dead`.
-async fn one_in_each_state<E: Engine>(e: &E, t: &Topic) -> Lease {
+pub(super) async fn one_in_each_state<E: Engine>(e: &E, t: &Topic) -> Lease {
     ok(e.push(job(t, "dead").with_max_attempts(1)).await, "push");
     let d = reserve_one(e, t, ms(0)).await;
     ok(e.nack(&lease_of(&d), Nack::default()).await, "nack");
@@ -252,7 +254,7 @@ pub async fn reserve_leases_and_counts_attempts<H: Harness>(h: &H) {
     nothing_ready(&e, &t).await;
 }
 
-/// Ack removes the job; a second ack is a lost lease.
+/// Ack removes the job; a second ack finds no job.
 pub async fn ack_removes_the_job<H: Harness>(h: &H) {
     let e = h.open().await;
     let t = topic("ack");
@@ -261,7 +263,7 @@ pub async fn ack_removes_the_job<H: Harness>(h: &H) {
     ok(e.ack(&lease_of(&d)).await, "ack");
     assert_eq!(state(&e, &t, "a").await, None);
     let again = e.ack(&lease_of(&d)).await;
-    assert!(matches!(again, Err(Error::LeaseLost { .. })), "{again:?}");
+    assert!(matches!(again, Err(Error::NotFound { .. })), "{again:?}");
     // Once acked, the id is free again.
     assert!(ok(e.push(job(&t, "a")).await, "push").created);
 }
@@ -876,7 +878,7 @@ pub async fn delete_in_every_state<H: Harness>(h: &H) {
     }
     assert!(!ok(e.delete(&t, &id("missing")).await, "delete"));
     let r = e.ack(&lease).await;
-    assert!(matches!(r, Err(Error::LeaseLost { .. })), "{r:?}");
+    assert!(matches!(r, Err(Error::NotFound { .. })), "{r:?}");
     let s = ok(e.stats(&t).await, "stats");
     assert_eq!((s.delayed, s.ready, s.reserved, s.dead), (0, 0, 0, 0));
     nothing_ready(&e, &t).await;
@@ -892,7 +894,7 @@ pub async fn purge_removes_everything<H: Harness>(h: &H) {
     let s = ok(e.stats(&t).await, "stats");
     assert_eq!((s.delayed, s.ready, s.reserved, s.dead), (0, 0, 0, 0));
     nothing_ready(&e, &t).await;
-    assert!(matches!(e.ack(&lease).await, Err(Error::LeaseLost { .. })));
+    assert!(matches!(e.ack(&lease).await, Err(Error::NotFound { .. })));
     assert_eq!(state(&e, &other, "x").await, Some(JobState::Ready));
     assert!(ok(e.push(job(&t, "delayed")).await, "push").created);
     // Tokens stay fresh across a purge.
@@ -1555,6 +1557,7 @@ macro_rules! conformance_suite {
             settle_and_reserve_settles_before_waiting,
             settle_and_reserve_bad_input_changes_nothing,
             token_beyond_any_issued_is_lease_lost,
+            refusals_say_why_issue_12,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {

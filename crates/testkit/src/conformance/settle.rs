@@ -51,8 +51,9 @@ pub async fn settle_and_reserve_acks_then_delivers<H: Harness>(h: &H) {
     }
 }
 
-/// A stale or repeated lease is answered `LeaseLost` and changes nothing, while the other
-/// settlements and the reserve still happen.
+/// A stale or repeated lease is refused and changes nothing, while the other settlements and
+/// the reserve still happen; settlements apply in order (a nacked job's second settlement
+/// finds the lease gone).
 pub async fn settle_and_reserve_stale_lease_does_not_block<H: Harness>(h: &H) {
     let e = h.open().await;
     let t = topic("srstale");
@@ -74,7 +75,8 @@ pub async fn settle_and_reserve_stale_lease_does_not_block<H: Harness>(h: &H) {
                 reason: Some("try later".into()),
             },
         ),
-        // The same lease twice: the second finds it settled.
+        // The same lease twice: the second finds it settled (the job is delayed again, its
+        // attempt over: the lease is lost).
         Settle::Ack(lease_of(&b)),
         Settle::Ack(lease_of(&a)),
     ];
