@@ -688,7 +688,7 @@ async fn reserve_settles_first(setup: Setup) {
         ),
         (
             json!({"topic": "cy", "id": "j0", "token": t0, "outcome": "later"}),
-            "invalid_request",
+            "invalid_argument",
         ),
     ];
     for (item, want) in bad {
@@ -784,6 +784,237 @@ async fn reserve_settles_first(setup: Setup) {
     }
 }
 
+/// Serde's words that must never reach a client.
+const SERDE_WORDS: [&str; 7] = [
+    "expected u",
+    "expected i",
+    "floating point",
+    "untagged",
+    "invalid type",
+    "invalid value",
+    "did not match",
+];
+
+/// Checks an error answer: status 400, `code`, the field's pointer in `error.field` and in
+/// the message, what is accepted (`accepts`) in the message, and none of serde's words.
+fn assert_field_error(answer: &(u16, Value), code_: &str, field: &str, accepts: &str) {
+    let (st, v) = answer;
+    assert_eq!((*st, code(v)), (400, code_), "{v}");
+    assert_eq!(v["error"]["field"], field, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains(field), "{v}");
+    assert!(message.contains(accepts), "{v}");
+    for words in SERDE_WORDS {
+        assert!(!message.contains(words), "serde's words in {v}");
+    }
+}
+
+/// Every decode error of a request names the field as a JSON pointer, uses the field's own
+/// code, says what is accepted, and leaks nothing of serde.
+async fn decode_errors_name_the_field_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let push = "/v1/topics/t/jobs";
+    let delay = "0 to 315576000000";
+    for body in [
+        r#"{"body": "x", "delay_ms": -5}"#,
+        r#"{"body": "x", "delay_ms": 1e15}"#,
+        r#"{"body": "x", "delay_ms": 1000000000000000}"#,
+        r#"{"body": "x", "delay_ms": 99999999999999999999}"#,
+        r#"{"body": "x", "delay_ms": 1.5}"#,
+        r#"{"body": "x", "delay_ms": "30s"}"#,
+    ] {
+        let answer = s.post_raw(push, body).await;
+        let accepts = if body.contains("1000000000000000}") {
+            "10 years"
+        } else {
+            delay
+        };
+        assert_field_error(&answer, "invalid_delay", "/delay_ms", accepts);
+    }
+    assert_field_error(
+        &s.post_raw(push, r#"{"body": "x", "priority": -1}"#).await,
+        "invalid_argument",
+        "/priority",
+        "0 to 4294967295",
+    );
+    assert_field_error(
+        &s.post_raw(push, r#"{"body": "x", "ttr_ms": "1m"}"#).await,
+        "invalid_ttr",
+        "/ttr_ms",
+        "1000 (1 s) to 86400000 (24 h)",
+    );
+    assert_field_error(
+        &s.post_raw(push, r#"{"body": 42}"#).await,
+        "invalid_argument",
+        "/body",
+        "a string",
+    );
+    assert_field_error(
+        &s.post_raw(push, r#"{"delay_ms": 5}"#).await,
+        "invalid_argument",
+        "/body",
+        "missing",
+    );
+    assert_field_error(
+        &s.post_raw(
+            push,
+            r#"{"body": "x", "backoff": {"kind": "linear", "base_ms": 5}}"#,
+        )
+        .await,
+        "invalid_argument",
+        "/backoff/kind",
+        "\"fixed\" or \"exponential\"",
+    );
+    assert_field_error(
+        &s.post_raw(push, r#"{"body": "x", "colour": "red"}"#).await,
+        "invalid_request",
+        "/colour",
+        "the fields here are id, body",
+    );
+    // Reschedule with nothing, and with a bad value of each form.
+    s.post(push, json!({"id": "r", "body": "x", "delay_ms": 60_000}))
+        .await;
+    let reschedule = "/v1/topics/t/jobs/r/reschedule";
+    assert_field_error(
+        &s.post_raw(reschedule, "{}").await,
+        "invalid_delay",
+        "/delay_ms",
+        "give delay_ms",
+    );
+    assert_field_error(
+        &s.post_raw(reschedule, r#"{"delay_ms": -5}"#).await,
+        "invalid_delay",
+        "/delay_ms",
+        delay,
+    );
+    assert_field_error(
+        &s.post_raw(reschedule, r#"{"ready_at": 5}"#).await,
+        "invalid_delay",
+        "/ready_at",
+        "RFC 3339",
+    );
+    // A reserve's and an ack's fields.
+    assert_field_error(
+        &s.post_raw("/v1/reserve", r#"{"topics": ["t"], "max": -1}"#)
+            .await,
+        "invalid_argument",
+        "/max",
+        "0 to 1000",
+    );
+    assert_field_error(
+        &s.post_raw("/v1/reserve", r#"{"topics": "t"}"#).await,
+        "invalid_topic",
+        "/topics",
+        "a list of 1 to 64",
+    );
+    assert_field_error(
+        &s.post_raw("/v1/topics/t/jobs/r/ack", r#"{"token": "abc"}"#)
+            .await,
+        "invalid_argument",
+        "/token",
+        "\"token\" of the delivery",
+    );
+    // Not JSON at all: no field, still our words.
+    let (st, v) = s.post_raw(push, r#"{"body": "x","#).await;
+    assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
+    assert!(v["error"].get("field").is_none(), "{v}");
+    let (_, st) = s.get("/v1/topics/t/stats").await;
+    assert_eq!(st["delayed"], 1, "a refused push changed something: {st}");
+}
+
+/// A refused batch says which item: its index in `error.index`, its pointer in
+/// `error.field`, both in the message; and nothing of the batch is pushed.
+async fn batch_errors_name_the_item_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let batch = "/v1/topics/b/batch";
+    let ok = json!({"body": "fine"});
+    let far = "2100-01-01T00:00:00.000+00:00";
+    let cases = [
+        (json!({"id": "two words", "body": "x"}), "invalid_id", "/id"),
+        (
+            json!({"body": "x", "delay_ms": -5}),
+            "invalid_delay",
+            "/delay_ms",
+        ),
+        (
+            json!({"body": "x", "delay_ms": 315_576_000_001_u64}),
+            "invalid_delay",
+            "/delay_ms",
+        ),
+        (
+            json!({"body": "x", "ready_at": far}),
+            "invalid_delay",
+            "/ready_at",
+        ),
+        (json!({"body": "x", "ttr_ms": 10}), "invalid_ttr", "/ttr_ms"),
+        (
+            json!({"body": "x", "max_attempts": 0}),
+            "invalid_argument",
+            "/max_attempts",
+        ),
+        (
+            json!({"body": "***", "encoding": "base64"}),
+            "invalid_argument",
+            "/body",
+        ),
+        (json!({"body": "x".repeat(2049)}), "body_too_large", "/body"),
+    ];
+    for (bad, want, field) in cases {
+        let (st, v) = s
+            .post(batch, json!({"jobs": [ok.clone(), ok.clone(), bad]}))
+            .await;
+        assert_eq!(code(&v), want, "{v}");
+        assert!(st == 400 || st == 413, "{v}");
+        let pointer = format!("/jobs/2{field}");
+        assert_eq!(v["error"]["field"], pointer, "{v}");
+        assert_eq!(v["error"]["index"], 2, "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("item 2") && message.contains(&pointer),
+            "{v}"
+        );
+    }
+    // The same for the other lists: a reserve's topics and settle, a batch ack's leases.
+    let (_, v) = s
+        .post("/v1/reserve", json!({"topics": ["b", "bad topic"]}))
+        .await;
+    assert_eq!(
+        (code(&v), &v["error"]["field"], &v["error"]["index"]),
+        ("invalid_topic", &json!("/topics/1"), &json!(1)),
+        "{v}"
+    );
+    let (_, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["b"], "settle": [{"topic": "b", "id": "x", "token": 1}, {"topic": "b", "id": "x", "token": 1, "reason": "no"}]}),
+        )
+        .await;
+    assert_eq!(
+        (code(&v), &v["error"]["field"], &v["error"]["index"]),
+        ("invalid_argument", &json!("/settle/1/reason"), &json!(1)),
+        "{v}"
+    );
+    let (_, v) = s
+        .post(
+            "/v1/ack",
+            json!({"leases": [{"topic": "b", "id": "x", "token": 1}, {"topic": "b", "id": "", "token": 1}]}),
+        )
+        .await;
+    assert_eq!(
+        (code(&v), &v["error"]["field"], &v["error"]["index"]),
+        ("invalid_id", &json!("/leases/1/id"), &json!(1)),
+        "{v}"
+    );
+    let (_, st) = s.get("/v1/topics/b/stats").await;
+    assert_eq!(
+        (st["ready"].as_u64(), st["delayed"].as_u64()),
+        (Some(0), Some(0)),
+        "a refused batch pushed something: {st}"
+    );
+}
+
 async fn unavailable_engine_is_503(setup: Setup, kill: impl FnOnce()) {
     let s = TestServer::start(setup.engine, ServerConfig::default()).await;
     kill();
@@ -825,6 +1056,14 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn reserve_settles_first() {
                 super::reserve_settles_first($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn decode_errors_name_the_field_issue_12() {
+                super::decode_errors_name_the_field_issue_12($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn batch_errors_name_the_item_issue_12() {
+                super::batch_errors_name_the_item_issue_12($setup(small_limits()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn metrics_follow_the_session() {

@@ -14,6 +14,7 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
+use super::fields::locate;
 
 /// The longest delay, in ms (10 years).
 pub const MAX_DELAY_MS: u64 = 315_576_000_000;
@@ -461,32 +462,16 @@ pub struct AckBatchResponse {
     pub results: Vec<AckResult>,
 }
 
-/// A new due time: `{"delay_ms": n}` or `{"ready_at": "<RFC 3339>"}`.
-#[derive(Deserialize, ToSchema, Debug)]
-#[serde(untagged)]
-pub enum RescheduleRequest {
-    /// Due this many ms from now.
-    Delay(RescheduleDelay),
-    /// Due at an absolute time.
-    At(RescheduleAt),
-}
-
-/// Due this many ms from now.
+/// A new due time: `{"delay_ms": n}` or `{"ready_at": "<RFC 3339>"}` (exactly one).
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
-pub struct RescheduleDelay {
-    /// 0 to 10 years.
+pub struct RescheduleRequest {
+    /// Due this many ms from now (0 to 10 years).
     #[schema(maximum = 315_576_000_000_u64)]
-    pub delay_ms: u64,
-}
-
-/// Due at an absolute time.
-#[derive(Deserialize, ToSchema, Debug)]
-#[serde(deny_unknown_fields)]
-pub struct RescheduleAt {
-    /// RFC 3339, at most 10 years ahead; a past time means now.
+    pub delay_ms: Option<u64>,
+    /// Due at this RFC 3339 time, at most 10 years ahead; a past time means now.
     #[schema(format = DateTime)]
-    pub ready_at: String,
+    pub ready_at: Option<String>,
 }
 
 /// A due time.
@@ -569,18 +554,32 @@ pub fn parse_rfc3339(s: &str, field: &str) -> Result<Timestamp, ApiError> {
     Ok(Timestamp::from_millis(ms))
 }
 
-/// The schedule of a push or reschedule: at most one of `delay_ms` and `ready_at`.
+/// The schedule of a push or reschedule: at most one of `delay_ms` and `ready_at`, checked
+/// as far as it can be without the engine's clock; errors name the field.
 pub fn schedule(delay_ms: Option<u64>, ready_at: Option<&str>) -> Result<Schedule, ApiError> {
-    match (delay_ms, ready_at) {
-        (Some(_), Some(_)) => Err(ApiError::new(
-            axum::http::StatusCode::BAD_REQUEST,
-            "invalid_delay",
-            "give delay_ms or ready_at, not both",
-        )),
-        (Some(ms), None) => Ok(Schedule::Delay(Duration::from_millis(ms))),
-        (None, Some(at)) => Ok(Schedule::At(parse_rfc3339(at, "ready_at")?)),
-        (None, None) => Ok(Schedule::NOW),
-    }
+    let when = match (delay_ms, ready_at) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                "invalid_delay",
+                "give delay_ms or ready_at, not both",
+            )
+            .at("/ready_at"));
+        }
+        (Some(ms), None) => Schedule::Delay(Duration::from_millis(ms)),
+        (None, Some(at)) => {
+            Schedule::At(parse_rfc3339(at, "ready_at").map_err(|e| e.at("/ready_at"))?)
+        }
+        (None, None) => Schedule::NOW,
+    };
+    when.validate()
+        .map_err(|e| locate(e, delay_field(ready_at.is_some())))?;
+    Ok(when)
+}
+
+/// The pointer of the field that sets a due time.
+pub fn delay_field(absolute: bool) -> &'static str {
+    if absolute { "/ready_at" } else { "/delay_ms" }
 }
 
 /// Decodes a request body.
@@ -590,7 +589,12 @@ pub fn decode_body(body: String, encoding: Encoding) -> Result<Bytes, ApiError> 
         Encoding::Base64 => base64::engine::general_purpose::STANDARD
             .decode(body.as_bytes())
             .map(Bytes::from)
-            .map_err(|e| ApiError::invalid_argument(format!("body is not valid base64: {e}"))),
+            .map_err(|e| {
+                ApiError::invalid_argument(format!(
+                    "not valid base64 ({e}); send standard base64 with padding, or drop \"encoding\" to send text"
+                ))
+                .at("/body")
+            }),
     }
 }
 
@@ -632,9 +636,10 @@ pub fn apply_options(
 pub fn check_reason(reason: &Option<String>) -> Result<(), ApiError> {
     match reason {
         Some(r) if r.len() > MAX_REASON => Err(ApiError::invalid_argument(format!(
-            "reason is {} bytes, the limit is {MAX_REASON}",
+            "reason is {} bytes, the limit is {MAX_REASON}; shorten it",
             r.len()
-        ))),
+        ))
+        .at("/reason")),
         _ => Ok(()),
     }
 }

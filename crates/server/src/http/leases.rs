@@ -17,9 +17,19 @@ use super::dto::{
 };
 use super::error::ApiError;
 use super::extract::{Json, Path};
+use super::fields::locate;
 use super::params::{CommonErrors, JobPath, LeaseLost, job_id, topic};
 use crate::AppState;
 use crate::metrics::LeaseEnd;
+
+/// A lease named in a request body; errors name the field.
+fn lease_of(t: &str, id: &str, token: u64) -> Result<Lease, ApiError> {
+    Ok(Lease {
+        topic: topic(t).map_err(|e| e.at("/topic"))?,
+        id: job_id(id).map_err(|e| e.at("/id"))?,
+        token: LeaseToken(token),
+    })
+}
 
 fn lease(path: &JobPath, token: u64) -> Result<Lease, ApiError> {
     let (topic, id) = path.parse()?;
@@ -55,7 +65,8 @@ pub async fn reserve(
     let topics = req
         .topics
         .iter()
-        .map(|t| topic(t))
+        .enumerate()
+        .map(|(i, t)| topic(t).map_err(|e| e.in_item("topics", i)))
         .collect::<Result<Vec<Topic>, _>>()?;
     let wait = Duration::from_millis(req.wait_ms.unwrap_or(0));
     if wait > state.config.max_wait {
@@ -69,13 +80,14 @@ pub async fn reserve(
     if max == 0 && req.settle.is_empty() {
         return Err(ApiError::invalid_argument(
             "max is 0 and nothing is settled; ask for 1 to 1000 jobs, or list leases in settle",
-        ));
+        )
+        .at("/max"));
     }
     let settle = req
         .settle
         .into_iter()
         .enumerate()
-        .map(|(i, item)| settle_of(i, item))
+        .map(|(i, item)| settle_of(item).map_err(|e| e.in_item("settle", i)))
         .collect::<Result<Vec<Settle>, ApiError>>()?;
     let r = Reserve::topics(topics)
         .max(max)
@@ -84,7 +96,7 @@ pub async fn reserve(
             ModeDto::AtLeastOnce => DeliveryMode::AtLeastOnce,
             ModeDto::AtMostOnce => DeliveryMode::AtMostOnce,
         });
-    check_settle_and_reserve(&settle, &r)?;
+    check_settle_and_reserve(&settle, &r).map_err(|e| locate(e, "/delay_ms"))?;
     // The settlements and a first look go out in one engine call that does not wait, so
     // their answers are never lost to a shutdown; only when it found nothing does the
     // request go on to long-poll (an idle consumer, where one more call costs nothing).
@@ -117,23 +129,20 @@ pub async fn reserve(
     }))
 }
 
-/// Item `i` of a reserve's `settle`, checked: an option that does not belong to its outcome
-/// is refused rather than ignored.
-fn settle_of(i: usize, item: SettleItem) -> Result<Settle, ApiError> {
-    let lease = Lease {
-        topic: topic(&item.topic)?,
-        id: job_id(&item.id)?,
-        token: LeaseToken(item.token),
-    };
+/// An item of a reserve's `settle`, checked (errors name the field within the item): an
+/// option that does not belong to its outcome is refused rather than ignored.
+fn settle_of(item: SettleItem) -> Result<Settle, ApiError> {
+    let lease = lease_of(&item.topic, &item.id, item.token)?;
     // An option its outcome does not use is refused rather than ignored.
     let refuse = |field: &str, present: bool, outcome: &str| {
         if !present {
             return Ok(());
         }
         Err(ApiError::invalid_argument(format!(
-            "settle[{i}].{field} is not used by outcome {outcome}; remove it, or set the outcome to nack{}",
+            "{field} is not used by outcome {outcome}; remove it, or set the outcome to nack{}",
             if field == "reason" { " or bury" } else { "" }
-        )))
+        ))
+        .at(format!("/{field}")))
     };
     let (delay, reason) = (item.delay_ms.is_some(), item.reason.is_some());
     match item.outcome {
@@ -149,13 +158,12 @@ fn settle_of(i: usize, item: SettleItem) -> Result<Settle, ApiError> {
         }
         OutcomeDto::Nack => {
             check_reason(&item.reason)?;
-            Ok(Settle::Nack(
-                lease,
-                Nack {
-                    delay: item.delay_ms.map(Duration::from_millis),
-                    reason: item.reason,
-                },
-            ))
+            let nack = Nack {
+                delay: item.delay_ms.map(Duration::from_millis),
+                reason: item.reason,
+            };
+            nack.validate().map_err(|e| locate(e, "/delay_ms"))?;
+            Ok(Settle::Nack(lease, nack))
         }
         OutcomeDto::Bury => {
             refuse("delay_ms", delay, "bury")?;
@@ -233,15 +241,14 @@ pub async fn ack_batch(
     let leases = req
         .leases
         .iter()
-        .map(|l| {
-            Ok(Lease {
-                topic: topic(&l.topic)?,
-                id: job_id(&l.id)?,
-                token: LeaseToken(l.token),
-            })
-        })
+        .enumerate()
+        .map(|(i, l)| lease_of(&l.topic, &l.id, l.token).map_err(|e| e.in_item("leases", i)))
         .collect::<Result<Vec<_>, ApiError>>()?;
-    let results = state.engine.ack_batch(&leases).await?;
+    let results = state
+        .engine
+        .ack_batch(&leases)
+        .await
+        .map_err(|e| locate(e, ""))?;
     let results = leases
         .iter()
         .zip(results)
@@ -293,7 +300,8 @@ pub async fn nack(
                 reason: req.reason,
             },
         )
-        .await?;
+        .await
+        .map_err(|e| locate(e, "/delay_ms"))?;
     state
         .metrics
         .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Nacked);
@@ -318,7 +326,8 @@ pub async fn touch(
     let deadline = state
         .engine
         .touch(&l, req.ttr_ms.map(Duration::from_millis))
-        .await?;
+        .await
+        .map_err(|e| locate(e, ""))?;
     Ok(axum::Json(TouchResponse {
         deadline: super::dto::rfc3339(deadline),
         deadline_ms: deadline.as_millis(),

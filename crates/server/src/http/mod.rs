@@ -4,6 +4,7 @@
 pub mod dto;
 pub mod error;
 pub mod extract;
+mod fields;
 mod jobs;
 mod leases;
 mod ops;
