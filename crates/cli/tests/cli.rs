@@ -287,7 +287,7 @@ fn sigterm_ends_long_polls_and_exits_cleanly() {
     let answer = ok(out);
     assert_eq!(
         answer.trim(),
-        "{\"jobs\":[],\"settled\":[]}",
+        "{\"jobs\":[],\"settled\":[],\"wait_ms\":25000}",
         "the open long-poll answers empty"
     );
     assert!(took < Duration::from_secs(10), "took {took:?}");

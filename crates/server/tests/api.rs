@@ -409,13 +409,6 @@ async fn every_error_code(setup: Setup) {
         (
             "POST",
             "/v1/reserve",
-            Some(json!({"topics": ["t"], "wait_ms": 31_000})),
-            400,
-            "invalid_argument",
-        ),
-        (
-            "POST",
-            "/v1/reserve",
             Some(json!({"topics": []})),
             400,
             "invalid_argument",
@@ -784,6 +777,47 @@ async fn reserve_settles_first(setup: Setup) {
     }
 }
 
+/// A wait over the server's long-poll limit is cut to it, not refused, and the answer says
+/// the wait used.
+async fn long_wait_is_cut_to_the_limit_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(
+        setup.engine,
+        ServerConfig {
+            max_wait: Duration::from_millis(300),
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let started = Instant::now();
+    let (st, v) = s
+        .post("/v1/reserve", json!({"topics": ["cut"], "wait_ms": 31_000}))
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (v["jobs"].as_array().map(Vec::len), &v["wait_ms"]),
+        (Some(0), &json!(300))
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the reserve waited longer than the server's limit"
+    );
+    for (asked, used) in [(json!(100), 100), (json!(null), 0), (json!(u64::MAX), 300)] {
+        let (st, v) = s
+            .post("/v1/reserve", json!({"topics": ["cut"], "wait_ms": asked}))
+            .await;
+        assert_eq!((st, &v["wait_ms"]), (200, &json!(used)), "{v}");
+    }
+    s.post("/v1/topics/cut/jobs", json!({"body": "x"})).await;
+    let (_, v) = s
+        .post("/v1/reserve", json!({"topics": ["cut"], "wait_ms": 31_000}))
+        .await;
+    assert_eq!(
+        (v["jobs"][0]["job"]["body"].as_str(), &v["wait_ms"]),
+        (Some("x"), &json!(300))
+    );
+}
+
 /// Serde's words that must never reach a client.
 const SERDE_WORDS: [&str; 7] = [
     "expected u",
@@ -1064,6 +1098,11 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn batch_errors_name_the_item_issue_12() {
                 super::batch_errors_name_the_item_issue_12($setup(small_limits()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn long_wait_is_cut_to_the_limit_issue_12() {
+                super::long_wait_is_cut_to_the_limit_issue_12($setup(Limits::default()).await)
+                    .await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn metrics_follow_the_session() {

@@ -247,8 +247,9 @@ pub struct ReserveRequest {
     /// The most jobs to return (1 to 1000, default 1; 0 with `settle`: settle only, no wait).
     #[schema(minimum = 0, maximum = 1000)]
     pub max: Option<usize>,
-    /// How long to wait for a first job, in ms (default 0, at most the server's long-poll
-    /// limit, 30 s unless configured). The answer comes as soon as a job is due.
+    /// How long to wait for a first job, in ms (default 0). A longer wait than the server's
+    /// long-poll limit (30 s unless configured) is cut to it: the answer's `wait_ms` says the
+    /// wait used. The answer comes as soon as a job is due.
     pub wait_ms: Option<u64>,
     /// `at_least_once` (default) or `at_most_once`.
     #[serde(default)]
@@ -359,6 +360,9 @@ pub struct ReserveResponse {
     pub jobs: Vec<DeliveryDto>,
     /// One answer per item of the request's `settle`, in order (empty without it).
     pub settled: Vec<SettleResult>,
+    /// The longest this reserve waited for a first job, in ms: the request's `wait_ms` cut to
+    /// the server's long-poll limit (0 when `max` is 0). Loop with it as the wait.
+    pub wait_ms: u64,
 }
 
 /// A lease token.

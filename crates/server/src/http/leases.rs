@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use delayq_core::limits::MAX_WAIT;
 use delayq_core::{
     DeliveryMode, Lease, LeaseToken, Nack, Reserve, Settle, Settled, Topic,
     check_settle_and_reserve,
@@ -44,7 +45,8 @@ fn lease(path: &JobPath, token: u64) -> Result<Lease, ApiError> {
 /// first settle the leases listed in `settle`.
 ///
 /// Answers as soon as a job is due (long-poll); with nothing due by then, answers an empty
-/// list. Jobs come lowest priority number first, then earliest due time, then push order.
+/// list. A `wait_ms` over the server's long-poll limit is cut to it; the answer's `wait_ms`
+/// is the wait used. Jobs come lowest priority number first, then earliest due time, then push order.
 /// While the server shuts down, open reserves answer empty at once.
 ///
 /// With `settle`, a consumer's whole cycle is one request: the outcomes of the jobs it
@@ -68,15 +70,16 @@ pub async fn reserve(
         .enumerate()
         .map(|(i, t)| topic(t).map_err(|e| e.in_item("topics", i)))
         .collect::<Result<Vec<Topic>, _>>()?;
-    let wait = Duration::from_millis(req.wait_ms.unwrap_or(0));
-    if wait > state.config.max_wait {
-        return Err(ApiError::invalid_argument(format!(
-            "wait_ms {} is over this server's long-poll limit of {} ms; reserve again in a loop",
-            wait.as_millis(),
-            state.config.max_wait.as_millis()
-        )));
-    }
     let max = req.max.unwrap_or(1);
+    // A client cannot know the server's --max-wait: a longer wait is cut to it (and the
+    // answer says so), never refused. Settling only (max 0) never waits.
+    let wait = if max == 0 {
+        Duration::ZERO
+    } else {
+        Duration::from_millis(req.wait_ms.unwrap_or(0))
+            .min(state.config.max_wait)
+            .min(MAX_WAIT)
+    };
     if max == 0 && req.settle.is_empty() {
         return Err(ApiError::invalid_argument(
             "max is 0 and nothing is settled; ask for 1 to 1000 jobs, or list leases in settle",
@@ -126,6 +129,7 @@ pub async fn reserve(
     Ok(axum::Json(ReserveResponse {
         jobs: got.deliveries.iter().map(DeliveryDto::from).collect(),
         settled,
+        wait_ms: wait.as_millis() as u64,
     }))
 }
 
