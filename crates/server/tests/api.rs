@@ -818,6 +818,211 @@ async fn long_wait_is_cut_to_the_limit_issue_12(setup: Setup) {
     );
 }
 
+/// Each delivery has a receipt, and every lease operation takes it alone: a batch ack's
+/// `receipts`, `receipt` in the per-job operations and in a reserve's `settle`. Receipts keep
+/// apart the same id in two topics; a stale one is `lease_lost`, a bad one `invalid_receipt`
+/// naming the field and item; the token forms still work.
+async fn receipts_answer_for_deliveries_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    for topic in ["ra", "rb"] {
+        for id in ["same", "j1", "j2", "j3", "j4", "j5"] {
+            let (st, v) = s
+                .post(
+                    &format!("/v1/topics/{topic}/jobs"),
+                    json!({"id": id, "body": id}),
+                )
+                .await;
+            assert_eq!(st, 201, "{v}");
+        }
+    }
+    let reserve = |topics: Value, max: usize| json!({"topics": topics, "max": max});
+    let (_, v) = s
+        .post("/v1/reserve", reserve(json!(["ra", "rb"]), 12))
+        .await;
+    let receipts: std::collections::HashMap<(String, String), String> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let r = d["receipt"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no receipt in {d}"));
+            let key = (
+                d["job"]["topic"].as_str().unwrap().to_string(),
+                d["job"]["id"].as_str().unwrap().to_string(),
+            );
+            (key, r.to_string())
+        })
+        .collect();
+    assert_eq!(receipts.len(), 12, "{v}");
+    let r = |topic: &str, id: &str| receipts[&(topic.to_string(), id.to_string())].clone();
+
+    // Batch ack by receipts: the same id in two topics, each acked by its own receipt.
+    let (st, v) = s
+        .post(
+            "/v1/ack",
+            json!({"receipts": [r("ra", "same"), r("rb", "same")]}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (&v["results"][0]["ok"], &v["results"][1]["ok"]),
+        (&json!(true), &json!(true)),
+        "{v}"
+    );
+    assert_eq!(s.get("/v1/topics/ra/jobs/same").await.0, 404);
+    assert_eq!(s.get("/v1/topics/rb/jobs/same").await.0, 404);
+
+    // Each per-job operation with a receipt alone.
+    let post_receipt = |topic: &str, id: &str, op: &str, extra: Value| {
+        let mut body = extra;
+        body["receipt"] = json!(r(topic, id));
+        (format!("/v1/topics/{topic}/jobs/{id}/{op}"), body)
+    };
+    let (path, body) = post_receipt("ra", "j1", "touch", json!({"ttr_ms": 20_000}));
+    let (st, v) = s.post(&path, body).await;
+    assert_eq!(st, 200, "{v}");
+    assert!(v["deadline_ms"].as_u64().unwrap() > 0, "{v}");
+    let (path, body) = post_receipt("ra", "j1", "ack", json!({}));
+    assert_eq!(s.post(&path, body).await.0, 204);
+    let (path, body) = post_receipt("ra", "j2", "nack", json!({"delay_ms": 60_000}));
+    let (st, v) = s.post(&path, body).await;
+    assert_eq!((st, v["outcome"].as_str()), (200, Some("retry")), "{v}");
+    let (path, body) = post_receipt("ra", "j3", "bury", json!({"reason": "poison"}));
+    assert_eq!(s.post(&path, body).await.0, 204);
+    let (path, body) = post_receipt("ra", "j4", "release", json!({}));
+    assert_eq!(s.post(&path, body).await.0, 204);
+    // The released job comes back with a new receipt: the old one is stale.
+    let (_, v) = s.post("/v1/reserve", reserve(json!(["ra"]), 1)).await;
+    assert_eq!(v["jobs"][0]["job"]["id"], "j4", "{v}");
+    let fresh = v["jobs"][0]["receipt"].as_str().unwrap().to_string();
+    assert_ne!(fresh, r("ra", "j4"));
+    let (path, body) = post_receipt("ra", "j4", "ack", json!({}));
+    let (st, v) = s.post(&path, body).await;
+    assert_eq!((st, code(&v)), (409, "lease_lost"), "{v}");
+    let (_, v) = s
+        .post("/v1/ack", json!({"receipts": [r("ra", "j4")]}))
+        .await;
+    assert_eq!(v["results"][0]["error"]["code"], "lease_lost", "{v}");
+
+    // A reserve's settle takes receipts too, next to the token form.
+    let (st, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["rb"], "max": 0, "settle": [
+                {"receipt": fresh},
+                {"receipt": r("rb", "j1"), "outcome": "nack", "delay_ms": 60_000},
+                {"receipt": r("rb", "j2"), "outcome": "bury"},
+                {"topic": "rb", "id": "j3", "token": 0, "outcome": "release"},
+            ]}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let oks: Vec<&Value> = v["settled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["ok"])
+        .collect();
+    assert_eq!(
+        oks,
+        [&json!(true), &json!(true), &json!(true), &json!(false)],
+        "{v}"
+    );
+    assert_eq!(
+        s.get("/v1/topics/ra/jobs/j4").await.0,
+        404,
+        "acked by its receipt"
+    );
+    let (_, st) = s.get("/v1/topics/rb/stats").await;
+    assert_eq!(
+        (st["delayed"].as_u64(), st["dead"].as_u64()),
+        (Some(1), Some(1)),
+        "{st}"
+    );
+
+    // Bad receipts: invalid_receipt, naming the field and the item; nothing changes.
+    let cases = [
+        (
+            "/v1/ack",
+            json!({"receipts": [r("rb", "j4"), "not a receipt"]}),
+            "invalid_receipt",
+            "/receipts/1",
+        ),
+        (
+            "/v1/ack",
+            json!({"receipts": [r("rb", "j4")], "leases": [{"topic": "rb", "id": "j5", "token": 1}]}),
+            "invalid_argument",
+            "/leases",
+        ),
+        ("/v1/ack", json!({}), "invalid_argument", "/receipts"),
+        (
+            "/v1/ack",
+            json!({"receipts": [42]}),
+            "invalid_receipt",
+            "/receipts/0",
+        ),
+        (
+            "/v1/reserve",
+            json!({"topics": ["rb"], "settle": [{"receipt": r("rb", "j4")}, {"receipt": "AAAA"}]}),
+            "invalid_receipt",
+            "/settle/1/receipt",
+        ),
+        (
+            "/v1/reserve",
+            json!({"topics": ["rb"], "settle": [{"receipt": r("rb", "j4"), "token": 1}]}),
+            "invalid_argument",
+            "/settle/0/receipt",
+        ),
+        (
+            "/v1/reserve",
+            json!({"topics": ["rb"], "settle": [{"topic": "rb", "id": "j4"}]}),
+            "invalid_argument",
+            "/settle/0/token",
+        ),
+        (
+            "/v1/topics/rb/jobs/j5/ack",
+            json!({"receipt": r("rb", "j4")}),
+            "invalid_receipt",
+            "/receipt",
+        ),
+        (
+            "/v1/topics/rb/jobs/j4/ack",
+            json!({"receipt": r("rb", "j4"), "token": 1}),
+            "invalid_argument",
+            "/receipt",
+        ),
+        (
+            "/v1/topics/rb/jobs/j4/ack",
+            json!({}),
+            "invalid_argument",
+            "/token",
+        ),
+    ];
+    for (path, body, want, field) in cases {
+        let (st, v) = s.post(path, body).await;
+        assert_eq!(
+            (st, code(&v), &v["error"]["field"]),
+            (400, want, &json!(field)),
+            "{path}: {v}"
+        );
+    }
+    let (_, j) = s.get("/v1/topics/rb/jobs/j4").await;
+    assert_eq!(j["state"], "reserved", "a refused request settled j4: {j}");
+
+    // At most once: no lease, no receipt.
+    s.post("/v1/topics/amo/jobs", json!({"body": "x"})).await;
+    let (_, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["amo"], "mode": "at_most_once"}),
+        )
+        .await;
+    assert_eq!(v["jobs"][0]["job"]["body"], "x", "{v}");
+    assert!(v["jobs"][0].get("receipt").is_none(), "{v}");
+}
+
 /// Serde's words that must never reach a client.
 const SERDE_WORDS: [&str; 7] = [
     "expected u",
@@ -1102,6 +1307,11 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn long_wait_is_cut_to_the_limit_issue_12() {
                 super::long_wait_is_cut_to_the_limit_issue_12($setup(Limits::default()).await)
+                    .await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn receipts_answer_for_deliveries_issue_12() {
+                super::receipts_answer_for_deliveries_issue_12($setup(Limits::default()).await)
                     .await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

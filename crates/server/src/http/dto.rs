@@ -277,18 +277,21 @@ pub enum OutcomeDto {
     Release,
 }
 
-/// One lease to settle: which delivery, and its outcome.
+/// One lease to settle: which delivery (its `receipt`, or its `topic`, `id` and `token`),
+/// and its outcome.
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct SettleItem {
-    /// The topic.
+    /// The delivery's receipt; or give `topic`, `id` and `token`.
+    pub receipt: Option<String>,
+    /// The topic (without `receipt`).
     #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
-    pub topic: String,
-    /// The job id.
+    pub topic: Option<String>,
+    /// The job id (without `receipt`).
     #[schema(pattern = "^[!-~]{1,200}$")]
-    pub id: String,
-    /// The lease token from the reserve.
-    pub token: u64,
+    pub id: Option<String>,
+    /// The lease token from the reserve (without `receipt`).
+    pub token: Option<u64>,
     /// `ack` (default), `nack`, `bury` or `release`.
     #[serde(default)]
     pub outcome: OutcomeDto,
@@ -349,6 +352,11 @@ pub struct DeliveryDto {
     pub attempt: u32,
     /// The lease; absent in at-most-once mode.
     pub lease: Option<LeaseDto>,
+    /// The one string that names this delivery's lease in every lease operation (a batch
+    /// ack's `receipts`, `receipt` in ack, nack, touch, bury and release, a reserve's
+    /// `settle`); absent in at-most-once mode. Opaque: pass it back unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
     /// How late the delivery is in ms, to the µs (engine time at reserve minus the due time).
     pub lateness_ms: f64,
 }
@@ -369,16 +377,20 @@ pub struct ReserveResponse {
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
-    /// The lease token from the reserve.
-    pub token: u64,
+    /// The lease token from the reserve; or give `receipt`.
+    pub token: Option<u64>,
+    /// The delivery's receipt, instead of `token`.
+    pub receipt: Option<String>,
 }
 
 /// A nack.
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct NackRequest {
-    /// The lease token from the reserve.
-    pub token: u64,
+    /// The lease token from the reserve; or give `receipt`.
+    pub token: Option<u64>,
+    /// The delivery's receipt, instead of `token`.
+    pub receipt: Option<String>,
     /// Retry after this many ms instead of the job's back-off (0 to 10 years).
     #[schema(maximum = 315_576_000_000_u64)]
     pub delay_ms: Option<u64>,
@@ -400,8 +412,10 @@ pub struct NackResponse {
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct TouchRequest {
-    /// The lease token from the reserve.
-    pub token: u64,
+    /// The lease token from the reserve; or give `receipt`.
+    pub token: Option<u64>,
+    /// The delivery's receipt, instead of `token`.
+    pub receipt: Option<String>,
     /// The new lease length from now in ms (1 s to 24 h; default the job's ttr).
     #[schema(minimum = 1000, maximum = 86_400_000)]
     pub ttr_ms: Option<u64>,
@@ -420,8 +434,10 @@ pub struct TouchResponse {
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct BuryRequest {
-    /// The lease token from the reserve.
-    pub token: u64,
+    /// The lease token from the reserve; or give `receipt`.
+    pub token: Option<u64>,
+    /// The delivery's receipt, instead of `token`.
+    pub receipt: Option<String>,
     /// Why (at most 4 KiB), kept with the job.
     #[schema(max_length = 4096)]
     pub reason: Option<String>,
@@ -441,12 +457,17 @@ pub struct LeaseRef {
     pub token: u64,
 }
 
-/// Up to 1000 acks in one request.
+/// Up to 1000 acks in one request: the deliveries' `receipts`, or their `leases`.
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct AckBatchRequest {
-    /// The leases to ack.
-    #[schema(min_items = 1, max_items = 1000)]
+    /// The receipts of the deliveries to ack (1 to 1000; not with `leases`).
+    #[serde(default)]
+    #[schema(max_items = 1000)]
+    pub receipts: Vec<String>,
+    /// The leases to ack, by topic, id and token (1 to 1000; not with `receipts`).
+    #[serde(default)]
+    #[schema(max_items = 1000)]
     pub leases: Vec<LeaseRef>,
 }
 
@@ -462,7 +483,7 @@ pub struct AckResult {
 /// The answers to a batch ack, in order.
 #[derive(Serialize, ToSchema, Debug)]
 pub struct AckBatchResponse {
-    /// One per lease.
+    /// One per receipt or lease.
     pub results: Vec<AckResult>,
 }
 
@@ -684,6 +705,7 @@ impl From<&Delivery> for DeliveryDto {
                     deadline_ms: deadline.as_millis(),
                 }
             }),
+            receipt: d.lease.as_ref().map(super::receipt::encode),
             lateness_ms: d.lateness.as_micros() as f64 / 1000.0,
         }
     }

@@ -22,7 +22,7 @@ pub struct ErrorBody {
 #[derive(Serialize, ToSchema, Debug)]
 pub struct ErrorDetail {
     /// Stable code: `invalid_topic`, `invalid_id`, `invalid_delay`, `invalid_ttr`,
-    /// `invalid_argument`, `invalid_request`, `body_too_large`,
+    /// `invalid_receipt`, `invalid_argument`, `invalid_request`, `body_too_large`,
     /// `unauthorized`, `not_found`, `lease_lost`, `already_exists`, `wrong_state`,
     /// `unavailable`, `timeout`, `overloaded`, `method_not_allowed`, `internal`.
     pub code: String,
@@ -33,8 +33,8 @@ pub struct ErrorDetail {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     /// The index of the list item at fault (a job of a batch push, a lease or receipt of a
-    /// batch ack, an item of a reserve's `settle`); absent when the error is not about one
-    /// item.
+    /// batch ack, an item of a reserve's `settle` or `topics`); absent when the error is not
+    /// about one item.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<usize>,
 }
@@ -87,6 +87,11 @@ impl ApiError {
     /// 400 `invalid_argument`: a value is out of range.
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_argument", message)
+    }
+
+    /// 400 `invalid_receipt`: a string that is not a receipt this server hands out.
+    pub fn invalid_receipt(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_receipt", message)
     }
 
     /// The HTTP status.

@@ -69,7 +69,7 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
         ),
         "settle" => (
             "invalid_argument",
-            "a list of up to 1000 leases to settle, each {\"topic\", \"id\", \"token\"} with an optional \"outcome\"",
+            "a list of up to 1000 leases to settle, each {\"receipt\"} or {\"topic\", \"id\", \"token\"}, with an optional \"outcome\"",
         ),
         "outcome" => (
             "invalid_argument",
@@ -79,6 +79,14 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
         "token" => (
             "invalid_argument",
             "the whole number \"token\" of the delivery, as the reserve answered it",
+        ),
+        "receipt" => (
+            "invalid_receipt",
+            "the \"receipt\" string of a delivery, unchanged",
+        ),
+        "receipts" => (
+            "invalid_receipt",
+            "a list of 1 to 1000 receipts, each the \"receipt\" string of a delivery, unchanged",
         ),
         "leases" => (
             "invalid_argument",

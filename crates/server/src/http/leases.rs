@@ -20,6 +20,7 @@ use super::error::ApiError;
 use super::extract::{Json, Path};
 use super::fields::locate;
 use super::params::{CommonErrors, JobPath, LeaseLost, job_id, topic};
+use super::receipt;
 use crate::AppState;
 use crate::metrics::LeaseEnd;
 
@@ -32,13 +33,61 @@ fn lease_of(t: &str, id: &str, token: u64) -> Result<Lease, ApiError> {
     })
 }
 
-fn lease(path: &JobPath, token: u64) -> Result<Lease, ApiError> {
+/// The lease a per-job request names: the path's job with the body's `token`, or the body's
+/// `receipt`, which must name the path's job.
+fn lease(path: &JobPath, token: Option<u64>, receipt: Option<&str>) -> Result<Lease, ApiError> {
     let (topic, id) = path.parse()?;
-    Ok(Lease {
-        topic,
-        id,
-        token: LeaseToken(token),
-    })
+    match (token, receipt) {
+        (Some(token), None) => Ok(Lease {
+            topic,
+            id,
+            token: LeaseToken(token),
+        }),
+        (None, Some(r)) => {
+            let l = receipt::decode(r).map_err(|e| e.at("/receipt"))?;
+            if l.topic != topic || l.id != id {
+                return Err(ApiError::invalid_receipt(format!(
+                    "this receipt is for job {} of topic {}, not for this path's job {id} of topic {topic}; send it with its own job's path, or to POST /v1/ack",
+                    l.id, l.topic
+                ))
+                .at("/receipt"));
+            }
+            Ok(l)
+        }
+        (Some(_), Some(_)) => Err(ApiError::invalid_argument(
+            "give the delivery's token or its receipt, not both",
+        )
+        .at("/receipt")),
+        (None, None) => Err(ApiError::invalid_argument(
+            "missing; give the delivery's receipt, or its token",
+        )
+        .at("/token")),
+    }
+}
+
+/// The lease a settle item names: its `receipt`, or its `topic`, `id` and `token`.
+fn settle_lease(item: &SettleItem) -> Result<Lease, ApiError> {
+    match (&item.receipt, &item.topic, &item.id, item.token) {
+        (Some(r), None, None, None) => receipt::decode(r).map_err(|e| e.at("/receipt")),
+        (None, Some(t), Some(id), Some(token)) => lease_of(t, id, token),
+        (Some(_), ..) => Err(ApiError::invalid_argument(
+            "give the receipt alone, or topic, id and token without it",
+        )
+        .at("/receipt")),
+        (None, topic, id, _) => {
+            let missing = if topic.is_none() {
+                "/topic"
+            } else if id.is_none() {
+                "/id"
+            } else {
+                "/token"
+            };
+            Err(ApiError::invalid_argument(
+                "missing; give the delivery's receipt, or its topic, id and token",
+            )
+            .at(missing))
+        }
+    }
 }
 
 /// Take up to `max` due jobs from one or more topics, waiting up to `wait_ms` for a first one;
@@ -136,7 +185,7 @@ pub async fn reserve(
 /// An item of a reserve's `settle`, checked (errors name the field within the item): an
 /// option that does not belong to its outcome is refused rather than ignored.
 fn settle_of(item: SettleItem) -> Result<Settle, ApiError> {
-    let lease = lease_of(&item.topic, &item.id, item.token)?;
+    let lease = settle_lease(&item)?;
     // An option its outcome does not use is refused rather than ignored.
     let refuse = |field: &str, present: bool, outcome: &str| {
         if !present {
@@ -222,15 +271,16 @@ pub async fn ack(
     Path(path): Path<JobPath>,
     Json(req): Json<TokenRequest>,
 ) -> Result<StatusCode, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     state.acker.ack(&l).await?;
     state
         .metrics
-        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Acked);
+        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Acked);
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Ack up to 1000 deliveries in one request; each is answered in order.
+/// Ack up to 1000 deliveries in one request, by their receipts (or their leases); each is
+/// answered in order.
 #[utoipa::path(
     post,
     path = "/v1/ack",
@@ -242,12 +292,32 @@ pub async fn ack_batch(
     State(state): State<AppState>,
     Json(req): Json<AckBatchRequest>,
 ) -> Result<axum::Json<AckBatchResponse>, ApiError> {
-    let leases = req
-        .leases
-        .iter()
-        .enumerate()
-        .map(|(i, l)| lease_of(&l.topic, &l.id, l.token).map_err(|e| e.in_item("leases", i)))
-        .collect::<Result<Vec<_>, ApiError>>()?;
+    let leases = match (req.receipts.is_empty(), req.leases.is_empty()) {
+        (false, true) => req
+            .receipts
+            .iter()
+            .enumerate()
+            .map(|(i, r)| receipt::decode(r).map_err(|e| e.in_item("receipts", i)))
+            .collect::<Result<Vec<_>, ApiError>>()?,
+        (true, false) => req
+            .leases
+            .iter()
+            .enumerate()
+            .map(|(i, l)| lease_of(&l.topic, &l.id, l.token).map_err(|e| e.in_item("leases", i)))
+            .collect::<Result<Vec<_>, ApiError>>()?,
+        (false, false) => {
+            return Err(ApiError::invalid_argument(
+                "give receipts or leases, not both; send two requests",
+            )
+            .at("/leases"));
+        }
+        (true, true) => {
+            return Err(ApiError::invalid_argument(
+                "missing; give the receipts of 1 to 1000 deliveries (or leases: topic, id and token)",
+            )
+            .at("/receipts"));
+        }
+    };
     let results = state
         .engine
         .ack_batch(&leases)
@@ -293,7 +363,7 @@ pub async fn nack(
     Path(path): Path<JobPath>,
     Json(req): Json<NackRequest>,
 ) -> Result<axum::Json<NackResponse>, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     check_reason(&req.reason)?;
     let out = state
         .engine
@@ -308,7 +378,7 @@ pub async fn nack(
         .map_err(|e| locate(e, "/delay_ms"))?;
     state
         .metrics
-        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Nacked);
+        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Nacked);
     Ok(axum::Json(NackResponse::from(out)))
 }
 
@@ -326,7 +396,7 @@ pub async fn touch(
     Path(path): Path<JobPath>,
     Json(req): Json<TouchRequest>,
 ) -> Result<axum::Json<TouchResponse>, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     let deadline = state
         .engine
         .touch(&l, req.ttr_ms.map(Duration::from_millis))
@@ -352,12 +422,12 @@ pub async fn bury(
     Path(path): Path<JobPath>,
     Json(req): Json<BuryRequest>,
 ) -> Result<StatusCode, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     check_reason(&req.reason)?;
     state.engine.bury(&l, req.reason).await?;
     state
         .metrics
-        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Buried);
+        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Buried);
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -375,10 +445,10 @@ pub async fn release(
     Path(path): Path<JobPath>,
     Json(req): Json<TokenRequest>,
 ) -> Result<StatusCode, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     state.engine.release(&l).await?;
     state
         .metrics
-        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Released);
+        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Released);
     Ok(StatusCode::NO_CONTENT)
 }

@@ -9,6 +9,7 @@ mod jobs;
 mod leases;
 mod ops;
 pub mod params;
+mod receipt;
 mod topics;
 
 use std::sync::Arc;
