@@ -123,7 +123,7 @@ fn client_subcommands_and_exit_codes() {
 
     let out = ok(s.run(&["reserve", "orders", "--wait", "5s", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap().to_string();
+    let token = v["jobs"][0]["token"].as_u64().unwrap().to_string();
     ok(s.run(&["ack", "orders", "order-42", &token]));
     let again = s.run(&["ack", "orders", "order-42", &token]);
     assert_eq!(again.status.code(), Some(4), "a stale token is a conflict");

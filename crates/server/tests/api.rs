@@ -78,7 +78,7 @@ async fn every_endpoint(setup: Setup) {
     assert_eq!(j["max_attempts"], 4);
     assert_eq!(j["backoff"]["kind"], "fixed");
     assert_eq!(j["backoff"]["base_ms"], 250);
-    assert!(j["ready_at"].as_str().unwrap().ends_with('Z'));
+    assert!(j["ready_at"].as_str().unwrap().ends_with("+00:00"));
 
     // A binary body goes in and comes out as base64.
     let (st, _) = s
@@ -146,8 +146,8 @@ async fn every_endpoint(setup: Setup) {
     assert_eq!(st, 200, "{v}");
     let d = &v["jobs"][0];
     assert_eq!(d["job"]["id"], "o-1");
-    assert_eq!(d["attempt"], 1);
-    let token = d["lease"]["token"].as_u64().unwrap();
+    assert_eq!(d["job"]["attempts"], 1);
+    let token = d["token"].as_u64().unwrap();
     assert!(d["lateness_ms"].as_f64().unwrap() >= 0.0);
 
     // Touch, then nack with a delay (retry), reserve again, bury, kick.
@@ -172,7 +172,7 @@ async fn every_endpoint(setup: Setup) {
             json!({"topics": ["orders"], "wait_ms": 2000}),
         )
         .await;
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     assert_eq!(v["jobs"][0]["job"]["last_error"], "flaky");
     assert_eq!(
         s.post(
@@ -196,7 +196,7 @@ async fn every_endpoint(setup: Setup) {
 
     // Release: back at once, attempt not counted.
     let (_, v) = s.post("/v1/reserve", json!({"topics": ["orders"]})).await;
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     assert_eq!(
         s.post(
             "/v1/topics/orders/jobs/o-1/release",
@@ -207,8 +207,8 @@ async fn every_endpoint(setup: Setup) {
         204
     );
     let (_, v) = s.post("/v1/reserve", json!({"topics": ["orders"]})).await;
-    assert_eq!(v["jobs"][0]["attempt"], 1);
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    assert_eq!(v["jobs"][0]["job"]["attempts"], 1);
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     assert_eq!(
         s.post("/v1/topics/orders/jobs/o-1/ack", json!({"token": token}))
             .await
@@ -225,7 +225,7 @@ async fn every_endpoint(setup: Setup) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| json!({"topic": "mail", "id": d["job"]["id"], "token": d["lease"]["token"]}))
+        .map(|d| json!({"topic": "mail", "id": d["job"]["id"], "token": d["token"]}))
         .collect();
     assert_eq!(leases.len(), 2);
     let (st, v) = s
@@ -247,7 +247,7 @@ async fn every_endpoint(setup: Setup) {
         .await;
     let id = v["id"].as_str().unwrap().to_string();
     let (_, v) = s.post("/v1/reserve", json!({"topics": ["kk"]})).await;
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     let (_, v) = s
         .post(
             &format!("/v1/topics/kk/jobs/{id}/nack"),
@@ -615,7 +615,7 @@ async fn metrics_follow_the_session(setup: Setup) {
     let (_, v) = s
         .post("/v1/reserve", json!({"topics": ["mx"], "wait_ms": 2000}))
         .await;
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     s.post("/v1/topics/mx/jobs/x/ack", json!({"token": token}))
         .await;
     let id = v["jobs"][0]["job"]["id"].as_str().unwrap().to_string();
@@ -658,7 +658,7 @@ async fn reserve_settles_first(setup: Setup) {
         .await;
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["settled"], json!([]));
-    let token = |v: &Value, i: usize| v["jobs"][i]["lease"]["token"].as_u64().unwrap();
+    let token = |v: &Value, i: usize| v["jobs"][i]["token"].as_u64().unwrap();
     let (t0, t1) = (token(&v, 0), token(&v, 1));
 
     // Bad settlements: refused whole, before anything is settled.
@@ -725,7 +725,7 @@ async fn reserve_settles_first(setup: Setup) {
         .map(|d| {
             (
                 d["job"]["id"].as_str().unwrap().to_string(),
-                d["attempt"].as_u64().unwrap(),
+                d["job"]["attempts"].as_u64().unwrap(),
             )
         })
         .collect();
@@ -742,7 +742,7 @@ async fn reserve_settles_first(setup: Setup) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| json!({"topic": "cy", "id": d["job"]["id"], "token": d["lease"]["token"], "outcome": "bury", "reason": "done with it"}))
+        .map(|d| json!({"topic": "cy", "id": d["job"]["id"], "token": d["token"], "outcome": "bury", "reason": "done with it"}))
         .collect();
     let started = Instant::now();
     let (st, v) = s
@@ -1021,6 +1021,106 @@ async fn receipts_answer_for_deliveries_issue_12(setup: Setup) {
         .await;
     assert_eq!(v["jobs"][0]["job"]["body"], "x", "{v}");
     assert!(v["jobs"][0].get("receipt").is_none(), "{v}");
+}
+
+/// Whether `t` is a time in the one form answers use: UTC, milliseconds, `+00:00` (what
+/// Python 3.10's `datetime.fromisoformat` reads).
+fn is_answer_time(t: &Value) -> bool {
+    let t = t.as_str().unwrap_or("");
+    let digits = |r: std::ops::Range<usize>| {
+        t.get(r)
+            .is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    t.len() == 29
+        && digits(0..4)
+        && digits(5..7)
+        && digits(8..10)
+        && digits(11..13)
+        && digits(14..16)
+        && digits(17..19)
+        && digits(20..23)
+        && [
+            (4, '-'),
+            (7, '-'),
+            (10, 'T'),
+            (13, ':'),
+            (16, ':'),
+            (19, '.'),
+        ]
+        .iter()
+        .all(|&(i, c)| t[i..].starts_with(c))
+        && t.ends_with("+00:00")
+}
+
+/// A delivery says each fact once (the attempt is `job.attempts`, the lease deadline
+/// `job.deadline`), carries no nulls, and every time in every answer has milliseconds and
+/// `+00:00`.
+async fn deliveries_say_each_fact_once_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let (_, pushed) = s
+        .post(
+            "/v1/topics/orders/jobs",
+            json!({"id": "order-42", "body": "cancel order 42"}),
+        )
+        .await;
+    s.post(
+        "/v1/topics/orders/jobs",
+        json!({"id": "later", "body": "x", "delay_ms": 60_000}),
+    )
+    .await;
+    let (_, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["orders"], "wait_ms": 1000}),
+        )
+        .await;
+    let d = &v["jobs"][0];
+    let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["job", "lateness_ms", "receipt", "token"], "{d}");
+    let job = d["job"].as_object().unwrap();
+    assert!(job.values().all(|x| !x.is_null()), "a null in {d}");
+    assert_eq!(
+        (&d["job"]["attempts"], &d["job"]["state"]),
+        (&json!(1), &json!("reserved"))
+    );
+    assert!(d["job"]["deadline_ms"].as_u64().unwrap() > d["job"]["ready_at_ms"].as_u64().unwrap());
+    let token = d["token"].as_u64().unwrap();
+    let (_, touched) = s
+        .post(
+            "/v1/topics/orders/jobs/order-42/touch",
+            json!({"token": token}),
+        )
+        .await;
+    let (_, nacked) = s
+        .post(
+            "/v1/topics/orders/jobs/order-42/nack",
+            json!({"token": token, "delay_ms": 60_000}),
+        )
+        .await;
+    let (_, got) = s.get("/v1/topics/orders/jobs/order-42").await;
+    let (_, stats) = s.get("/v1/topics/orders/stats").await;
+    let (_, later) = s
+        .post(
+            "/v1/topics/orders/jobs/later/reschedule",
+            json!({"delay_ms": 30_000}),
+        )
+        .await;
+    for t in [
+        &pushed["ready_at"],
+        &d["job"]["ready_at"],
+        &d["job"]["created_at"],
+        &d["job"]["deadline"],
+        &touched["deadline"],
+        &nacked["ready_at"],
+        &got["ready_at"],
+        &got["created_at"],
+        &stats["next_due"],
+        &later["ready_at"],
+    ] {
+        assert!(is_answer_time(t), "{t} is not in the answers' time form");
+    }
+    assert!(!is_answer_time(&json!("2026-01-02T15:04:05.12Z")));
 }
 
 /// Serde's words that must never reach a client.
@@ -1312,6 +1412,11 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn receipts_answer_for_deliveries_issue_12() {
                 super::receipts_answer_for_deliveries_issue_12($setup(Limits::default()).await)
+                    .await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn deliveries_say_each_fact_once_issue_12() {
+                super::deliveries_say_each_fact_once_issue_12($setup(Limits::default()).await)
                     .await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -143,8 +143,8 @@ pub struct PushRequest {
     /// `delay_ms` and `ready_at`; neither means due now.
     #[schema(maximum = 315_576_000_000_u64)]
     pub delay_ms: Option<u64>,
-    /// Due at this RFC 3339 time, on the engine's clock (at most 10 years ahead; a time in the
-    /// past means now).
+    /// Due at this RFC 3339 time (`2026-01-02T15:04:05.000+00:00`, or with `Z`), on the
+    /// engine's clock (at most 10 years ahead; a time in the past means now).
     #[schema(format = DateTime)]
     pub ready_at: Option<String>,
     /// The lease length of each delivery in ms (1 s to 24 h, default 30 s).
@@ -214,15 +214,22 @@ pub struct JobDto {
     pub ttr_ms: u64,
     /// Deliveries allowed before it goes dead.
     pub max_attempts: u32,
-    /// Deliveries so far.
+    /// Deliveries so far; in a delivery, the attempt number of that delivery (1 for the
+    /// first).
     pub attempts: u32,
     /// The retry back-off.
     pub backoff: BackoffDto,
     /// When it was pushed, RFC 3339.
     pub created_at: String,
-    /// The lease deadline while reserved, the time of death while dead (RFC 3339).
+    /// The lease deadline while reserved, the time of death while dead (RFC 3339); absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
-    /// The reason given by the last nack or bury, or "lease expired".
+    /// `deadline` in ms since the Unix epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// The reason given by the last nack or bury, or "lease expired"; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }
 
@@ -332,26 +339,16 @@ fn topics_schema() -> utoipa::openapi::schema::Array {
         .build()
 }
 
-/// A lease: what ack, nack, touch, bury and release need besides the topic and id.
-#[derive(Serialize, ToSchema, Debug)]
-pub struct LeaseDto {
-    /// The fencing token of this delivery.
-    pub token: u64,
-    /// The lease deadline, RFC 3339.
-    pub deadline: String,
-    /// The lease deadline in ms since the Unix epoch.
-    pub deadline_ms: u64,
-}
-
-/// A job handed to a reserver.
+/// A job handed to a reserver. Each fact is in one place: the attempt number is
+/// `job.attempts`, the lease deadline `job.deadline` (and `job.deadline_ms`).
 #[derive(Serialize, ToSchema, Debug)]
 pub struct DeliveryDto {
-    /// The job.
+    /// The job, reserved: `attempts` counts this delivery, `deadline` is the lease's.
     pub job: JobDto,
-    /// The attempt number of this delivery (1 for the first).
-    pub attempt: u32,
-    /// The lease; absent in at-most-once mode.
-    pub lease: Option<LeaseDto>,
+    /// The fencing token of this delivery's lease, for the `topic`, `id` and `token` forms
+    /// of the lease operations; absent in at-most-once mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
     /// The one string that names this delivery's lease in every lease operation (a batch
     /// ack's `receipts`, `receipt` in ack, nack, touch, bury and release, a reserve's
     /// `settle`); absent in at-most-once mode. Opaque: pass it back unchanged.
@@ -552,13 +549,25 @@ pub struct CountResponse {
     pub count: u64,
 }
 
-/// Formats engine milliseconds as RFC 3339 (UTC, millisecond precision).
+/// Formats engine milliseconds as RFC 3339, always UTC with millisecond precision and a
+/// numeric offset (`2026-11-23T05:14:57.120+00:00`): the form every RFC 3339 parser reads,
+/// Python 3.10's `datetime.fromisoformat` included (it reads neither `Z` nor other digit
+/// counts).
 pub fn rfc3339(t: Timestamp) -> String {
     let nanos = i128::from(t.as_millis()) * 1_000_000;
-    OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .ok()
-        .and_then(|d| d.format(&Rfc3339).ok())
-        .unwrap_or_else(|| t.as_millis().to_string())
+    match OffsetDateTime::from_unix_timestamp_nanos(nanos) {
+        Ok(d) => format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}+00:00",
+            d.year(),
+            u8::from(d.month()),
+            d.day(),
+            d.hour(),
+            d.minute(),
+            d.second(),
+            d.millisecond()
+        ),
+        Err(_) => t.as_millis().to_string(),
+    }
 }
 
 /// Parses an RFC 3339 time into engine milliseconds (rounded up, so never early).
@@ -567,7 +576,7 @@ pub fn parse_rfc3339(s: &str, field: &str) -> Result<Timestamp, ApiError> {
         ApiError::new(
             axum::http::StatusCode::BAD_REQUEST,
             "invalid_delay",
-            format!("{field} {s:?} is not an RFC 3339 time such as 2026-01-02T15:04:05.000Z"),
+            format!("{field} {s:?} is not an RFC 3339 time such as 2026-01-02T15:04:05.000+00:00"),
         )
     };
     let d = OffsetDateTime::parse(s, &Rfc3339).map_err(|_| bad())?;
@@ -687,6 +696,7 @@ impl From<&Job> for JobDto {
             backoff: BackoffDto::from_core(&j.backoff),
             created_at: rfc3339(j.created_at),
             deadline: j.deadline.map(rfc3339),
+            deadline_ms: j.deadline.map(Timestamp::as_millis),
             last_error: j.last_error.clone(),
         }
     }
@@ -696,15 +706,7 @@ impl From<&Delivery> for DeliveryDto {
     fn from(d: &Delivery) -> Self {
         DeliveryDto {
             job: JobDto::from(&d.job),
-            attempt: d.attempt(),
-            lease: d.lease.as_ref().map(|l| {
-                let deadline = d.job.deadline.unwrap_or_default();
-                LeaseDto {
-                    token: l.token.0,
-                    deadline: rfc3339(deadline),
-                    deadline_ms: deadline.as_millis(),
-                }
-            }),
+            token: d.lease.as_ref().map(|l| l.token.0),
             receipt: d.lease.as_ref().map(super::receipt::encode),
             lateness_ms: d.lateness.as_micros() as f64 / 1000.0,
         }
@@ -761,7 +763,17 @@ mod tests {
     #[test]
     fn times_round_trip_and_round_up() {
         let t = Timestamp::from_millis(1_767_366_245_123);
-        assert_eq!(rfc3339(t), "2026-01-02T15:04:05.123Z");
+        assert_eq!(rfc3339(t), "2026-01-02T15:04:05.123+00:00");
+        assert_eq!(
+            rfc3339(Timestamp::from_millis(1_767_366_245_000)),
+            "2026-01-02T15:04:05.000+00:00",
+            "always three digits"
+        );
+        assert_eq!(
+            rfc3339(Timestamp::from_millis(1_767_366_245_020)),
+            "2026-01-02T15:04:05.020+00:00"
+        );
+        assert_eq!(parse_rfc3339(&rfc3339(t), "t").ok(), Some(t));
         assert_eq!(parse_rfc3339("2026-01-02T15:04:05.123Z", "t").ok(), Some(t));
         assert_eq!(
             parse_rfc3339("2026-01-02T16:04:05.1225+01:00", "t").ok(),
