@@ -1243,9 +1243,21 @@ async fn decode_errors_name_the_field_issue_12(setup: Setup) {
     );
     assert_field_error(
         &s.post_raw("/v1/reserve", r#"{"topics": "t"}"#).await,
-        "invalid_topic",
+        "invalid_argument",
         "/topics",
         "a list of 1 to 64",
+    );
+    assert_field_error(
+        &s.post_raw("/v1/reserve", r#"{"topics": ["t", 5]}"#).await,
+        "invalid_topic",
+        "/topics/1",
+        "each item of topics takes a topic name",
+    );
+    assert_field_error(
+        &s.post_raw("/v1/reserve", r#"{"topics": []}"#).await,
+        "invalid_argument",
+        "/topics",
+        "1 to 64",
     );
     assert_field_error(
         &s.post_raw("/v1/topics/t/jobs/r/ack", r#"{"token": "abc"}"#)
@@ -1255,9 +1267,16 @@ async fn decode_errors_name_the_field_issue_12(setup: Setup) {
         "\"token\" of the delivery",
     );
     // Not JSON at all: no field, still our words.
-    let (st, v) = s.post_raw(push, r#"{"body": "x","#).await;
-    assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
-    assert!(v["error"].get("field").is_none(), "{v}");
+    for body in [r#"{"body": "x","#, r#"{"body": "x"} 5"#, "body=x"] {
+        let (st, v) = s.post_raw(push, body).await;
+        assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
+        assert!(v["error"].get("field").is_none(), "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("not valid JSON") && !message.contains('`'),
+            "{v}"
+        );
+    }
     let (_, st) = s.get("/v1/topics/t/stats").await;
     assert_eq!(st["delayed"], 1, "a refused push changed something: {st}");
 }

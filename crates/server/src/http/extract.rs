@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
-use super::fields::decode_error;
+use super::fields::{decode_error, not_json};
 
 /// A JSON request body with [`ApiError`] rejections that name the field at fault.
 pub struct Json<T>(pub T);
@@ -32,16 +32,12 @@ where
     }
 }
 
-/// Decodes a JSON body, answering a failure as [`decode_error`] does.
+/// Decodes a JSON body; a failure names the field at fault, with its own code and what it
+/// accepts.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| decode_error(bytes, e))?;
-    de.end().map_err(|e| {
-        ApiError::invalid_request(format!(
-            "the body is not valid JSON ({}); send one JSON object and nothing after it",
-            e.to_string().replace('`', "'")
-        ))
-    })?;
+    de.end().map_err(|e| not_json(&e))?;
     Ok(value)
 }
 

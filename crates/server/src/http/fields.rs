@@ -20,7 +20,7 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
             "a topic name: 1 to 128 characters from A-Z, a-z, 0-9, '_', '.', ':' and '-'",
         ),
         "topics" => (
-            "invalid_topic",
+            "invalid_argument",
             "a list of 1 to 64 distinct topic names, each 1 to 128 characters from A-Z, a-z, 0-9, '_', '.', ':' and '-'",
         ),
         "id" => (
@@ -85,7 +85,7 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
             "the \"receipt\" string of a delivery, unchanged",
         ),
         "receipts" => (
-            "invalid_receipt",
+            "invalid_argument",
             "a list of 1 to 1000 receipts, each the \"receipt\" string of a delivery, unchanged",
         ),
         "leases" => (
@@ -122,16 +122,25 @@ pub fn locate(e: delayq_core::Error, delay_field: &str) -> ApiError {
     }
 }
 
+/// The answer to a request body that is not JSON (or has something after its JSON value).
+pub fn not_json(e: &serde_json::Error) -> ApiError {
+    let place = format!("line {}, column {}", e.line(), e.column());
+    let what = match e.classify() {
+        Category::Eof => format!("it ends before its JSON value does ({place})"),
+        _ => format!("the first thing that is not JSON is at {place}"),
+    };
+    ApiError::invalid_request(format!(
+        "the body is not valid JSON: {what}; send one JSON object as /v1/openapi.json describes"
+    ))
+}
+
 /// The answer to a request body that did not decode into its type.
 pub fn decode_error(body: &[u8], err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let path: Vec<Step> = err.path().iter().filter_map(Step::of).collect();
     let inner = err.into_inner();
     let text = inner.to_string();
     if inner.classify() != Category::Data && !text.starts_with("number out of range") {
-        return ApiError::invalid_request(format!(
-            "the body is not valid JSON ({}); send one JSON object as /v1/openapi.json describes",
-            text.replace('`', "'")
-        ));
+        return not_json(&inner);
     }
     if let Some(name) = quoted_after(&text, "missing field `") {
         let mut path = path;
@@ -166,32 +175,32 @@ pub fn decode_error(body: &[u8], err: serde_path_to_error::Error<serde_json::Err
             format!("{name} is given twice; give it once"),
         );
     }
-    let name = path
-        .iter()
-        .rev()
-        .find_map(|s| match s {
-            Step::Key(k) => Some(k.clone()),
-            Step::Index(_) => None,
-        })
-        .unwrap_or_default();
-    if name.is_empty() {
-        return ApiError::invalid_request(format!(
-            "the body is {}; send one JSON object as /v1/openapi.json describes",
-            describe(serde_json::from_slice::<Value>(body).ok().as_ref())
-        ));
-    }
+    // A list's own problems (not a list, empty, too long) have the list's rule; an item of a
+    // list of names has the name's rule (a bad item of topics is invalid_topic).
+    let (name, rule_name) = match path.as_slice() {
+        [.., Step::Key(list), Step::Index(_)] => (format!("each item of {list}"), item_of(list)),
+        [.., Step::Key(key)] => (key.clone(), key.as_str()),
+        _ => {
+            return ApiError::invalid_request(format!(
+                "the body is {}; send one JSON object as /v1/openapi.json describes",
+                describe(serde_json::from_slice::<Value>(body).ok().as_ref())
+            ));
+        }
+    };
     let got = serde_json::from_slice::<Value>(body).ok();
     let got = got.as_ref().and_then(|v| v.pointer(&pointer(&path)));
-    let (code, accepts) = rule(&name);
-    let item = match path.last() {
-        Some(Step::Index(_)) => "each item of ",
-        _ => "",
-    };
-    located(
-        path,
-        code,
-        format!("got {}; {item}{name} takes {accepts}", describe(got)),
-    )
+    let (code, accepts) = rule(rule_name);
+    let message = format!("got {}; {name} takes {accepts}", describe(got));
+    located(path, code, message)
+}
+
+/// The rule of an item of the list `list`: a list of names has the name's rule.
+fn item_of(list: &str) -> &str {
+    match list {
+        "topics" => "topic",
+        "receipts" => "receipt",
+        other => other,
+    }
 }
 
 /// One step of a path into the request body.
@@ -342,7 +351,13 @@ mod tests {
                 r#"{"jobs": [}"#,
                 "invalid_request",
                 None,
-                "the body is not valid JSON",
+                "the body is not valid JSON: the first thing that is not JSON is at line 1, column 11",
+            ),
+            (
+                r#"{"jobs": ["#,
+                "invalid_request",
+                None,
+                "the body is not valid JSON: it ends before its JSON value does",
             ),
         ];
         for (body, code, field, words) in cases {
