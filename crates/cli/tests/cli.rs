@@ -123,7 +123,7 @@ fn client_subcommands_and_exit_codes() {
 
     let out = ok(s.run(&["reserve", "orders", "--wait", "5s", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap().to_string();
+    let token = v["jobs"][0]["token"].as_u64().unwrap().to_string();
     ok(s.run(&["ack", "orders", "order-42", &token]));
     let again = s.run(&["ack", "orders", "order-42", &token]);
     assert_eq!(again.status.code(), Some(4), "a stale token is a conflict");
@@ -287,7 +287,7 @@ fn sigterm_ends_long_polls_and_exits_cleanly() {
     let answer = ok(out);
     assert_eq!(
         answer.trim(),
-        "{\"jobs\":[],\"settled\":[]}",
+        "{\"jobs\":[],\"settled\":[],\"wait_ms\":25000}",
         "the open long-poll answers empty"
     );
     assert!(took < Duration::from_secs(10), "took {took:?}");

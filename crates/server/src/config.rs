@@ -11,7 +11,7 @@ pub struct ServerConfig {
     /// The largest request body in bytes (default 1 MiB; a job body is also checked against
     /// the engine's own limit).
     pub max_request_bytes: usize,
-    /// The longest a reserve may wait (default 30 s).
+    /// The longest a reserve waits (default 30 s); a longer `wait_ms` is cut to it.
     pub max_wait: Duration,
     /// The longest any request may take (default 60 s; must be longer than `max_wait`).
     pub request_timeout: Duration,

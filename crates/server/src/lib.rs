@@ -5,8 +5,10 @@
 //!
 //! - `http`: the router ([`app`]); one module per resource (`jobs`, `leases`, `topics`),
 //!   `dto` (the only place with JSON wire types), `error` ([`http::error::ApiError`], the one
-//!   error shape), `extract` (extractors whose rejections are `ApiError`s), `params` (path and
-//!   query parameters and the documented error responses), `ops` (health, metrics).
+//!   error shape), `extract` (extractors whose rejections are `ApiError`s), `fields` (what each
+//!   request field accepts, and decode errors in those words), `receipt` (one string per
+//!   delivery that names its lease), `params` (path and query parameters and the documented
+//!   error responses), `ops` (health, metrics).
 //! - `auth`: optional bearer tokens, compared in constant time.
 //! - `metrics`: counters, histograms (lateness, time reserved) and per-state gauges.
 //! - `state`: [`AppState`]; `config`: [`ServerConfig`].

@@ -78,7 +78,7 @@ async fn every_endpoint(setup: Setup) {
     assert_eq!(j["max_attempts"], 4);
     assert_eq!(j["backoff"]["kind"], "fixed");
     assert_eq!(j["backoff"]["base_ms"], 250);
-    assert!(j["ready_at"].as_str().unwrap().ends_with('Z'));
+    assert!(j["ready_at"].as_str().unwrap().ends_with("+00:00"));
 
     // A binary body goes in and comes out as base64.
     let (st, _) = s
@@ -146,8 +146,8 @@ async fn every_endpoint(setup: Setup) {
     assert_eq!(st, 200, "{v}");
     let d = &v["jobs"][0];
     assert_eq!(d["job"]["id"], "o-1");
-    assert_eq!(d["attempt"], 1);
-    let token = d["lease"]["token"].as_u64().unwrap();
+    assert_eq!(d["job"]["attempts"], 1);
+    let token = d["token"].as_u64().unwrap();
     assert!(d["lateness_ms"].as_f64().unwrap() >= 0.0);
 
     // Touch, then nack with a delay (retry), reserve again, bury, kick.
@@ -172,7 +172,7 @@ async fn every_endpoint(setup: Setup) {
             json!({"topics": ["orders"], "wait_ms": 2000}),
         )
         .await;
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     assert_eq!(v["jobs"][0]["job"]["last_error"], "flaky");
     assert_eq!(
         s.post(
@@ -196,7 +196,7 @@ async fn every_endpoint(setup: Setup) {
 
     // Release: back at once, attempt not counted.
     let (_, v) = s.post("/v1/reserve", json!({"topics": ["orders"]})).await;
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     assert_eq!(
         s.post(
             "/v1/topics/orders/jobs/o-1/release",
@@ -207,8 +207,8 @@ async fn every_endpoint(setup: Setup) {
         204
     );
     let (_, v) = s.post("/v1/reserve", json!({"topics": ["orders"]})).await;
-    assert_eq!(v["jobs"][0]["attempt"], 1);
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    assert_eq!(v["jobs"][0]["job"]["attempts"], 1);
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     assert_eq!(
         s.post("/v1/topics/orders/jobs/o-1/ack", json!({"token": token}))
             .await
@@ -225,7 +225,7 @@ async fn every_endpoint(setup: Setup) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| json!({"topic": "mail", "id": d["job"]["id"], "token": d["lease"]["token"]}))
+        .map(|d| json!({"topic": "mail", "id": d["job"]["id"], "token": d["token"]}))
         .collect();
     assert_eq!(leases.len(), 2);
     let (st, v) = s
@@ -247,7 +247,7 @@ async fn every_endpoint(setup: Setup) {
         .await;
     let id = v["id"].as_str().unwrap().to_string();
     let (_, v) = s.post("/v1/reserve", json!({"topics": ["kk"]})).await;
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     let (_, v) = s
         .post(
             &format!("/v1/topics/kk/jobs/{id}/nack"),
@@ -403,13 +403,6 @@ async fn every_error_code(setup: Setup) {
             "POST",
             "/v1/reserve",
             Some(json!({"topics": ["t"], "max": 0})),
-            400,
-            "invalid_argument",
-        ),
-        (
-            "POST",
-            "/v1/reserve",
-            Some(json!({"topics": ["t"], "wait_ms": 31_000})),
             400,
             "invalid_argument",
         ),
@@ -622,7 +615,7 @@ async fn metrics_follow_the_session(setup: Setup) {
     let (_, v) = s
         .post("/v1/reserve", json!({"topics": ["mx"], "wait_ms": 2000}))
         .await;
-    let token = v["jobs"][0]["lease"]["token"].as_u64().unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap();
     s.post("/v1/topics/mx/jobs/x/ack", json!({"token": token}))
         .await;
     let id = v["jobs"][0]["job"]["id"].as_str().unwrap().to_string();
@@ -665,7 +658,7 @@ async fn reserve_settles_first(setup: Setup) {
         .await;
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["settled"], json!([]));
-    let token = |v: &Value, i: usize| v["jobs"][i]["lease"]["token"].as_u64().unwrap();
+    let token = |v: &Value, i: usize| v["jobs"][i]["token"].as_u64().unwrap();
     let (t0, t1) = (token(&v, 0), token(&v, 1));
 
     // Bad settlements: refused whole, before anything is settled.
@@ -688,7 +681,7 @@ async fn reserve_settles_first(setup: Setup) {
         ),
         (
             json!({"topic": "cy", "id": "j0", "token": t0, "outcome": "later"}),
-            "invalid_request",
+            "invalid_argument",
         ),
     ];
     for (item, want) in bad {
@@ -733,7 +726,7 @@ async fn reserve_settles_first(setup: Setup) {
         .map(|d| {
             (
                 d["job"]["id"].as_str().unwrap().to_string(),
-                d["attempt"].as_u64().unwrap(),
+                d["job"]["attempts"].as_u64().unwrap(),
             )
         })
         .collect();
@@ -750,7 +743,7 @@ async fn reserve_settles_first(setup: Setup) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| json!({"topic": "cy", "id": d["job"]["id"], "token": d["lease"]["token"], "outcome": "bury", "reason": "done with it"}))
+        .map(|d| json!({"topic": "cy", "id": d["job"]["id"], "token": d["token"], "outcome": "bury", "reason": "done with it"}))
         .collect();
     let started = Instant::now();
     let (st, v) = s
@@ -783,6 +776,602 @@ async fn reserve_settles_first(setup: Setup) {
     ] {
         assert!(text.contains(needle), "{needle} missing from\n{text}");
     }
+}
+
+/// A wait over the server's long-poll limit is cut to it, not refused, and the answer says
+/// the wait used.
+async fn long_wait_is_cut_to_the_limit_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(
+        setup.engine,
+        ServerConfig {
+            max_wait: Duration::from_millis(300),
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let started = Instant::now();
+    let (st, v) = s
+        .post("/v1/reserve", json!({"topics": ["cut"], "wait_ms": 31_000}))
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (v["jobs"].as_array().map(Vec::len), &v["wait_ms"]),
+        (Some(0), &json!(300))
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the reserve waited longer than the server's limit"
+    );
+    for (asked, used) in [(json!(100), 100), (json!(null), 0), (json!(u64::MAX), 300)] {
+        let (st, v) = s
+            .post("/v1/reserve", json!({"topics": ["cut"], "wait_ms": asked}))
+            .await;
+        assert_eq!((st, &v["wait_ms"]), (200, &json!(used)), "{v}");
+    }
+    s.post("/v1/topics/cut/jobs", json!({"body": "x"})).await;
+    let (_, v) = s
+        .post("/v1/reserve", json!({"topics": ["cut"], "wait_ms": 31_000}))
+        .await;
+    assert_eq!(
+        (v["jobs"][0]["job"]["body"].as_str(), &v["wait_ms"]),
+        (Some("x"), &json!(300))
+    );
+}
+
+/// Each delivery has a receipt, and every lease operation takes it alone: a batch ack's
+/// `receipts`, `receipt` in the per-job operations and in a reserve's `settle`. Receipts keep
+/// apart the same id in two topics; a stale one is `lease_lost`, a bad one `invalid_receipt`
+/// naming the field and item; the token forms still work.
+async fn receipts_answer_for_deliveries_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    for topic in ["ra", "rb"] {
+        for id in ["same", "j1", "j2", "j3", "j4", "j5"] {
+            let (st, v) = s
+                .post(
+                    &format!("/v1/topics/{topic}/jobs"),
+                    json!({"id": id, "body": id}),
+                )
+                .await;
+            assert_eq!(st, 201, "{v}");
+        }
+    }
+    let reserve = |topics: Value, max: usize| json!({"topics": topics, "max": max});
+    let (_, v) = s
+        .post("/v1/reserve", reserve(json!(["ra", "rb"]), 12))
+        .await;
+    let receipts: std::collections::HashMap<(String, String), String> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let r = d["receipt"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no receipt in {d}"));
+            let key = (
+                d["job"]["topic"].as_str().unwrap().to_string(),
+                d["job"]["id"].as_str().unwrap().to_string(),
+            );
+            (key, r.to_string())
+        })
+        .collect();
+    assert_eq!(receipts.len(), 12, "{v}");
+    let r = |topic: &str, id: &str| receipts[&(topic.to_string(), id.to_string())].clone();
+
+    // Batch ack by receipts: the same id in two topics, each acked by its own receipt.
+    let (st, v) = s
+        .post(
+            "/v1/ack",
+            json!({"receipts": [r("ra", "same"), r("rb", "same")]}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (&v["results"][0]["ok"], &v["results"][1]["ok"]),
+        (&json!(true), &json!(true)),
+        "{v}"
+    );
+    assert_eq!(s.get("/v1/topics/ra/jobs/same").await.0, 404);
+    assert_eq!(s.get("/v1/topics/rb/jobs/same").await.0, 404);
+
+    // Each per-job operation with a receipt alone.
+    let post_receipt = |topic: &str, id: &str, op: &str, extra: Value| {
+        let mut body = extra;
+        body["receipt"] = json!(r(topic, id));
+        (format!("/v1/topics/{topic}/jobs/{id}/{op}"), body)
+    };
+    let (path, body) = post_receipt("ra", "j1", "touch", json!({"ttr_ms": 20_000}));
+    let (st, v) = s.post(&path, body).await;
+    assert_eq!(st, 200, "{v}");
+    assert!(v["deadline_ms"].as_u64().unwrap() > 0, "{v}");
+    let (path, body) = post_receipt("ra", "j1", "ack", json!({}));
+    assert_eq!(s.post(&path, body).await.0, 204);
+    let (path, body) = post_receipt("ra", "j2", "nack", json!({"delay_ms": 60_000}));
+    let (st, v) = s.post(&path, body).await;
+    assert_eq!((st, v["outcome"].as_str()), (200, Some("retry")), "{v}");
+    let (path, body) = post_receipt("ra", "j3", "bury", json!({"reason": "poison"}));
+    assert_eq!(s.post(&path, body).await.0, 204);
+    let (path, body) = post_receipt("ra", "j4", "release", json!({}));
+    assert_eq!(s.post(&path, body).await.0, 204);
+    // The released job comes back with a new receipt: the old one is stale.
+    let (_, v) = s.post("/v1/reserve", reserve(json!(["ra"]), 1)).await;
+    assert_eq!(v["jobs"][0]["job"]["id"], "j4", "{v}");
+    let fresh = v["jobs"][0]["receipt"].as_str().unwrap().to_string();
+    assert_ne!(fresh, r("ra", "j4"));
+    let (path, body) = post_receipt("ra", "j4", "ack", json!({}));
+    let (st, v) = s.post(&path, body).await;
+    assert_eq!((st, code(&v)), (409, "lease_lost"), "{v}");
+    let (_, v) = s
+        .post("/v1/ack", json!({"receipts": [r("ra", "j4")]}))
+        .await;
+    assert_eq!(v["results"][0]["error"]["code"], "lease_lost", "{v}");
+
+    // A reserve's settle takes receipts too, next to the token form.
+    let (st, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["rb"], "max": 0, "settle": [
+                {"receipt": fresh},
+                {"receipt": r("rb", "j1"), "outcome": "nack", "delay_ms": 60_000},
+                {"receipt": r("rb", "j2"), "outcome": "bury"},
+                {"topic": "rb", "id": "j3", "token": 0, "outcome": "release"},
+            ]}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let oks: Vec<&Value> = v["settled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["ok"])
+        .collect();
+    assert_eq!(
+        oks,
+        [&json!(true), &json!(true), &json!(true), &json!(false)],
+        "{v}"
+    );
+    assert_eq!(
+        s.get("/v1/topics/ra/jobs/j4").await.0,
+        404,
+        "acked by its receipt"
+    );
+    let (_, st) = s.get("/v1/topics/rb/stats").await;
+    assert_eq!(
+        (st["delayed"].as_u64(), st["dead"].as_u64()),
+        (Some(1), Some(1)),
+        "{st}"
+    );
+
+    // Bad receipts: invalid_receipt, naming the field and the item; nothing changes.
+    let cases = [
+        (
+            "/v1/ack",
+            json!({"receipts": [r("rb", "j4"), "not a receipt"]}),
+            "invalid_receipt",
+            "/receipts/1",
+        ),
+        (
+            "/v1/ack",
+            json!({"receipts": [r("rb", "j4")], "leases": [{"topic": "rb", "id": "j5", "token": 1}]}),
+            "invalid_argument",
+            "/leases",
+        ),
+        ("/v1/ack", json!({}), "invalid_argument", "/receipts"),
+        (
+            "/v1/ack",
+            json!({"receipts": [42]}),
+            "invalid_receipt",
+            "/receipts/0",
+        ),
+        (
+            "/v1/reserve",
+            json!({"topics": ["rb"], "settle": [{"receipt": r("rb", "j4")}, {"receipt": "AAAA"}]}),
+            "invalid_receipt",
+            "/settle/1/receipt",
+        ),
+        (
+            "/v1/reserve",
+            json!({"topics": ["rb"], "settle": [{"receipt": r("rb", "j4"), "token": 1}]}),
+            "invalid_argument",
+            "/settle/0/receipt",
+        ),
+        (
+            "/v1/reserve",
+            json!({"topics": ["rb"], "settle": [{"topic": "rb", "id": "j4"}]}),
+            "invalid_argument",
+            "/settle/0/token",
+        ),
+        (
+            "/v1/topics/rb/jobs/j5/ack",
+            json!({"receipt": r("rb", "j4")}),
+            "invalid_receipt",
+            "/receipt",
+        ),
+        (
+            "/v1/topics/rb/jobs/j4/ack",
+            json!({"receipt": r("rb", "j4"), "token": 1}),
+            "invalid_argument",
+            "/receipt",
+        ),
+        (
+            "/v1/topics/rb/jobs/j4/ack",
+            json!({}),
+            "invalid_argument",
+            "/token",
+        ),
+    ];
+    for (path, body, want, field) in cases {
+        let (st, v) = s.post(path, body).await;
+        assert_eq!(
+            (st, code(&v), &v["error"]["field"]),
+            (400, want, &json!(field)),
+            "{path}: {v}"
+        );
+    }
+    let (_, j) = s.get("/v1/topics/rb/jobs/j4").await;
+    assert_eq!(j["state"], "reserved", "a refused request settled j4: {j}");
+
+    // At most once: no lease, no receipt.
+    s.post("/v1/topics/amo/jobs", json!({"body": "x"})).await;
+    let (_, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["amo"], "mode": "at_most_once"}),
+        )
+        .await;
+    assert_eq!(v["jobs"][0]["job"]["body"], "x", "{v}");
+    assert!(v["jobs"][0].get("receipt").is_none(), "{v}");
+}
+
+/// Whether `t` is a time in the one form answers use: UTC, milliseconds, `+00:00` (what
+/// Python 3.10's `datetime.fromisoformat` reads).
+fn is_answer_time(t: &Value) -> bool {
+    let t = t.as_str().unwrap_or("");
+    let digits = |r: std::ops::Range<usize>| {
+        t.get(r)
+            .is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    t.len() == 29
+        && digits(0..4)
+        && digits(5..7)
+        && digits(8..10)
+        && digits(11..13)
+        && digits(14..16)
+        && digits(17..19)
+        && digits(20..23)
+        && [
+            (4, '-'),
+            (7, '-'),
+            (10, 'T'),
+            (13, ':'),
+            (16, ':'),
+            (19, '.'),
+        ]
+        .iter()
+        .all(|&(i, c)| t[i..].starts_with(c))
+        && t.ends_with("+00:00")
+}
+
+/// A delivery says each fact once (the attempt is `job.attempts`, the lease deadline
+/// `job.deadline`), carries no nulls, and every time in every answer has milliseconds and
+/// `+00:00`.
+async fn deliveries_say_each_fact_once_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let (_, pushed) = s
+        .post(
+            "/v1/topics/orders/jobs",
+            json!({"id": "order-42", "body": "cancel order 42"}),
+        )
+        .await;
+    s.post(
+        "/v1/topics/orders/jobs",
+        json!({"id": "later", "body": "x", "delay_ms": 60_000}),
+    )
+    .await;
+    let (_, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["orders"], "wait_ms": 1000}),
+        )
+        .await;
+    let d = &v["jobs"][0];
+    let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["job", "lateness_ms", "receipt", "token"], "{d}");
+    let job = d["job"].as_object().unwrap();
+    assert!(job.values().all(|x| !x.is_null()), "a null in {d}");
+    assert_eq!(
+        (&d["job"]["attempts"], &d["job"]["state"]),
+        (&json!(1), &json!("reserved"))
+    );
+    assert!(d["job"]["deadline_ms"].as_u64().unwrap() > d["job"]["ready_at_ms"].as_u64().unwrap());
+    let token = d["token"].as_u64().unwrap();
+    let (_, touched) = s
+        .post(
+            "/v1/topics/orders/jobs/order-42/touch",
+            json!({"token": token}),
+        )
+        .await;
+    let (_, nacked) = s
+        .post(
+            "/v1/topics/orders/jobs/order-42/nack",
+            json!({"token": token, "delay_ms": 60_000}),
+        )
+        .await;
+    let (_, got) = s.get("/v1/topics/orders/jobs/order-42").await;
+    let (_, stats) = s.get("/v1/topics/orders/stats").await;
+    let (_, later) = s
+        .post(
+            "/v1/topics/orders/jobs/later/reschedule",
+            json!({"delay_ms": 30_000}),
+        )
+        .await;
+    for t in [
+        &pushed["ready_at"],
+        &d["job"]["ready_at"],
+        &d["job"]["created_at"],
+        &d["job"]["deadline"],
+        &touched["deadline"],
+        &nacked["ready_at"],
+        &got["ready_at"],
+        &got["created_at"],
+        &stats["next_due"],
+        &later["ready_at"],
+    ] {
+        assert!(is_answer_time(t), "{t} is not in the answers' time form");
+    }
+    assert!(!is_answer_time(&json!("2026-01-02T15:04:05.12Z")));
+}
+
+/// Serde's words that must never reach a client.
+const SERDE_WORDS: [&str; 7] = [
+    "expected u",
+    "expected i",
+    "floating point",
+    "untagged",
+    "invalid type",
+    "invalid value",
+    "did not match",
+];
+
+/// Checks an error answer: status 400, `code`, the field's pointer in `error.field` and in
+/// the message, what is accepted (`accepts`) in the message, and none of serde's words.
+fn assert_field_error(answer: &(u16, Value), code_: &str, field: &str, accepts: &str) {
+    let (st, v) = answer;
+    assert_eq!((*st, code(v)), (400, code_), "{v}");
+    assert_eq!(v["error"]["field"], field, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains(field), "{v}");
+    assert!(message.contains(accepts), "{v}");
+    for words in SERDE_WORDS {
+        assert!(!message.contains(words), "serde's words in {v}");
+    }
+}
+
+/// Every decode error of a request names the field as a JSON pointer, uses the field's own
+/// code, says what is accepted, and leaks nothing of serde.
+async fn decode_errors_name_the_field_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let push = "/v1/topics/t/jobs";
+    let delay = "0 to 315576000000";
+    for body in [
+        r#"{"body": "x", "delay_ms": -5}"#,
+        r#"{"body": "x", "delay_ms": 1e15}"#,
+        r#"{"body": "x", "delay_ms": 1000000000000000}"#,
+        r#"{"body": "x", "delay_ms": 99999999999999999999}"#,
+        r#"{"body": "x", "delay_ms": 1.5}"#,
+        r#"{"body": "x", "delay_ms": "30s"}"#,
+    ] {
+        let answer = s.post_raw(push, body).await;
+        let accepts = if body.contains("1000000000000000}") {
+            "10 years"
+        } else {
+            delay
+        };
+        assert_field_error(&answer, "invalid_delay", "/delay_ms", accepts);
+    }
+    assert_field_error(
+        &s.post_raw(push, r#"{"body": "x", "priority": -1}"#).await,
+        "invalid_argument",
+        "/priority",
+        "0 to 4294967295",
+    );
+    assert_field_error(
+        &s.post_raw(push, r#"{"body": "x", "ttr_ms": "1m"}"#).await,
+        "invalid_ttr",
+        "/ttr_ms",
+        "1000 (1 s) to 86400000 (24 h)",
+    );
+    assert_field_error(
+        &s.post_raw(push, r#"{"body": 42}"#).await,
+        "invalid_argument",
+        "/body",
+        "a string",
+    );
+    assert_field_error(
+        &s.post_raw(push, r#"{"delay_ms": 5}"#).await,
+        "invalid_argument",
+        "/body",
+        "missing",
+    );
+    assert_field_error(
+        &s.post_raw(
+            push,
+            r#"{"body": "x", "backoff": {"kind": "linear", "base_ms": 5}}"#,
+        )
+        .await,
+        "invalid_argument",
+        "/backoff/kind",
+        "\"fixed\" or \"exponential\"",
+    );
+    assert_field_error(
+        &s.post_raw(push, r#"{"body": "x", "colour": "red"}"#).await,
+        "invalid_request",
+        "/colour",
+        "the fields here are id, body",
+    );
+    // Reschedule with nothing, and with a bad value of each form.
+    s.post(push, json!({"id": "r", "body": "x", "delay_ms": 60_000}))
+        .await;
+    let reschedule = "/v1/topics/t/jobs/r/reschedule";
+    assert_field_error(
+        &s.post_raw(reschedule, "{}").await,
+        "invalid_delay",
+        "/delay_ms",
+        "give delay_ms",
+    );
+    assert_field_error(
+        &s.post_raw(reschedule, r#"{"delay_ms": -5}"#).await,
+        "invalid_delay",
+        "/delay_ms",
+        delay,
+    );
+    assert_field_error(
+        &s.post_raw(reschedule, r#"{"ready_at": 5}"#).await,
+        "invalid_delay",
+        "/ready_at",
+        "RFC 3339",
+    );
+    // A reserve's and an ack's fields.
+    assert_field_error(
+        &s.post_raw("/v1/reserve", r#"{"topics": ["t"], "max": -1}"#)
+            .await,
+        "invalid_argument",
+        "/max",
+        "0 to 1000",
+    );
+    assert_field_error(
+        &s.post_raw("/v1/reserve", r#"{"topics": "t"}"#).await,
+        "invalid_argument",
+        "/topics",
+        "a list of 1 to 64",
+    );
+    assert_field_error(
+        &s.post_raw("/v1/reserve", r#"{"topics": ["t", 5]}"#).await,
+        "invalid_topic",
+        "/topics/1",
+        "each item of topics takes a topic name",
+    );
+    assert_field_error(
+        &s.post_raw("/v1/reserve", r#"{"topics": []}"#).await,
+        "invalid_argument",
+        "/topics",
+        "1 to 64",
+    );
+    assert_field_error(
+        &s.post_raw("/v1/topics/t/jobs/r/ack", r#"{"token": "abc"}"#)
+            .await,
+        "invalid_argument",
+        "/token",
+        "\"token\" of the delivery",
+    );
+    // Not JSON at all: no field, still our words.
+    for body in [r#"{"body": "x","#, r#"{"body": "x"} 5"#, "body=x"] {
+        let (st, v) = s.post_raw(push, body).await;
+        assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
+        assert!(v["error"].get("field").is_none(), "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("not valid JSON") && !message.contains('`'),
+            "{v}"
+        );
+    }
+    let (_, st) = s.get("/v1/topics/t/stats").await;
+    assert_eq!(st["delayed"], 1, "a refused push changed something: {st}");
+}
+
+/// A refused batch says which item: its index in `error.index`, its pointer in
+/// `error.field`, both in the message; and nothing of the batch is pushed.
+async fn batch_errors_name_the_item_issue_12(setup: Setup) {
+    // See: issue 12
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let batch = "/v1/topics/b/batch";
+    let ok = json!({"body": "fine"});
+    let far = "2100-01-01T00:00:00.000+00:00";
+    let cases = [
+        (json!({"id": "two words", "body": "x"}), "invalid_id", "/id"),
+        (
+            json!({"body": "x", "delay_ms": -5}),
+            "invalid_delay",
+            "/delay_ms",
+        ),
+        (
+            json!({"body": "x", "delay_ms": 315_576_000_001_u64}),
+            "invalid_delay",
+            "/delay_ms",
+        ),
+        (
+            json!({"body": "x", "ready_at": far}),
+            "invalid_delay",
+            "/ready_at",
+        ),
+        (json!({"body": "x", "ttr_ms": 10}), "invalid_ttr", "/ttr_ms"),
+        (
+            json!({"body": "x", "max_attempts": 0}),
+            "invalid_argument",
+            "/max_attempts",
+        ),
+        (
+            json!({"body": "***", "encoding": "base64"}),
+            "invalid_argument",
+            "/body",
+        ),
+        (json!({"body": "x".repeat(2049)}), "body_too_large", "/body"),
+    ];
+    for (bad, want, field) in cases {
+        let (st, v) = s
+            .post(batch, json!({"jobs": [ok.clone(), ok.clone(), bad]}))
+            .await;
+        assert_eq!(code(&v), want, "{v}");
+        assert!(st == 400 || st == 413, "{v}");
+        let pointer = format!("/jobs/2{field}");
+        assert_eq!(v["error"]["field"], pointer, "{v}");
+        assert_eq!(v["error"]["index"], 2, "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("item 2") && message.contains(&pointer),
+            "{v}"
+        );
+    }
+    // The same for the other lists: a reserve's topics and settle, a batch ack's leases.
+    let (_, v) = s
+        .post("/v1/reserve", json!({"topics": ["b", "bad topic"]}))
+        .await;
+    assert_eq!(
+        (code(&v), &v["error"]["field"], &v["error"]["index"]),
+        ("invalid_topic", &json!("/topics/1"), &json!(1)),
+        "{v}"
+    );
+    let (_, v) = s
+        .post(
+            "/v1/reserve",
+            json!({"topics": ["b"], "settle": [{"topic": "b", "id": "x", "token": 1}, {"topic": "b", "id": "x", "token": 1, "reason": "no"}]}),
+        )
+        .await;
+    assert_eq!(
+        (code(&v), &v["error"]["field"], &v["error"]["index"]),
+        ("invalid_argument", &json!("/settle/1/reason"), &json!(1)),
+        "{v}"
+    );
+    let (_, v) = s
+        .post(
+            "/v1/ack",
+            json!({"leases": [{"topic": "b", "id": "x", "token": 1}, {"topic": "b", "id": "", "token": 1}]}),
+        )
+        .await;
+    assert_eq!(
+        (code(&v), &v["error"]["field"], &v["error"]["index"]),
+        ("invalid_id", &json!("/leases/1/id"), &json!(1)),
+        "{v}"
+    );
+    let (_, st) = s.get("/v1/topics/b/stats").await;
+    assert_eq!(
+        (st["ready"].as_u64(), st["delayed"].as_u64()),
+        (Some(0), Some(0)),
+        "a refused batch pushed something: {st}"
+    );
 }
 
 async fn unavailable_engine_is_503(setup: Setup, kill: impl FnOnce()) {
@@ -826,6 +1415,29 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn reserve_settles_first() {
                 super::reserve_settles_first($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn decode_errors_name_the_field_issue_12() {
+                super::decode_errors_name_the_field_issue_12($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn batch_errors_name_the_item_issue_12() {
+                super::batch_errors_name_the_item_issue_12($setup(small_limits()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn long_wait_is_cut_to_the_limit_issue_12() {
+                super::long_wait_is_cut_to_the_limit_issue_12($setup(Limits::default()).await)
+                    .await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn receipts_answer_for_deliveries_issue_12() {
+                super::receipts_answer_for_deliveries_issue_12($setup(Limits::default()).await)
+                    .await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn deliveries_say_each_fact_once_issue_12() {
+                super::deliveries_say_each_fact_once_issue_12($setup(Limits::default()).await)
+                    .await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn metrics_follow_the_session() {

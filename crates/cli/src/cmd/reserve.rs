@@ -30,11 +30,11 @@ pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
             "{} {} token={} attempt={} late={:.1}ms body={}",
             j["topic"].as_str().unwrap_or("?"),
             j["id"].as_str().unwrap_or("?"),
-            d["lease"]["token"]
+            d["token"]
                 .as_u64()
                 .map(|t| t.to_string())
                 .unwrap_or_else(|| "-".into()),
-            d["attempt"],
+            j["attempts"],
             d["lateness_ms"].as_f64().unwrap_or(0.0),
             j["body"].as_str().unwrap_or("")
         );

@@ -14,6 +14,7 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
+use super::fields::locate;
 
 /// The longest delay, in ms (10 years).
 pub const MAX_DELAY_MS: u64 = 315_576_000_000;
@@ -142,8 +143,8 @@ pub struct PushRequest {
     /// `delay_ms` and `ready_at`; neither means due now.
     #[schema(maximum = 315_576_000_000_u64)]
     pub delay_ms: Option<u64>,
-    /// Due at this RFC 3339 time, on the engine's clock (at most 10 years ahead; a time in the
-    /// past means now).
+    /// Due at this RFC 3339 time (`2026-01-02T15:04:05.000+00:00`, or with `Z`), on the
+    /// engine's clock (at most 10 years ahead; a time in the past means now).
     #[schema(format = DateTime)]
     pub ready_at: Option<String>,
     /// The lease length of each delivery in ms (1 s to 24 h, default 30 s).
@@ -213,15 +214,22 @@ pub struct JobDto {
     pub ttr_ms: u64,
     /// Deliveries allowed before it goes dead.
     pub max_attempts: u32,
-    /// Deliveries so far.
+    /// Deliveries so far; in a delivery, the attempt number of that delivery (1 for the
+    /// first).
     pub attempts: u32,
     /// The retry back-off.
     pub backoff: BackoffDto,
     /// When it was pushed, RFC 3339.
     pub created_at: String,
-    /// The lease deadline while reserved, the time of death while dead (RFC 3339).
+    /// The lease deadline while reserved, the time of death while dead (RFC 3339); absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
-    /// The reason given by the last nack or bury, or "lease expired".
+    /// `deadline` in ms since the Unix epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// The reason given by the last nack or bury, or "lease expired"; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }
 
@@ -246,8 +254,9 @@ pub struct ReserveRequest {
     /// The most jobs to return (1 to 1000, default 1; 0 with `settle`: settle only, no wait).
     #[schema(minimum = 0, maximum = 1000)]
     pub max: Option<usize>,
-    /// How long to wait for a first job, in ms (default 0, at most the server's long-poll
-    /// limit, 30 s unless configured). The answer comes as soon as a job is due.
+    /// How long to wait for a first job, in ms (default 0). A longer wait than the server's
+    /// long-poll limit (30 s unless configured) is cut to it: the answer's `wait_ms` says the
+    /// wait used. The answer comes as soon as a job is due.
     pub wait_ms: Option<u64>,
     /// `at_least_once` (default) or `at_most_once`.
     #[serde(default)]
@@ -275,18 +284,21 @@ pub enum OutcomeDto {
     Release,
 }
 
-/// One lease to settle: which delivery, and its outcome.
+/// One lease to settle: which delivery (its `receipt`, or its `topic`, `id` and `token`),
+/// and its outcome.
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct SettleItem {
-    /// The topic.
+    /// The delivery's receipt; or give `topic`, `id` and `token`.
+    pub receipt: Option<String>,
+    /// The topic (without `receipt`).
     #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
-    pub topic: String,
-    /// The job id.
+    pub topic: Option<String>,
+    /// The job id (without `receipt`).
     #[schema(pattern = "^[!-~]{1,200}$")]
-    pub id: String,
-    /// The lease token from the reserve.
-    pub token: u64,
+    pub id: Option<String>,
+    /// The lease token from the reserve (without `receipt`).
+    pub token: Option<u64>,
     /// `ack` (default), `nack`, `bury` or `release`.
     #[serde(default)]
     pub outcome: OutcomeDto,
@@ -328,26 +340,21 @@ fn topics_schema() -> utoipa::openapi::schema::Array {
         .build()
 }
 
-/// A lease: what ack, nack, touch, bury and release need besides the topic and id.
-#[derive(Serialize, ToSchema, Debug)]
-pub struct LeaseDto {
-    /// The fencing token of this delivery.
-    pub token: u64,
-    /// The lease deadline, RFC 3339.
-    pub deadline: String,
-    /// The lease deadline in ms since the Unix epoch.
-    pub deadline_ms: u64,
-}
-
-/// A job handed to a reserver.
+/// A job handed to a reserver. Each fact is in one place: the attempt number is
+/// `job.attempts`, the lease deadline `job.deadline` (and `job.deadline_ms`).
 #[derive(Serialize, ToSchema, Debug)]
 pub struct DeliveryDto {
-    /// The job.
+    /// The job, reserved: `attempts` counts this delivery, `deadline` is the lease's.
     pub job: JobDto,
-    /// The attempt number of this delivery (1 for the first).
-    pub attempt: u32,
-    /// The lease; absent in at-most-once mode.
-    pub lease: Option<LeaseDto>,
+    /// The fencing token of this delivery's lease, for the `topic`, `id` and `token` forms
+    /// of the lease operations; absent in at-most-once mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// The one string that names this delivery's lease in every lease operation (a batch
+    /// ack's `receipts`, `receipt` in ack, nack, touch, bury and release, a reserve's
+    /// `settle`); absent in at-most-once mode. Opaque: pass it back unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
     /// How late the delivery is in ms, to the µs (engine time at reserve minus the due time).
     pub lateness_ms: f64,
 }
@@ -359,22 +366,29 @@ pub struct ReserveResponse {
     pub jobs: Vec<DeliveryDto>,
     /// One answer per item of the request's `settle`, in order (empty without it).
     pub settled: Vec<SettleResult>,
+    /// The longest this reserve waited for a first job, in ms: the request's `wait_ms` cut to
+    /// the server's long-poll limit (0 when `max` is 0). Loop with it as the wait.
+    pub wait_ms: u64,
 }
 
 /// A lease token.
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
-    /// The lease token from the reserve.
-    pub token: u64,
+    /// The lease token from the reserve; or give `receipt`.
+    pub token: Option<u64>,
+    /// The delivery's receipt, instead of `token`.
+    pub receipt: Option<String>,
 }
 
 /// A nack.
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct NackRequest {
-    /// The lease token from the reserve.
-    pub token: u64,
+    /// The lease token from the reserve; or give `receipt`.
+    pub token: Option<u64>,
+    /// The delivery's receipt, instead of `token`.
+    pub receipt: Option<String>,
     /// Retry after this many ms instead of the job's back-off (0 to 10 years).
     #[schema(maximum = 315_576_000_000_u64)]
     pub delay_ms: Option<u64>,
@@ -396,8 +410,10 @@ pub struct NackResponse {
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct TouchRequest {
-    /// The lease token from the reserve.
-    pub token: u64,
+    /// The lease token from the reserve; or give `receipt`.
+    pub token: Option<u64>,
+    /// The delivery's receipt, instead of `token`.
+    pub receipt: Option<String>,
     /// The new lease length from now in ms (1 s to 24 h; default the job's ttr).
     #[schema(minimum = 1000, maximum = 86_400_000)]
     pub ttr_ms: Option<u64>,
@@ -416,8 +432,10 @@ pub struct TouchResponse {
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct BuryRequest {
-    /// The lease token from the reserve.
-    pub token: u64,
+    /// The lease token from the reserve; or give `receipt`.
+    pub token: Option<u64>,
+    /// The delivery's receipt, instead of `token`.
+    pub receipt: Option<String>,
     /// Why (at most 4 KiB), kept with the job.
     #[schema(max_length = 4096)]
     pub reason: Option<String>,
@@ -437,12 +455,17 @@ pub struct LeaseRef {
     pub token: u64,
 }
 
-/// Up to 1000 acks in one request.
+/// Up to 1000 acks in one request: the deliveries' `receipts`, or their `leases`.
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct AckBatchRequest {
-    /// The leases to ack.
-    #[schema(min_items = 1, max_items = 1000)]
+    /// The receipts of the deliveries to ack (1 to 1000; not with `leases`).
+    #[serde(default)]
+    #[schema(max_items = 1000)]
+    pub receipts: Vec<String>,
+    /// The leases to ack, by topic, id and token (1 to 1000; not with `receipts`).
+    #[serde(default)]
+    #[schema(max_items = 1000)]
     pub leases: Vec<LeaseRef>,
 }
 
@@ -459,36 +482,20 @@ pub struct AckResult {
 /// The answers to a batch ack, in order.
 #[derive(Serialize, ToSchema, Debug)]
 pub struct AckBatchResponse {
-    /// One per lease.
+    /// One per receipt or lease.
     pub results: Vec<AckResult>,
 }
 
-/// A new due time: `{"delay_ms": n}` or `{"ready_at": "<RFC 3339>"}`.
-#[derive(Deserialize, ToSchema, Debug)]
-#[serde(untagged)]
-pub enum RescheduleRequest {
-    /// Due this many ms from now.
-    Delay(RescheduleDelay),
-    /// Due at an absolute time.
-    At(RescheduleAt),
-}
-
-/// Due this many ms from now.
+/// A new due time: `{"delay_ms": n}` or `{"ready_at": "<RFC 3339>"}` (exactly one).
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
-pub struct RescheduleDelay {
-    /// 0 to 10 years.
+pub struct RescheduleRequest {
+    /// Due this many ms from now (0 to 10 years).
     #[schema(maximum = 315_576_000_000_u64)]
-    pub delay_ms: u64,
-}
-
-/// Due at an absolute time.
-#[derive(Deserialize, ToSchema, Debug)]
-#[serde(deny_unknown_fields)]
-pub struct RescheduleAt {
-    /// RFC 3339, at most 10 years ahead; a past time means now.
+    pub delay_ms: Option<u64>,
+    /// Due at this RFC 3339 time, at most 10 years ahead; a past time means now.
     #[schema(format = DateTime)]
-    pub ready_at: String,
+    pub ready_at: Option<String>,
 }
 
 /// A due time.
@@ -544,13 +551,25 @@ pub struct CountResponse {
     pub count: u64,
 }
 
-/// Formats engine milliseconds as RFC 3339 (UTC, millisecond precision).
+/// Formats engine milliseconds as RFC 3339, always UTC with millisecond precision and a
+/// numeric offset (`2026-11-23T05:14:57.120+00:00`): the form every RFC 3339 parser reads,
+/// Python 3.10's `datetime.fromisoformat` included (it reads neither `Z` nor other digit
+/// counts).
 pub fn rfc3339(t: Timestamp) -> String {
     let nanos = i128::from(t.as_millis()) * 1_000_000;
-    OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .ok()
-        .and_then(|d| d.format(&Rfc3339).ok())
-        .unwrap_or_else(|| t.as_millis().to_string())
+    match OffsetDateTime::from_unix_timestamp_nanos(nanos) {
+        Ok(d) => format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}+00:00",
+            d.year(),
+            u8::from(d.month()),
+            d.day(),
+            d.hour(),
+            d.minute(),
+            d.second(),
+            d.millisecond()
+        ),
+        Err(_) => t.as_millis().to_string(),
+    }
 }
 
 /// Parses an RFC 3339 time into engine milliseconds (rounded up, so never early).
@@ -559,7 +578,7 @@ pub fn parse_rfc3339(s: &str, field: &str) -> Result<Timestamp, ApiError> {
         ApiError::new(
             axum::http::StatusCode::BAD_REQUEST,
             "invalid_delay",
-            format!("{field} {s:?} is not an RFC 3339 time such as 2026-01-02T15:04:05.000Z"),
+            format!("{field} {s:?} is not an RFC 3339 time such as 2026-01-02T15:04:05.000+00:00"),
         )
     };
     let d = OffsetDateTime::parse(s, &Rfc3339).map_err(|_| bad())?;
@@ -571,18 +590,32 @@ pub fn parse_rfc3339(s: &str, field: &str) -> Result<Timestamp, ApiError> {
     Ok(Timestamp::from_millis(ms))
 }
 
-/// The schedule of a push or reschedule: at most one of `delay_ms` and `ready_at`.
+/// The schedule of a push or reschedule: at most one of `delay_ms` and `ready_at`, checked
+/// as far as it can be without the engine's clock; errors name the field.
 pub fn schedule(delay_ms: Option<u64>, ready_at: Option<&str>) -> Result<Schedule, ApiError> {
-    match (delay_ms, ready_at) {
-        (Some(_), Some(_)) => Err(ApiError::new(
-            axum::http::StatusCode::BAD_REQUEST,
-            "invalid_delay",
-            "give delay_ms or ready_at, not both",
-        )),
-        (Some(ms), None) => Ok(Schedule::Delay(Duration::from_millis(ms))),
-        (None, Some(at)) => Ok(Schedule::At(parse_rfc3339(at, "ready_at")?)),
-        (None, None) => Ok(Schedule::NOW),
-    }
+    let when = match (delay_ms, ready_at) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                "invalid_delay",
+                "give delay_ms or ready_at, not both",
+            )
+            .at("/ready_at"));
+        }
+        (Some(ms), None) => Schedule::Delay(Duration::from_millis(ms)),
+        (None, Some(at)) => {
+            Schedule::At(parse_rfc3339(at, "ready_at").map_err(|e| e.at("/ready_at"))?)
+        }
+        (None, None) => Schedule::NOW,
+    };
+    when.validate()
+        .map_err(|e| locate(e, delay_field(ready_at.is_some())))?;
+    Ok(when)
+}
+
+/// The pointer of the field that sets a due time.
+pub fn delay_field(absolute: bool) -> &'static str {
+    if absolute { "/ready_at" } else { "/delay_ms" }
 }
 
 /// Decodes a request body.
@@ -592,7 +625,12 @@ pub fn decode_body(body: String, encoding: Encoding) -> Result<Bytes, ApiError> 
         Encoding::Base64 => base64::engine::general_purpose::STANDARD
             .decode(body.as_bytes())
             .map(Bytes::from)
-            .map_err(|e| ApiError::invalid_argument(format!("body is not valid base64: {e}"))),
+            .map_err(|e| {
+                ApiError::invalid_argument(format!(
+                    "not valid base64 ({e}); send standard base64 with padding, or drop \"encoding\" to send text"
+                ))
+                .at("/body")
+            }),
     }
 }
 
@@ -634,9 +672,10 @@ pub fn apply_options(
 pub fn check_reason(reason: &Option<String>) -> Result<(), ApiError> {
     match reason {
         Some(r) if r.len() > MAX_REASON => Err(ApiError::invalid_argument(format!(
-            "reason is {} bytes, the limit is {MAX_REASON}",
+            "reason is {} bytes, the limit is {MAX_REASON}; shorten it",
             r.len()
-        ))),
+        ))
+        .at("/reason")),
         _ => Ok(()),
     }
 }
@@ -659,6 +698,7 @@ impl From<&Job> for JobDto {
             backoff: BackoffDto::from_core(&j.backoff),
             created_at: rfc3339(j.created_at),
             deadline: j.deadline.map(rfc3339),
+            deadline_ms: j.deadline.map(Timestamp::as_millis),
             last_error: j.last_error.clone(),
         }
     }
@@ -668,15 +708,8 @@ impl From<&Delivery> for DeliveryDto {
     fn from(d: &Delivery) -> Self {
         DeliveryDto {
             job: JobDto::from(&d.job),
-            attempt: d.attempt(),
-            lease: d.lease.as_ref().map(|l| {
-                let deadline = d.job.deadline.unwrap_or_default();
-                LeaseDto {
-                    token: l.token.0,
-                    deadline: rfc3339(deadline),
-                    deadline_ms: deadline.as_millis(),
-                }
-            }),
+            token: d.lease.as_ref().map(|l| l.token.0),
+            receipt: d.lease.as_ref().map(super::receipt::encode),
             lateness_ms: d.lateness.as_micros() as f64 / 1000.0,
         }
     }
@@ -732,7 +765,17 @@ mod tests {
     #[test]
     fn times_round_trip_and_round_up() {
         let t = Timestamp::from_millis(1_767_366_245_123);
-        assert_eq!(rfc3339(t), "2026-01-02T15:04:05.123Z");
+        assert_eq!(rfc3339(t), "2026-01-02T15:04:05.123+00:00");
+        assert_eq!(
+            rfc3339(Timestamp::from_millis(1_767_366_245_000)),
+            "2026-01-02T15:04:05.000+00:00",
+            "always three digits"
+        );
+        assert_eq!(
+            rfc3339(Timestamp::from_millis(1_767_366_245_020)),
+            "2026-01-02T15:04:05.020+00:00"
+        );
+        assert_eq!(parse_rfc3339(&rfc3339(t), "t").ok(), Some(t));
         assert_eq!(parse_rfc3339("2026-01-02T15:04:05.123Z", "t").ok(), Some(t));
         assert_eq!(
             parse_rfc3339("2026-01-02T16:04:05.1225+01:00", "t").ok(),

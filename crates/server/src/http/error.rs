@@ -1,5 +1,7 @@
-//! [`ApiError`]: every failure as JSON `{ "error": { "code", "message" } }` with a stable
-//! code per typed error and the right status. Internal details are logged, never echoed.
+//! [`ApiError`]: every failure as JSON `{ "error": { "code", "message", "field"?, "index"? } }`
+//! with a stable code per typed error and the right status; a failure of one request field
+//! names it (a JSON pointer) and, inside a list, the item's index. Internal details are
+//! logged, never echoed.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -15,16 +17,26 @@ pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
-/// One error: a stable machine-readable code and a message for people.
+/// One error: a stable machine-readable code and a message for people; for a bad field of
+/// the request, which field and (inside a list) which item.
 #[derive(Serialize, ToSchema, Debug)]
 pub struct ErrorDetail {
     /// Stable code: `invalid_topic`, `invalid_id`, `invalid_delay`, `invalid_ttr`,
-    /// `invalid_argument`, `invalid_request`, `body_too_large`, `unauthorized`, `not_found`,
-    /// `lease_lost`, `already_exists`, `wrong_state`, `unavailable`, `timeout`, `overloaded`,
-    /// `method_not_allowed`, `internal`.
+    /// `invalid_receipt`, `invalid_argument`, `invalid_request`, `body_too_large`,
+    /// `unauthorized`, `not_found`, `lease_lost`, `already_exists`, `wrong_state`,
+    /// `unavailable`, `timeout`, `overloaded`, `method_not_allowed`, `internal`.
     pub code: String,
-    /// What went wrong and what to do.
+    /// What went wrong and what to do; starts with the field's JSON pointer when there is one.
     pub message: String,
+    /// The JSON pointer (RFC 6901) of the request field at fault, e.g. `/jobs/1/delay_ms`;
+    /// absent when the error is not about one field of the request body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The index of the list item at fault (a job of a batch push, a lease or receipt of a
+    /// batch ack, an item of a reserve's `settle` or `topics`); absent when the error is not
+    /// about one item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
 }
 
 /// An error answered to an HTTP client.
@@ -33,6 +45,8 @@ pub struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    field: Option<String>,
+    index: Option<usize>,
 }
 
 impl ApiError {
@@ -42,7 +56,27 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            field: None,
+            index: None,
         }
+    }
+
+    /// The same error, about the request field at `pointer` (a JSON pointer such as
+    /// `/delay_ms`). Inside a list item ([`ApiError::in_item`]) the pointer is relative to
+    /// the item.
+    pub fn at(mut self, pointer: impl Into<String>) -> Self {
+        self.field = Some(pointer.into());
+        self
+    }
+
+    /// The same error, about item `index` of the list `list` of the request (a job of a
+    /// batch push, a lease of a batch ack ...): the field's pointer gets `/<list>/<index>` in
+    /// front of it.
+    pub fn in_item(mut self, list: &str, index: usize) -> Self {
+        let inner = self.field.take().unwrap_or_default();
+        self.field = Some(format!("/{list}/{index}{inner}"));
+        self.index = Some(index);
+        self
     }
 
     /// 400 `invalid_request`: the request could not be read (bad JSON, unknown field ...).
@@ -55,6 +89,11 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "invalid_argument", message)
     }
 
+    /// 400 `invalid_receipt`: a string that is not a receipt this server hands out.
+    pub fn invalid_receipt(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_receipt", message)
+    }
+
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         self.status
@@ -65,16 +104,29 @@ impl ApiError {
         self.code
     }
 
-    /// The message.
-    pub fn message(&self) -> &str {
-        &self.message
+    /// The message, with the field's pointer and the item's index in front when known.
+    pub fn message(&self) -> String {
+        match (&self.field, self.index) {
+            (Some(field), Some(i)) => format!("item {i}, {field}: {}", self.message),
+            (Some(field), None) => format!("{field}: {}", self.message),
+            (None, Some(i)) => format!("item {i}: {}", self.message),
+            (None, None) => self.message.clone(),
+        }
     }
 
-    /// The code and message, as the body carries them and as batch answers list them.
+    /// The JSON pointer of the request field at fault, if the error is about one.
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+
+    /// The code, message, field and index, as the body carries them and as batch answers
+    /// list them.
     pub fn detail(&self) -> ErrorDetail {
         ErrorDetail {
             code: self.code.to_string(),
-            message: self.message.clone(),
+            message: self.message(),
+            field: self.field.clone(),
+            index: self.index,
         }
     }
 

@@ -1,16 +1,65 @@
 //! Extractors whose rejections are [`ApiError`]s, so a malformed request gets the same JSON
-//! error shape as every other failure.
+//! error shape as every other failure; a body that does not decode is answered with the
+//! field's pointer, code and what it accepts (see `fields`).
 
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts};
-use axum::http::StatusCode;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use super::fields::{decode_error, not_json};
 
-/// `axum::Json` with [`ApiError`] rejections.
-#[derive(FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// A JSON request body with [`ApiError`] rejections that name the field at fault.
 pub struct Json<T>(pub T);
+
+impl<T, S> FromRequest<S> for Json<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::invalid_request(
+                "the body must be JSON: send it with the header content-type: application/json",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await?;
+        decode(&bytes).map(Json)
+    }
+}
+
+/// Decodes a JSON body; a failure names the field at fault, with its own code and what it
+/// accepts.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| decode_error(bytes, e))?;
+    de.end().map_err(|e| not_json(&e))?;
+    Ok(value)
+}
+
+/// Whether the content type is `application/json` or `application/<something>+json`.
+fn json_content_type(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    let Ok(value) = value.to_str() else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match essence.split_once('/') {
+        Some(("application", sub)) => sub == "json" || sub.ends_with("+json"),
+        _ => false,
+    }
+}
 
 /// `axum::extract::Path` with [`ApiError`] rejections.
 #[derive(FromRequestParts)]
@@ -22,8 +71,8 @@ pub struct Path<T>(pub T);
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct Query<T>(pub T);
 
-impl From<JsonRejection> for ApiError {
-    fn from(r: JsonRejection) -> Self {
+impl From<BytesRejection> for ApiError {
+    fn from(r: BytesRejection) -> Self {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
             return ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -32,7 +81,7 @@ impl From<JsonRejection> for ApiError {
             );
         }
         ApiError::invalid_request(format!(
-            "{}; send a JSON body as the API document describes",
+            "the body could not be read ({}); send it again",
             r.body_text()
         ))
     }

@@ -3,32 +3,79 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use delayq_core::{Cursor, NewJob};
+use delayq_core::{Cursor, Error, Limits, NewJob, Schedule, Timestamp, Topic};
 
 use super::dto::{
     JobDto, ListResponse, PushBatchRequest, PushBatchResponse, PushRequest, PushResponse,
-    ReadyAtResponse, RescheduleRequest, apply_options, decode_body, schedule,
+    ReadyAtResponse, RescheduleRequest, apply_options, decode_body, delay_field, schedule,
 };
 use super::error::ApiError;
 use super::extract::{Json, Path, Query};
+use super::fields::locate;
 use super::params::{
     CommonErrors, JobPath, ListQuery, NotFound, TopicPath, WrongState, job_id, topic,
 };
 use crate::AppState;
 
-fn new_job(t: &delayq_core::Topic, req: PushRequest) -> Result<NewJob, ApiError> {
+/// A push's job, checked as far as it can be without the engine (whose body limit and clock
+/// come later): a bad field is answered with its pointer, so a batch can say which item.
+fn new_job(t: &Topic, req: PushRequest) -> Result<NewJob, ApiError> {
+    let delay_field = delay_field(req.ready_at.is_some());
     let mut job = NewJob::new(t.clone(), decode_body(req.body, req.encoding)?)
         .with_schedule(schedule(req.delay_ms, req.ready_at.as_deref())?);
     if let Some(id) = &req.id {
-        job = job.with_id(job_id(id)?);
+        job = job.with_id(job_id(id).map_err(|e| e.at("/id"))?);
     }
-    Ok(apply_options(
-        job,
-        req.ttr_ms,
-        req.max_attempts,
-        req.priority,
-        req.backoff,
-    ))
+    let job = apply_options(job, req.ttr_ms, req.max_attempts, req.priority, req.backoff);
+    let unlimited = Limits {
+        max_body: usize::MAX,
+    };
+    job.validate(&unlimited)
+        .map_err(|e| locate(e, delay_field))?;
+    Ok(job)
+}
+
+/// What the engine alone can refuse in a push: a body over its limit, a due time more than
+/// 10 years after its clock. Kept per job so that a refused batch can name an item at fault.
+struct EngineChecked {
+    body_len: usize,
+    at: Option<Timestamp>,
+}
+
+impl EngineChecked {
+    fn of(job: &NewJob) -> Self {
+        EngineChecked {
+            body_len: job.body.len(),
+            at: match job.schedule {
+                Schedule::At(at) => Some(at),
+                Schedule::Delay(_) => None,
+            },
+        }
+    }
+
+    /// An engine's refusal of a push of `jobs`, about the item at fault when one can be
+    /// named: the first body over the limit, or the latest absolute due time (if any is too
+    /// far ahead, that one is).
+    fn locate(e: Error, jobs: &[EngineChecked], list: Option<&str>) -> ApiError {
+        let (field, index) = match &e {
+            Error::BodyTooLarge { limit, .. } => {
+                ("/body", jobs.iter().position(|j| j.body_len > *limit))
+            }
+            Error::InvalidDelay { .. } => {
+                let latest = jobs.iter().filter_map(|j| j.at).max();
+                (
+                    "/ready_at",
+                    jobs.iter().position(|j| j.at.is_some() && j.at == latest),
+                )
+            }
+            _ => return ApiError::from(e),
+        };
+        let e = ApiError::from(e).at(field);
+        match (list, index) {
+            (Some(list), Some(i)) => e.in_item(list, i),
+            _ => e,
+        }
+    }
 }
 
 /// Push one job.
@@ -53,7 +100,13 @@ pub async fn push(
     Json(req): Json<PushRequest>,
 ) -> Result<Response, ApiError> {
     let t = topic(&path.topic)?;
-    let pushed = state.engine.push(new_job(&t, req)?).await?;
+    let job = new_job(&t, req)?;
+    let checked = [EngineChecked::of(&job)];
+    let pushed = state
+        .engine
+        .push(job)
+        .await
+        .map_err(|e| EngineChecked::locate(e, &checked, None))?;
     let status = if pushed.created {
         state.metrics.pushed(&t, 1);
         StatusCode::CREATED
@@ -81,9 +134,15 @@ pub async fn push_batch(
     let jobs = req
         .jobs
         .into_iter()
-        .map(|j| new_job(&t, j))
+        .enumerate()
+        .map(|(i, j)| new_job(&t, j).map_err(|e| e.in_item("jobs", i)))
         .collect::<Result<Vec<_>, _>>()?;
-    let pushed = state.engine.push_batch(jobs).await?;
+    let checked: Vec<EngineChecked> = jobs.iter().map(EngineChecked::of).collect();
+    let pushed = state
+        .engine
+        .push_batch(jobs)
+        .await
+        .map_err(|e| EngineChecked::locate(e, &checked, Some("jobs")))?;
     state
         .metrics
         .pushed(&t, pushed.iter().filter(|p| p.created).count() as u64);
@@ -146,11 +205,20 @@ pub async fn reschedule(
     Json(req): Json<RescheduleRequest>,
 ) -> Result<axum::Json<ReadyAtResponse>, ApiError> {
     let (t, id) = path.parse()?;
-    let when = match req {
-        RescheduleRequest::Delay(d) => schedule(Some(d.delay_ms), None)?,
-        RescheduleRequest::At(a) => schedule(None, Some(&a.ready_at))?,
-    };
-    let at = state.engine.reschedule(&t, &id, when).await?;
+    if req.delay_ms.is_none() && req.ready_at.is_none() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_delay",
+            "missing; give delay_ms (ms from now, 0 to 10 years) or ready_at (an RFC 3339 time)",
+        )
+        .at("/delay_ms"));
+    }
+    let when = schedule(req.delay_ms, req.ready_at.as_deref())?;
+    let at = state
+        .engine
+        .reschedule(&t, &id, when)
+        .await
+        .map_err(|e| locate(e, delay_field(req.ready_at.is_some())))?;
     Ok(axum::Json(ReadyAtResponse {
         ready_at: super::dto::rfc3339(at),
         ready_at_ms: at.as_millis(),

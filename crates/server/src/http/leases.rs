@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use delayq_core::limits::MAX_WAIT;
 use delayq_core::{
     DeliveryMode, Lease, LeaseToken, Nack, Reserve, Settle, Settled, Topic,
     check_settle_and_reserve,
@@ -17,24 +18,84 @@ use super::dto::{
 };
 use super::error::ApiError;
 use super::extract::{Json, Path};
+use super::fields::locate;
 use super::params::{CommonErrors, JobPath, LeaseLost, job_id, topic};
+use super::receipt;
 use crate::AppState;
 use crate::metrics::LeaseEnd;
 
-fn lease(path: &JobPath, token: u64) -> Result<Lease, ApiError> {
-    let (topic, id) = path.parse()?;
+/// A lease named in a request body; errors name the field.
+fn lease_of(t: &str, id: &str, token: u64) -> Result<Lease, ApiError> {
     Ok(Lease {
-        topic,
-        id,
+        topic: topic(t).map_err(|e| e.at("/topic"))?,
+        id: job_id(id).map_err(|e| e.at("/id"))?,
         token: LeaseToken(token),
     })
+}
+
+/// The lease a per-job request names: the path's job with the body's `token`, or the body's
+/// `receipt`, which must name the path's job.
+fn lease(path: &JobPath, token: Option<u64>, receipt: Option<&str>) -> Result<Lease, ApiError> {
+    let (topic, id) = path.parse()?;
+    match (token, receipt) {
+        (Some(token), None) => Ok(Lease {
+            topic,
+            id,
+            token: LeaseToken(token),
+        }),
+        (None, Some(r)) => {
+            let l = receipt::decode(r).map_err(|e| e.at("/receipt"))?;
+            if l.topic != topic || l.id != id {
+                return Err(ApiError::invalid_receipt(format!(
+                    "this receipt is for job {} of topic {}, not for this path's job {id} of topic {topic}; send it with its own job's path, or to POST /v1/ack",
+                    l.id, l.topic
+                ))
+                .at("/receipt"));
+            }
+            Ok(l)
+        }
+        (Some(_), Some(_)) => Err(ApiError::invalid_argument(
+            "give the delivery's token or its receipt, not both",
+        )
+        .at("/receipt")),
+        (None, None) => Err(ApiError::invalid_argument(
+            "missing; give the delivery's receipt, or its token",
+        )
+        .at("/token")),
+    }
+}
+
+/// The lease a settle item names: its `receipt`, or its `topic`, `id` and `token`.
+fn settle_lease(item: &SettleItem) -> Result<Lease, ApiError> {
+    match (&item.receipt, &item.topic, &item.id, item.token) {
+        (Some(r), None, None, None) => receipt::decode(r).map_err(|e| e.at("/receipt")),
+        (None, Some(t), Some(id), Some(token)) => lease_of(t, id, token),
+        (Some(_), ..) => Err(ApiError::invalid_argument(
+            "give the receipt alone, or topic, id and token without it",
+        )
+        .at("/receipt")),
+        (None, topic, id, _) => {
+            let missing = if topic.is_none() {
+                "/topic"
+            } else if id.is_none() {
+                "/id"
+            } else {
+                "/token"
+            };
+            Err(ApiError::invalid_argument(
+                "missing; give the delivery's receipt, or its topic, id and token",
+            )
+            .at(missing))
+        }
+    }
 }
 
 /// Take up to `max` due jobs from one or more topics, waiting up to `wait_ms` for a first one;
 /// first settle the leases listed in `settle`.
 ///
 /// Answers as soon as a job is due (long-poll); with nothing due by then, answers an empty
-/// list. Jobs come lowest priority number first, then earliest due time, then push order.
+/// list. A `wait_ms` over the server's long-poll limit is cut to it; the answer's `wait_ms`
+/// is the wait used. Jobs come lowest priority number first, then earliest due time, then push order.
 /// While the server shuts down, open reserves answer empty at once.
 ///
 /// With `settle`, a consumer's whole cycle is one request: the outcomes of the jobs it
@@ -55,27 +116,30 @@ pub async fn reserve(
     let topics = req
         .topics
         .iter()
-        .map(|t| topic(t))
+        .enumerate()
+        .map(|(i, t)| topic(t).map_err(|e| e.in_item("topics", i)))
         .collect::<Result<Vec<Topic>, _>>()?;
-    let wait = Duration::from_millis(req.wait_ms.unwrap_or(0));
-    if wait > state.config.max_wait {
-        return Err(ApiError::invalid_argument(format!(
-            "wait_ms {} is over this server's long-poll limit of {} ms; reserve again in a loop",
-            wait.as_millis(),
-            state.config.max_wait.as_millis()
-        )));
-    }
     let max = req.max.unwrap_or(1);
+    // A client cannot know the server's --max-wait: a longer wait is cut to it (and the
+    // answer says so), never refused. Settling only (max 0) never waits.
+    let wait = if max == 0 {
+        Duration::ZERO
+    } else {
+        Duration::from_millis(req.wait_ms.unwrap_or(0))
+            .min(state.config.max_wait)
+            .min(MAX_WAIT)
+    };
     if max == 0 && req.settle.is_empty() {
         return Err(ApiError::invalid_argument(
             "max is 0 and nothing is settled; ask for 1 to 1000 jobs, or list leases in settle",
-        ));
+        )
+        .at("/max"));
     }
     let settle = req
         .settle
         .into_iter()
         .enumerate()
-        .map(|(i, item)| settle_of(i, item))
+        .map(|(i, item)| settle_of(item).map_err(|e| e.in_item("settle", i)))
         .collect::<Result<Vec<Settle>, ApiError>>()?;
     let r = Reserve::topics(topics)
         .max(max)
@@ -84,7 +148,7 @@ pub async fn reserve(
             ModeDto::AtLeastOnce => DeliveryMode::AtLeastOnce,
             ModeDto::AtMostOnce => DeliveryMode::AtMostOnce,
         });
-    check_settle_and_reserve(&settle, &r)?;
+    check_settle_and_reserve(&settle, &r).map_err(|e| locate(e, "/delay_ms"))?;
     // The settlements and a first look go out in one engine call that does not wait, so
     // their answers are never lost to a shutdown; only when it found nothing does the
     // request go on to long-poll (an idle consumer, where one more call costs nothing).
@@ -114,26 +178,24 @@ pub async fn reserve(
     Ok(axum::Json(ReserveResponse {
         jobs: got.deliveries.iter().map(DeliveryDto::from).collect(),
         settled,
+        wait_ms: wait.as_millis() as u64,
     }))
 }
 
-/// Item `i` of a reserve's `settle`, checked: an option that does not belong to its outcome
-/// is refused rather than ignored.
-fn settle_of(i: usize, item: SettleItem) -> Result<Settle, ApiError> {
-    let lease = Lease {
-        topic: topic(&item.topic)?,
-        id: job_id(&item.id)?,
-        token: LeaseToken(item.token),
-    };
+/// An item of a reserve's `settle`, checked (errors name the field within the item): an
+/// option that does not belong to its outcome is refused rather than ignored.
+fn settle_of(item: SettleItem) -> Result<Settle, ApiError> {
+    let lease = settle_lease(&item)?;
     // An option its outcome does not use is refused rather than ignored.
     let refuse = |field: &str, present: bool, outcome: &str| {
         if !present {
             return Ok(());
         }
         Err(ApiError::invalid_argument(format!(
-            "settle[{i}].{field} is not used by outcome {outcome}; remove it, or set the outcome to nack{}",
+            "{field} is not used by outcome {outcome}; remove it, or set the outcome to nack{}",
             if field == "reason" { " or bury" } else { "" }
-        )))
+        ))
+        .at(format!("/{field}")))
     };
     let (delay, reason) = (item.delay_ms.is_some(), item.reason.is_some());
     match item.outcome {
@@ -149,13 +211,12 @@ fn settle_of(i: usize, item: SettleItem) -> Result<Settle, ApiError> {
         }
         OutcomeDto::Nack => {
             check_reason(&item.reason)?;
-            Ok(Settle::Nack(
-                lease,
-                Nack {
-                    delay: item.delay_ms.map(Duration::from_millis),
-                    reason: item.reason,
-                },
-            ))
+            let nack = Nack {
+                delay: item.delay_ms.map(Duration::from_millis),
+                reason: item.reason,
+            };
+            nack.validate().map_err(|e| locate(e, "/delay_ms"))?;
+            Ok(Settle::Nack(lease, nack))
         }
         OutcomeDto::Bury => {
             refuse("delay_ms", delay, "bury")?;
@@ -210,15 +271,16 @@ pub async fn ack(
     Path(path): Path<JobPath>,
     Json(req): Json<TokenRequest>,
 ) -> Result<StatusCode, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     state.acker.ack(&l).await?;
     state
         .metrics
-        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Acked);
+        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Acked);
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Ack up to 1000 deliveries in one request; each is answered in order.
+/// Ack up to 1000 deliveries in one request, by their receipts (or their leases); each is
+/// answered in order.
 #[utoipa::path(
     post,
     path = "/v1/ack",
@@ -230,18 +292,37 @@ pub async fn ack_batch(
     State(state): State<AppState>,
     Json(req): Json<AckBatchRequest>,
 ) -> Result<axum::Json<AckBatchResponse>, ApiError> {
-    let leases = req
-        .leases
-        .iter()
-        .map(|l| {
-            Ok(Lease {
-                topic: topic(&l.topic)?,
-                id: job_id(&l.id)?,
-                token: LeaseToken(l.token),
-            })
-        })
-        .collect::<Result<Vec<_>, ApiError>>()?;
-    let results = state.engine.ack_batch(&leases).await?;
+    let leases = match (req.receipts.is_empty(), req.leases.is_empty()) {
+        (false, true) => req
+            .receipts
+            .iter()
+            .enumerate()
+            .map(|(i, r)| receipt::decode(r).map_err(|e| e.in_item("receipts", i)))
+            .collect::<Result<Vec<_>, ApiError>>()?,
+        (true, false) => req
+            .leases
+            .iter()
+            .enumerate()
+            .map(|(i, l)| lease_of(&l.topic, &l.id, l.token).map_err(|e| e.in_item("leases", i)))
+            .collect::<Result<Vec<_>, ApiError>>()?,
+        (false, false) => {
+            return Err(ApiError::invalid_argument(
+                "give receipts or leases, not both; send two requests",
+            )
+            .at("/leases"));
+        }
+        (true, true) => {
+            return Err(ApiError::invalid_argument(
+                "missing; give the receipts of 1 to 1000 deliveries (or leases: topic, id and token)",
+            )
+            .at("/receipts"));
+        }
+    };
+    let results = state
+        .engine
+        .ack_batch(&leases)
+        .await
+        .map_err(|e| locate(e, ""))?;
     let results = leases
         .iter()
         .zip(results)
@@ -282,7 +363,7 @@ pub async fn nack(
     Path(path): Path<JobPath>,
     Json(req): Json<NackRequest>,
 ) -> Result<axum::Json<NackResponse>, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     check_reason(&req.reason)?;
     let out = state
         .engine
@@ -293,10 +374,11 @@ pub async fn nack(
                 reason: req.reason,
             },
         )
-        .await?;
+        .await
+        .map_err(|e| locate(e, "/delay_ms"))?;
     state
         .metrics
-        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Nacked);
+        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Nacked);
     Ok(axum::Json(NackResponse::from(out)))
 }
 
@@ -314,11 +396,12 @@ pub async fn touch(
     Path(path): Path<JobPath>,
     Json(req): Json<TouchRequest>,
 ) -> Result<axum::Json<TouchResponse>, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     let deadline = state
         .engine
         .touch(&l, req.ttr_ms.map(Duration::from_millis))
-        .await?;
+        .await
+        .map_err(|e| locate(e, ""))?;
     Ok(axum::Json(TouchResponse {
         deadline: super::dto::rfc3339(deadline),
         deadline_ms: deadline.as_millis(),
@@ -339,12 +422,12 @@ pub async fn bury(
     Path(path): Path<JobPath>,
     Json(req): Json<BuryRequest>,
 ) -> Result<StatusCode, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     check_reason(&req.reason)?;
     state.engine.bury(&l, req.reason).await?;
     state
         .metrics
-        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Buried);
+        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Buried);
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -362,10 +445,10 @@ pub async fn release(
     Path(path): Path<JobPath>,
     Json(req): Json<TokenRequest>,
 ) -> Result<StatusCode, ApiError> {
-    let l = lease(&path, req.token)?;
+    let l = lease(&path, req.token, req.receipt.as_deref())?;
     state.engine.release(&l).await?;
     state
         .metrics
-        .lease_ended(&l.topic, &l.id, req.token, LeaseEnd::Released);
+        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Released);
     Ok(StatusCode::NO_CONTENT)
 }

@@ -4,10 +4,12 @@
 pub mod dto;
 pub mod error;
 pub mod extract;
+mod fields;
 mod jobs;
 mod leases;
 mod ops;
 pub mod params;
+mod receipt;
 mod topics;
 
 use std::sync::Arc;

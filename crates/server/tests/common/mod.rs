@@ -76,6 +76,24 @@ impl TestServer {
         (status, json)
     }
 
+    /// POSTs `body` exactly as written (for JSON that `serde_json::Value` cannot hold, such
+    /// as `99999999999999999999`).
+    pub async fn post_raw(&self, path: &str, body: &str) -> (u16, Value) {
+        let resp = self
+            .auth(self.client.post(self.url(path)))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("body");
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
     pub async fn get(&self, path: &str) -> (u16, Value) {
         self.call("GET", path, None).await
     }

@@ -57,7 +57,8 @@ struct SettledDto {
 #[derive(Deserialize)]
 struct DeliveryDto {
     job: JobDto,
-    lease: Option<LeaseDto>,
+    token: Option<u64>,
+    receipt: Option<String>,
     lateness_ms: f64,
 }
 
@@ -65,11 +66,6 @@ struct DeliveryDto {
 struct JobDto {
     id: String,
     body: String,
-}
-
-#[derive(Deserialize)]
-struct LeaseDto {
-    token: u64,
 }
 
 impl DelayqHttp {
@@ -215,7 +211,7 @@ async fn consume(http: reqwest::Client, base: String, tally: Arc<Tally>) -> anyh
         for d in r.jobs {
             tally.seen(d.job.body.as_bytes());
             tally.own().record_late((d.lateness_ms * 1000.0) as u64);
-            let token = d.lease.as_ref().map(|l| l.token).unwrap_or(0);
+            let token = d.token.unwrap_or(0);
             http.post(format!("{base}/v1/topics/bench/jobs/{}/ack", d.job.id))
                 .json(&json!({ "token": token }))
                 .send()
@@ -227,9 +223,9 @@ async fn consume(http: reqwest::Client, base: String, tally: Arc<Tally>) -> anyh
     Ok(())
 }
 
-/// One batch consumer: each request settles (acks) the jobs of the previous answer and
-/// reserves up to [`BATCH`] more (long-poll); the last answer's jobs are acked with a
-/// settle-only request (`max` 0) once the tally says stop.
+/// One batch consumer: each request settles (acks, by their receipts) the jobs of the
+/// previous answer and reserves up to [`BATCH`] more (long-poll); the last answer's jobs are
+/// acked with a settle-only request (`max` 0) once the tally says stop.
 async fn consume_batches(
     http: reqwest::Client,
     base: String,
@@ -257,8 +253,7 @@ async fn consume_batches(
             .map(|d| {
                 tally.seen(d.job.body.as_bytes());
                 tally.own().record_late((d.lateness_ms * 1000.0) as u64);
-                let token = d.lease.as_ref().map(|l| l.token).unwrap_or(0);
-                json!({ "topic": "bench", "id": d.job.id, "token": token })
+                json!({ "receipt": d.receipt })
             })
             .collect();
         if stop {
