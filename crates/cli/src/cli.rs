@@ -58,7 +58,7 @@ pub enum Command {
 pub struct ServeArgs {
     /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix, sync,
     /// tokens (a list), max_body, max_request_bytes, max_wait and request_timeout (e.g.
-    /// "30s"), concurrency, log. Example: `listen = "0.0.0.0:7070"`.
+    /// "30s"), concurrency, max_long_polls, log. Example: `listen = "0.0.0.0:7070"`.
     #[arg(long, env = "DELAYQ_CONFIG")]
     pub config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7070].
@@ -99,9 +99,14 @@ pub struct ServeArgs {
     /// Longest request, longer than --max-wait, e.g. 60s [default: 60s].
     #[arg(long, env = "DELAYQ_REQUEST_TIMEOUT", value_parser = parse_duration)]
     pub request_timeout: Option<Duration>,
-    /// Most requests handled at once; more get 503 [default: 1024].
+    /// Most requests the whole server handles at once, reserves and /healthz aside; more get
+    /// 503 overloaded [default: 1024].
     #[arg(long, env = "DELAYQ_CONCURRENCY")]
     pub concurrency: Option<usize>,
+    /// Most reserves (long-polls) open at once, counted apart from --concurrency so that
+    /// waiting workers never starve pushes and acks; more get 503 overloaded [default: 1024].
+    #[arg(long, env = "DELAYQ_MAX_LONG_POLLS")]
+    pub max_long_polls: Option<usize>,
     /// Log filter, e.g. info or debug (debug logs one line per request) [default: info].
     #[arg(long, env = "DELAYQ_LOG")]
     pub log: Option<String>,

@@ -24,6 +24,7 @@ pub struct FileConfig {
     max_wait: Option<String>,
     request_timeout: Option<String>,
     concurrency: Option<usize>,
+    max_long_polls: Option<usize>,
     log: Option<String>,
 }
 
@@ -41,6 +42,7 @@ pub struct Settings {
     pub max_wait: Duration,
     pub request_timeout: Duration,
     pub concurrency: usize,
+    pub max_long_polls: usize,
     pub log: String,
 }
 
@@ -98,6 +100,7 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
                 .unwrap_or(Duration::from_secs(60)),
         },
         concurrency: args.concurrency.or(file.concurrency).unwrap_or(1024),
+        max_long_polls: args.max_long_polls.or(file.max_long_polls).unwrap_or(1024),
         log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
     })
 }

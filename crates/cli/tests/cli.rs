@@ -235,6 +235,7 @@ fn help_is_complete() {
         "--max-wait",
         "--request-timeout",
         "--concurrency",
+        "--max-long-polls",
         "--log",
         "--config",
         "DELAYQ_REDIS_URL",

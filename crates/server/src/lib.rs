@@ -6,7 +6,8 @@
 //! - `http`: the router ([`app`]); one module per resource (`jobs`, `leases`, `topics`),
 //!   `dto` (the only place with JSON wire types), `error` ([`http::error::ApiError`], the one
 //!   error shape), `extract` (extractors whose rejections are `ApiError`s), `params` (path and
-//!   query parameters and the documented error responses), `ops` (health, metrics).
+//!   query parameters and the documented error responses), `ops` (health, metrics), `limit`
+//!   (one limit on concurrent requests for the whole server, another on open reserves).
 //! - `auth`: optional bearer tokens, compared in constant time.
 //! - `metrics`: counters, histograms (lateness, time reserved) and per-state gauges.
 //! - `state`: [`AppState`]; `config`: [`ServerConfig`].

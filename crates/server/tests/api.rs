@@ -850,3 +850,97 @@ async fn redis_down_is_unavailable() {
     };
     unavailable_engine_is_503(setup, move || server.kill()).await;
 }
+
+/// Holds a request in flight: its headers are sent, its body never ends, so the server has
+/// taken the request's permit and waits in the handler.
+fn request_in_flight(s: &common::TestServer, path: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(s.addr).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{",
+        s.addr
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.flush().unwrap();
+    stream
+}
+
+/// `--concurrency` bounds the requests of the whole server, not of each route; reserves
+/// (long-polls) count against their own limit, so an open long-poll does not starve pushes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_bounds_the_whole_server_issue_12() {
+    // See: issue 12
+    let setup = sqlite(Limits::default()).await;
+    let s = TestServer::start(
+        setup.engine,
+        ServerConfig {
+            concurrency: 1,
+            max_long_polls: 1,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let held = request_in_flight(&s, "/v1/topics/a/jobs");
+    // Wait (bounded) until the held request has its permit.
+    let start = Instant::now();
+    loop {
+        let (st, v) = s.get("/v1/topics/b/stats").await;
+        if st == 503 {
+            assert_eq!(code(&v), "overloaded", "{v}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "never shed: {st} {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Another route is refused too: the limit is the server's.
+    let (st, v) = s.get("/v1/topics").await;
+    assert_eq!((st, code(&v)), (503, "overloaded"), "{v}");
+    // Health is never shed.
+    assert_eq!(s.text("/healthz").await.0, 200);
+    // A long-poll takes its own permit, not the one the held request holds...
+    let client = s.client.clone();
+    let url = s.url("/v1/reserve");
+    let poll = tokio::spawn(async move {
+        client
+            .post(url)
+            .json(&json!({"topics": ["lp"], "wait_ms": 1500}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    drop(held);
+    // ...and pushes go through while it is open.
+    let start = Instant::now();
+    loop {
+        let (st, v) = s
+            .post(
+                "/v1/topics/a/jobs",
+                json!({"body": "x", "delay_ms": 60_000}),
+            )
+            .await;
+        if st == 201 {
+            break;
+        }
+        assert_eq!((st, code(&v)), (503, "overloaded"), "{v}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the held request never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A second long-poll finds the long-poll limit reached (unless the first already ended).
+    let (st, v) = s
+        .post("/v1/reserve", json!({"topics": ["lp"], "wait_ms": 0}))
+        .await;
+    if poll.is_finished() {
+        assert_eq!(st, 200, "{v}");
+    } else {
+        assert_eq!((st, code(&v)), (503, "overloaded"), "{v}");
+    }
+    assert_eq!(poll.await.unwrap(), 200);
+}

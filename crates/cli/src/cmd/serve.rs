@@ -32,6 +32,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_wait: s.max_wait,
         request_timeout: s.request_timeout,
         concurrency: s.concurrency,
+        max_long_polls: s.max_long_polls,
     };
     server_config
         .validate()

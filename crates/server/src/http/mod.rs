@@ -6,6 +6,7 @@ pub mod error;
 pub mod extract;
 mod jobs;
 mod leases;
+mod limit;
 mod ops;
 pub mod params;
 mod topics;
@@ -141,27 +142,25 @@ pub fn app(state: AppState) -> Router {
         .layer(
             ServiceBuilder::new()
                 .layer(tower_http::trace::TraceLayer::new_for_http())
+                // `Router::layer` wraps each route apart: the limits live in the shared
+                // semaphores of `Slots`, not in a per-route tower layer.
+                .layer(axum::middleware::from_fn_with_state(
+                    limit::Slots::new(config.concurrency, config.max_long_polls),
+                    limit::shed,
+                ))
                 .layer(HandleErrorLayer::new(|e: BoxError| async move {
-                    overload_error(e).into_response()
+                    timeout_error(e).into_response()
                 }))
-                .load_shed()
-                .concurrency_limit(config.concurrency)
                 .timeout(config.request_timeout),
         )
 }
 
-fn overload_error(e: BoxError) -> ApiError {
+fn timeout_error(e: BoxError) -> ApiError {
     if e.is::<tower::timeout::error::Elapsed>() {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
             "the request took too long; retry",
-        )
-    } else if e.is::<tower::load_shed::error::Overloaded>() {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded",
-            "the server is handling its maximum of concurrent requests; retry shortly",
         )
     } else {
         tracing::error!(error = %e, "unhandled service error");
