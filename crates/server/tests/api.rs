@@ -944,3 +944,36 @@ async fn concurrency_bounds_the_whole_server_issue_12() {
     }
     assert_eq!(poll.await.unwrap(), 200);
 }
+
+/// The `Bearer` scheme is case-insensitive (RFC 7235): `bearer`, `BEARER` are accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_scheme_is_case_insensitive_issue_12() {
+    // See: issue 12
+    let setup = sqlite(Limits::default()).await;
+    let token = "a-long-enough-secret-token";
+    let s = TestServer::start(
+        setup.engine,
+        ServerConfig {
+            tokens: vec![token.to_string()],
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let anonymous = reqwest::Client::new();
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let r = anonymous
+            .get(s.url("/v1/topics"))
+            .header("authorization", format!("{scheme} {token}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{scheme}");
+    }
+    let r = anonymous
+        .get(s.url("/v1/topics"))
+        .header("authorization", format!("Basic {token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401, "another scheme is refused");
+}
