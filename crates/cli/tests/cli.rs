@@ -210,6 +210,31 @@ fn client_subcommands_and_exit_codes() {
     );
 }
 
+/// A port in use fails `serve` before the data directory is created or migrated.
+#[test]
+fn port_in_use_fails_before_the_data_directory_is_made_issue_12() {
+    // See: issue 12
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = held.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", &listen, "--data-dir"])
+        .arg(&data)
+        .env_remove("DELAYQ_REDIS_URL")
+        .env_remove("DELAYQ_CONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&listen), "{err}");
+    assert!(
+        !data.exists(),
+        "serve created {} before failing",
+        data.display()
+    );
+}
+
 #[test]
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());

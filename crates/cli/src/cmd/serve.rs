@@ -1,4 +1,4 @@
-//! `delayq serve`: opens the engine, serves the HTTP API until SIGINT or SIGTERM, then shuts
+//! `delayq serve`: binds the listening address, opens the engine, serves the HTTP API until SIGINT or SIGTERM, then shuts
 //! down gracefully (open long-polls answer empty, in-flight requests finish, the engine closes).
 
 use anyhow::Context;
@@ -49,13 +49,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             SyncArg::Full => Synchronous::Full,
         },
     };
-    let engine = delayq::open_with(&url, &options)
-        .await
-        .with_context(|| format!("cannot open the engine ({described})"))?;
+    // Bind before opening the engine: a port in use must not leave a data directory created
+    // or migrated behind.
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
     let addr = listener.local_addr().context("listening address")?;
+    let engine = delayq::open_with(&url, &options)
+        .await
+        .with_context(|| format!("cannot open the engine ({described})"))?;
     tracing::info!(
         listen = %addr,
         engine = %described,
