@@ -235,6 +235,90 @@ fn port_in_use_fails_before_the_data_directory_is_made_issue_12() {
     );
 }
 
+/// Runs `delayq serve` with `extra` and an unused data directory; it must fail.
+/// Returns its standard error.
+fn serve_fails(extra: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .args(extra)
+        .env_remove("DELAYQ_REDIS_URL")
+        .env_remove("DELAYQ_CONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    err
+}
+
+/// The last line of a log: the error `delayq` exits with.
+fn last_line(text: &str) -> &str {
+    text.trim_end().lines().last().unwrap_or("")
+}
+
+/// A loopback port where a tiny HTTP server answers every connection with a 400, for at
+/// most `connections` connections.
+fn http_listener(connections: usize) -> u16 {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(connections) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-length: 11\r\nconnection: close\r\n\r\nBad Request",
+            );
+        }
+    });
+    port
+}
+
+/// Startup errors are one sentence each: what failed, what to do; no cause repeated, no
+/// raw parser output.
+#[test]
+fn startup_errors_are_one_clear_sentence_issue_12() {
+    // See: issue 12
+    // Nothing listens there.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let err = serve_fails(&["--redis", &format!("redis://{closed}")]);
+    let line = last_line(&err);
+    assert!(line.contains(&closed) && line.contains("refused"), "{err}");
+    assert!(line.contains("start Redis"), "{err}");
+    assert_eq!(line.matches("refused").count(), 1, "{err}");
+    assert!(!line.contains("os error"), "{err}");
+    // An HTTP server there.
+    let http = format!("127.0.0.1:{}", http_listener(50));
+    let err = serve_fails(&["--redis", &format!("redis://{http}")]);
+    let line = last_line(&err);
+    assert!(
+        line.contains("not a Redis server") && line.contains(&http),
+        "{err}"
+    );
+    for raw in ["Parse error", "Unexpected", "Incompatible"] {
+        assert!(!err.contains(raw), "{err}");
+    }
+    // A port in use.
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = held.local_addr().unwrap().to_string();
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", &listen, "--data-dir", "/nonexistent/x"])
+        .env_remove("DELAYQ_REDIS_URL")
+        .env_remove("DELAYQ_CONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(last_line(&err).contains("in use"), "{err}");
+    assert!(!err.contains("os error"), "{err}");
+}
+
 #[test]
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());

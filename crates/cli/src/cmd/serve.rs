@@ -53,11 +53,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // or migrated behind.
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
-        .with_context(|| format!("cannot listen on {}", s.listen))?;
+        .map_err(|e| listen_error(&s.listen, &e))?;
     let addr = listener.local_addr().context("listening address")?;
     let engine = delayq::open_with(&url, &options)
         .await
-        .with_context(|| format!("cannot open the engine ({described})"))?;
+        .map_err(|e| open_error(&s, &described, &e))?;
     tracing::info!(
         listen = %addr,
         engine = %described,
@@ -73,6 +73,47 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     .context("serving")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// A failed bind as one sentence: what failed and what to do.
+fn listen_error(listen: &str, e: &std::io::Error) -> anyhow::Error {
+    let (why, todo) = match e.kind() {
+        std::io::ErrorKind::AddrInUse => (
+            "the address is in use (by another delayq or another program)".to_string(),
+            "stop what holds it or choose another --listen",
+        ),
+        std::io::ErrorKind::PermissionDenied => (
+            "permission denied (ports below 1024 need privileges)".to_string(),
+            "choose a port above 1024 with --listen",
+        ),
+        std::io::ErrorKind::AddrNotAvailable => (
+            "no interface of this machine has that address".to_string(),
+            "choose one of this machine's addresses with --listen",
+        ),
+        _ => (e.to_string(), "correct --listen"),
+    };
+    anyhow::anyhow!("cannot listen on {listen}: {why}; {todo}")
+}
+
+/// An engine that did not open, as one sentence: what failed and what to do. The engine's
+/// message names the cause once; its chain of sources (which repeat it) is left out.
+fn open_error(s: &Settings, described: &str, e: &delayq::Error) -> anyhow::Error {
+    let redis = s.redis_url.is_some();
+    match e {
+        delayq::Error::Unavailable { message, .. } if redis => anyhow::anyhow!(
+            "cannot open the engine: {message}; start Redis or correct --redis (DELAYQ_REDIS_URL), then retry"
+        ),
+        delayq::Error::Unavailable { message, .. } => anyhow::anyhow!(
+            "cannot open the engine ({described}): {message}; check the data directory, then retry"
+        ),
+        delayq::Error::InvalidConfig { reason } if redis => {
+            anyhow::anyhow!("cannot open the engine: {reason}")
+        }
+        delayq::Error::InvalidConfig { reason } => {
+            anyhow::anyhow!("cannot open the engine ({described}): {reason}")
+        }
+        e => anyhow::anyhow!("cannot open the engine ({described}): {e}"),
+    }
 }
 
 /// The engine URL and how to describe it in the log (without a password).
