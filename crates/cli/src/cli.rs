@@ -12,7 +12,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Exit codes: 0 success, 1 error, 2 bad usage, 3 not found, 4 conflict (lease lost, wrong
 /// state, already exists), 5 server unreachable or unavailable.
 #[derive(Parser, Debug)]
-#[command(name = "delayq", version, propagate_version = true)]
+#[command(
+    name = "delayq",
+    version = delayq_server::build::LONG_VERSION,
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -56,9 +60,10 @@ pub enum Command {
 /// config file can fill what the flags leave out.
 #[derive(Args, Debug, Default)]
 pub struct ServeArgs {
-    /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix, sync,
+    /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix,
+    /// redis_connect_timeout, sync,
     /// tokens (a list), max_body, max_request_bytes, max_wait and request_timeout (e.g.
-    /// "30s"), concurrency, max_long_polls, log. Example: `listen = "0.0.0.0:7070"`.
+    /// "30s"), concurrency, max_long_polls, log, log_format. Example: `listen = "0.0.0.0:7070"`.
     #[arg(long, env = "DELAYQ_CONFIG")]
     pub config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7070].
@@ -74,6 +79,10 @@ pub struct ServeArgs {
     /// Redis key prefix [default: delayq].
     #[arg(long, env = "DELAYQ_REDIS_PREFIX")]
     pub redis_prefix: Option<String>,
+    /// How long to wait at startup for Redis to answer, retrying with back-off and logging
+    /// that it waits; 0s fails at the first refusal [default: 30s].
+    #[arg(long, env = "DELAYQ_REDIS_CONNECT_TIMEOUT", value_parser = parse_duration)]
+    pub redis_connect_timeout: Option<Duration>,
     /// Embedded engine durability: `normal` survives a crash of the process, `full` also a
     /// power loss [default: normal].
     #[arg(long, env = "DELAYQ_SYNC")]
@@ -110,6 +119,19 @@ pub struct ServeArgs {
     /// Log filter, e.g. info or debug (debug logs one line per request) [default: info].
     #[arg(long, env = "DELAYQ_LOG")]
     pub log: Option<String>,
+    /// Log as text lines or as one JSON object per line [default: text].
+    #[arg(long, env = "DELAYQ_LOG_FORMAT")]
+    pub log_format: Option<LogFormat>,
+}
+
+/// `text` or `json`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (for log collectors).
+    Json,
 }
 
 /// `normal` or `full`.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::cli::{ServeArgs, SyncArg, parse_duration};
+use crate::cli::{LogFormat, ServeArgs, SyncArg, parse_duration};
 
 /// The TOML config file: the same settings as the flags, all optional.
 #[derive(Deserialize, Debug, Default)]
@@ -17,6 +17,7 @@ pub struct FileConfig {
     data_dir: Option<PathBuf>,
     redis_url: Option<String>,
     redis_prefix: Option<String>,
+    redis_connect_timeout: Option<String>,
     sync: Option<SyncArg>,
     tokens: Option<Vec<String>>,
     max_body: Option<usize>,
@@ -26,6 +27,7 @@ pub struct FileConfig {
     concurrency: Option<usize>,
     max_long_polls: Option<usize>,
     log: Option<String>,
+    log_format: Option<LogFormat>,
 }
 
 /// Every setting of `delayq serve`, resolved.
@@ -35,6 +37,7 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub redis_url: Option<String>,
     pub redis_prefix: String,
+    pub redis_connect_timeout: Duration,
     pub sync: SyncArg,
     pub tokens: Vec<String>,
     pub max_body: usize,
@@ -44,6 +47,7 @@ pub struct Settings {
     pub concurrency: usize,
     pub max_long_polls: usize,
     pub log: String,
+    pub log_format: LogFormat,
 }
 
 impl FileConfig {
@@ -77,6 +81,11 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .redis_prefix
             .or(file.redis_prefix)
             .unwrap_or_else(|| "delayq".into()),
+        redis_connect_timeout: match args.redis_connect_timeout {
+            Some(d) => d,
+            None => duration(file.redis_connect_timeout, "redis_connect_timeout")?
+                .unwrap_or(Duration::from_secs(30)),
+        },
         sync: args.sync.or(file.sync).unwrap_or(SyncArg::Normal),
         tokens: args
             .tokens
@@ -102,6 +111,10 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
         concurrency: args.concurrency.or(file.concurrency).unwrap_or(1024),
         max_long_polls: args.max_long_polls.or(file.max_long_polls).unwrap_or(1024),
         log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
+        log_format: args
+            .log_format
+            .or(file.log_format)
+            .unwrap_or(LogFormat::Text),
     })
 }
 
@@ -117,6 +130,8 @@ mod tests {
         assert_eq!(s.redis_url, None);
         assert_eq!(s.sync, SyncArg::Normal);
         assert_eq!(s.max_wait, Duration::from_secs(30));
+        assert_eq!(s.redis_connect_timeout, Duration::from_secs(30));
+        assert_eq!(s.log_format, LogFormat::Text);
         assert!(s.tokens.is_empty());
     }
 
@@ -129,6 +144,8 @@ mod tests {
             tokens = ["from-the-file-token"]
             max_wait = "10s"
             sync = "full"
+            redis_connect_timeout = "2m"
+            log_format = "json"
             "#,
         )
         .expect("parses");
@@ -147,6 +164,8 @@ mod tests {
         );
         assert_eq!(s.tokens, vec!["from-the-file-token".to_string()]);
         assert_eq!(s.sync, SyncArg::Full);
+        assert_eq!(s.redis_connect_timeout, Duration::from_secs(120));
+        assert_eq!(s.log_format, LogFormat::Json);
         assert_eq!(s.concurrency, 1024, "the default fills in");
     }
 

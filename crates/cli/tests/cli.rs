@@ -22,7 +22,24 @@ struct Server {
 }
 
 impl Server {
+    /// Starts `delayq serve` and waits until it accepts connections.
     fn start(extra: &[&str]) -> Server {
+        let server = Server::spawn(extra);
+        let listen = server.url.trim_start_matches("http://").to_string();
+        let start = Instant::now();
+        while std::net::TcpStream::connect(&listen).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "delayq serve did not start:\n{}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    /// Starts `delayq serve` on a free port, its log in a file.
+    fn spawn(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -43,21 +60,24 @@ impl Server {
             ))
             .spawn()
             .unwrap();
-        let server = Server {
+        Server {
             child,
             url: format!("http://{listen}"),
             _dir: dir,
-        };
-        let start = Instant::now();
-        while std::net::TcpStream::connect(&listen).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "delayq serve did not start:\n{}",
-                server.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
         }
-        server
+    }
+
+    /// Waits (bounded) until the log has a line containing `needle`.
+    fn wait_for_log(&self, needle: &str) {
+        let start = Instant::now();
+        while !self.log().contains(needle) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "no {needle:?} in the log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn log(&self) -> String {
@@ -288,7 +308,12 @@ fn startup_errors_are_one_clear_sentence_issue_12() {
         .local_addr()
         .unwrap()
         .to_string();
-    let err = serve_fails(&["--redis", &format!("redis://{closed}")]);
+    let err = serve_fails(&[
+        "--redis",
+        &format!("redis://{closed}"),
+        "--redis-connect-timeout",
+        "0s",
+    ]);
     let line = last_line(&err);
     assert!(line.contains(&closed) && line.contains("refused"), "{err}");
     assert!(line.contains("start Redis"), "{err}");
@@ -319,6 +344,98 @@ fn startup_errors_are_one_clear_sentence_issue_12() {
     assert!(!err.contains("os error"), "{err}");
 }
 
+/// At startup `serve` waits for Redis (saying so in its log) instead of exiting; during an
+/// outage, the errors of many failed requests make one log line (then a count), not one or
+/// two per request; `--log-format json` logs JSON lines.
+#[test]
+fn serve_waits_for_redis_and_logs_an_outage_once_issue_12() {
+    // See: issue 12
+    let mut redis = delayq_testkit::RedisServer::start();
+    redis.kill();
+    let s = Server::start(&[
+        "--redis",
+        &redis.url(),
+        "--redis-connect-timeout",
+        "60s",
+        "--log-format",
+        "json",
+    ]);
+    s.wait_for_log("waiting for Redis");
+    redis.restart();
+    s.wait_for_log("serving on");
+    ok(s.run(&["stats"]));
+
+    redis.kill();
+    let pushes: Vec<_> = (0..8)
+        .map(|i| {
+            let url = s.url.clone();
+            std::thread::spawn(move || {
+                Command::new(BIN)
+                    .args(["push", "t", &format!("job {i}"), "--server", &url])
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for p in pushes {
+        let out = p.join().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(5),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let log = s.log();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let unavailable = lines
+        .iter()
+        .filter(|l| {
+            l["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("engine unavailable"))
+        })
+        .count();
+    // The first failure may be a broken pipe, the others a refused connect: two messages.
+    assert!((1..=2).contains(&unavailable), "{log}");
+    assert!(
+        lines.iter().all(|l| l["level"] != "ERROR"),
+        "an outage is not an error of the server: {log}"
+    );
+}
+
+/// `--version` names the version, the commit and the build date.
+#[test]
+fn version_names_the_commit_and_build_date_issue_12() {
+    // See: issue 12
+    let out = ok(Command::new(BIN).arg("--version").output().unwrap());
+    let expected = format!("delayq {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(out.starts_with(&expected), "{out}");
+    let commit = out[expected.len()..].split(',').next().unwrap();
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{out}"
+    );
+    let date = out
+        .trim_end()
+        .rsplit("built ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')');
+    assert!(
+        date == "unknown" || (date.len() == 10 && date.as_bytes()[4] == b'-'),
+        "{out}"
+    );
+    let serve = ok(Command::new(BIN)
+        .args(["serve", "--version"])
+        .output()
+        .unwrap());
+    assert!(serve.contains(&out["delayq ".len()..]), "{serve}");
+}
+
 #[test]
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());
@@ -345,6 +462,8 @@ fn help_is_complete() {
         "--request-timeout",
         "--concurrency",
         "--max-long-polls",
+        "--redis-connect-timeout",
+        "--log-format",
         "--log",
         "--config",
         "DELAYQ_REDIS_URL",

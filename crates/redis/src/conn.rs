@@ -27,16 +27,26 @@ impl Conn {
             .set_response_timeout(Some(config.response_timeout))
             .set_connection_timeout(Some(config.connect_timeout))
             .set_number_of_retries(3);
-        let mut cm = client
-            .get_connection_manager_with_config(cm_config)
+        // The first contact is one try, without the connection manager's retries: a Redis
+        // that is not up yet fails at once, and the caller decides whether to wait.
+        let probe_config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout))
+            .set_response_timeout(Some(config.response_timeout));
+        let mut probe = client
+            .get_multiplexed_async_connection_with_config(&probe_config)
             .await
             .map_err(|e| connect_error(&addr, e))?;
         let info: String = redis::cmd("INFO")
             .arg("server")
-            .query_async(&mut cm)
+            .query_async(&mut probe)
             .await
             .map_err(|e| connect_error(&addr, e))?;
+        drop(probe);
         check_version(&info)?;
+        let mut cm = client
+            .get_connection_manager_with_config(cm_config)
+            .await
+            .map_err(|e| connect_error(&addr, e))?;
         load(&mut cm)
             .await
             .map_err(|e| map_redis_err("loading the delayq functions", e))?;

@@ -9,14 +9,18 @@
 //!   query parameters and the documented error responses), `ops` (health, metrics), `limit`
 //!   (one limit on concurrent requests for the whole server, another on open reserves).
 //! - `auth`: optional bearer tokens, compared in constant time.
+//! - `bursts`: repeated errors logged once, then counted (one line per window).
 //! - `metrics`: counters, histograms (lateness, time reserved) and per-state gauges.
-//! - `state`: [`AppState`]; `config`: [`ServerConfig`].
+//! - `state`: [`AppState`]; `config`: [`ServerConfig`]; `build`: version, commit and build
+//!   date.
 //!
 //! The engine is any [`delayq_core::Engine`]; [`serve`] runs the app until a shutdown future
 //! resolves, then lets open long-polls answer empty and in-flight requests finish.
 #![deny(missing_docs)]
 
 mod auth;
+pub mod build;
+mod bursts;
 mod config;
 pub mod http;
 mod metrics;

@@ -977,3 +977,35 @@ async fn bearer_scheme_is_case_insensitive_issue_12() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 401, "another scheme is refused");
 }
+
+/// `/readyz` answers at once while Redis is down (a readiness probe has a short timeout),
+/// on every call, not only the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_answers_at_once_while_redis_is_down_issue_12() {
+    // See: issue 12
+    let mut server = delayq_testkit::RedisServer::start();
+    let engine = delayq_redis::RedisEngine::connect(delayq_redis::RedisConfig::new(server.url()))
+        .await
+        .unwrap();
+    let s = TestServer::start(Arc::new(engine), ServerConfig::default()).await;
+    assert_eq!(s.text("/readyz").await.0, 200);
+    server.kill();
+    // The server waits at most 80 ms for the engine; the bound here is loose for a busy
+    // machine. Before, each call waited for the client's reconnect tries (over a second).
+    for _ in 0..5 {
+        let start = Instant::now();
+        let (st, body) = s.text("/readyz").await;
+        let took = start.elapsed();
+        assert_eq!(st, 503, "{body}");
+        assert!(took < Duration::from_millis(600), "/readyz took {took:?}");
+    }
+    server.restart();
+    let start = Instant::now();
+    while s.text("/readyz").await.0 != 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "not ready again after Redis came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,13 +1,15 @@
 //! `delayq serve`: binds the listening address, opens the engine, serves the HTTP API until SIGINT or SIGTERM, then shuts
 //! down gracefully (open long-polls answer empty, in-flight requests finish, the engine closes).
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use anyhow::Context;
-use delayq::Limits;
-use delayq::{OpenOptions, Synchronous};
+use delayq::{Engine, Limits, OpenOptions, Synchronous};
 use delayq_server::{AppState, ServerConfig};
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::{ServeArgs, SyncArg};
+use crate::cli::{LogFormat, ServeArgs, SyncArg};
 use crate::settings::{FileConfig, Settings, resolve};
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -16,15 +18,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         None => FileConfig::default(),
     };
     let s = resolve(args, file)?;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_new(&s.log)
-                .with_context(|| format!("invalid log filter {:?}", s.log))?,
-        )
-        .with_target(false)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    init_log(&s)?;
 
     let server_config = ServerConfig {
         tokens: s.tokens.clone(),
@@ -55,9 +49,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .map_err(|e| listen_error(&s.listen, &e))?;
     let addr = listener.local_addr().context("listening address")?;
-    let engine = delayq::open_with(&url, &options)
-        .await
-        .map_err(|e| open_error(&s, &described, &e))?;
+    let engine = open_engine(&s, &url, &described, &options).await?;
     tracing::info!(
         listen = %addr,
         engine = %described,
@@ -73,6 +65,69 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     .context("serving")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Logs to standard error, as text or as JSON lines.
+fn init_log(s: &Settings) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_new(&s.log).map_err(|e| {
+        anyhow::anyhow!(
+            "invalid log filter {:?} ({e}); use a level (info, debug) or directives such as info,delayq_server=debug",
+            s.log
+        )
+    })?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    match s.log_format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+    }
+    Ok(())
+}
+
+/// The longest pause between two tries to reach Redis at startup.
+const MAX_CONNECT_PAUSE: Duration = Duration::from_secs(5);
+
+/// Opens the engine. A Redis that does not answer yet is tried again with back-off (logging
+/// that it waits) until `--redis-connect-timeout` has passed; an error that waiting cannot
+/// fix (bad URL, credentials, not a Redis server) fails at once.
+async fn open_engine(
+    s: &Settings,
+    url: &str,
+    described: &str,
+    options: &OpenOptions,
+) -> anyhow::Result<Arc<dyn Engine>> {
+    let start = Instant::now();
+    let deadline = start + s.redis_connect_timeout;
+    let mut pause = Duration::from_millis(100);
+    let mut waited = false;
+    loop {
+        let e = match delayq::open_with(url, options).await {
+            Ok(engine) => return Ok(engine),
+            Err(e) => e,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if s.redis_url.is_none() || !e.is_retryable() || left.is_zero() {
+            let waited = waited.then(|| start.elapsed());
+            return Err(open_error(s, described, &e, waited));
+        }
+        waited = true;
+        pause = pause.min(left);
+        let message = match &e {
+            delayq::Error::Unavailable { message, .. } => message.clone(),
+            e => e.to_string(),
+        };
+        tracing::warn!(
+            retry_in_ms = pause.as_millis() as u64,
+            gives_up_in_s = left.as_secs(),
+            "waiting for Redis: {message}"
+        );
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MAX_CONNECT_PAUSE);
+    }
 }
 
 /// A failed bind as one sentence: what failed and what to do.
@@ -97,12 +152,22 @@ fn listen_error(listen: &str, e: &std::io::Error) -> anyhow::Error {
 
 /// An engine that did not open, as one sentence: what failed and what to do. The engine's
 /// message names the cause once; its chain of sources (which repeat it) is left out.
-fn open_error(s: &Settings, described: &str, e: &delayq::Error) -> anyhow::Error {
+fn open_error(
+    s: &Settings,
+    described: &str,
+    e: &delayq::Error,
+    waited: Option<Duration>,
+) -> anyhow::Error {
     let redis = s.redis_url.is_some();
     match e {
-        delayq::Error::Unavailable { message, .. } if redis => anyhow::anyhow!(
-            "cannot open the engine: {message}; start Redis or correct --redis (DELAYQ_REDIS_URL), then retry"
-        ),
+        delayq::Error::Unavailable { message, .. } if redis => {
+            let after = waited
+                .map(|w| format!(" after waiting {} s", w.as_secs()))
+                .unwrap_or_default();
+            anyhow::anyhow!(
+                "cannot open the engine{after}: {message}; start Redis or correct --redis (DELAYQ_REDIS_URL), or wait longer with --redis-connect-timeout"
+            )
+        }
         delayq::Error::Unavailable { message, .. } => anyhow::anyhow!(
             "cannot open the engine ({described}): {message}; check the data directory, then retry"
         ),

@@ -141,7 +141,9 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
         .layer(
             ServiceBuilder::new()
-                .layer(tower_http::trace::TraceLayer::new_for_http())
+                // Failed requests are logged where they fail (`ApiError`, in bursts), not
+                // once more here.
+                .layer(tower_http::trace::TraceLayer::new_for_http().on_failure(()))
                 // `Router::layer` wraps each route apart: the limits live in the shared
                 // semaphores of `Slots`, not in a per-route tower layer.
                 .layer(axum::middleware::from_fn_with_state(
