@@ -10,7 +10,8 @@
 //!   (one limit on concurrent requests for the whole server, another on open reserves).
 //! - `auth`: optional bearer tokens, compared in constant time.
 //! - `bursts`: repeated errors logged once, then counted (one line per window).
-//! - `metrics`: counters, histograms (lateness, time reserved) and per-state gauges.
+//! - `metrics`: counters, histograms (lateness, time reserved), per-state gauges, HTTP
+//!   requests by route and status, the build; `process`: CPU, memory, file descriptors.
 //! - `state`: [`AppState`]; `config`: [`ServerConfig`]; `build`: version, commit and build
 //!   date.
 //!
@@ -24,6 +25,7 @@ mod bursts;
 mod config;
 pub mod http;
 mod metrics;
+mod process;
 mod state;
 
 use std::future::Future;

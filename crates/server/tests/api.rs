@@ -1009,3 +1009,48 @@ async fn readyz_answers_at_once_while_redis_is_down_issue_12() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// `/metrics` has the build, the process, HTTP requests by route template and status, and
+/// every per-topic counter at 0 as soon as the topic exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_complete_from_the_start_issue_12() {
+    // See: issue 12
+    let setup = sqlite(Limits::default()).await;
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let (st, _) = s
+        .post(
+            "/v1/topics/fresh/jobs",
+            json!({"body": "x", "delay_ms": 60_000}),
+        )
+        .await;
+    assert_eq!(st, 201);
+    assert_eq!(s.get("/no/such/route").await.0, 404);
+    let (st, text) = s.text("/metrics").await;
+    assert_eq!(st, 200);
+    let build = format!(
+        "delayq_build_info{{version=\"{}\",commit=\"",
+        env!("CARGO_PKG_VERSION")
+    );
+    for needle in [
+        build.as_str(),
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_start_time_seconds ",
+        "delayq_http_requests_total{method=\"POST\",route=\"/v1/topics/{topic}/jobs\",status=\"201\"} 1",
+        "delayq_http_request_duration_seconds_count{method=\"POST\",route=\"/v1/topics/{topic}/jobs\",status=\"201\"} 1",
+        "delayq_http_requests_total{method=\"GET\",route=\"unmatched\",status=\"404\"} 1",
+        "delayq_jobs_pushed_total{topic=\"fresh\"} 1",
+        "delayq_jobs_delivered_total{topic=\"fresh\"} 0",
+        "delayq_jobs_acked_total{topic=\"fresh\"} 0",
+        "delayq_jobs_nacked_total{topic=\"fresh\"} 0",
+        "delayq_jobs_buried_total{topic=\"fresh\"} 0",
+        "delayq_jobs_released_total{topic=\"fresh\"} 0",
+        "delayq_lease_expirations_total{topic=\"fresh\"} 0",
+        "delayq_lateness_seconds_count{topic=\"fresh\"} 0",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+    assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+}

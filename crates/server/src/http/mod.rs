@@ -7,6 +7,7 @@ pub mod extract;
 mod jobs;
 mod leases;
 mod limit;
+mod observe;
 mod ops;
 pub mod params;
 mod topics;
@@ -138,12 +139,16 @@ pub fn app(state: AppState) -> Router {
                 "this route does not take that method; see /v1/openapi.json",
             )
         })
-        .with_state(state)
+        .with_state(state.clone())
         .layer(
             ServiceBuilder::new()
                 // Failed requests are logged where they fail (`ApiError`, in bursts), not
                 // once more here.
                 .layer(tower_http::trace::TraceLayer::new_for_http().on_failure(()))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    observe::observe,
+                ))
                 // `Router::layer` wraps each route apart: the limits live in the shared
                 // semaphores of `Slots`, not in a per-route tower layer.
                 .layer(axum::middleware::from_fn_with_state(
