@@ -61,7 +61,7 @@ pub enum Command {
 #[derive(Args, Debug, Default)]
 pub struct ServeArgs {
     /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix,
-    /// redis_connect_timeout, sync,
+    /// redis_connect_timeout, sync, tls_cert, tls_key, metrics_public (true or false),
     /// tokens (a list), max_body, max_request_bytes, max_wait and request_timeout (e.g.
     /// "30s"), concurrency, max_long_polls, log, log_format. Example: `listen = "0.0.0.0:7070"`.
     #[arg(long, env = "DELAYQ_CONFIG")]
@@ -87,8 +87,9 @@ pub struct ServeArgs {
     /// power loss [default: normal].
     #[arg(long, env = "DELAYQ_SYNC")]
     pub sync: Option<SyncArg>,
-    /// Bearer token clients must send (repeat for several; comma-separated in
-    /// DELAYQ_TOKENS). None: no authentication. /healthz and /readyz stay open.
+    /// Bearer token clients must send, at least 16 characters (repeat for several;
+    /// comma-separated in DELAYQ_TOKENS). None: no authentication. /healthz, /readyz and
+    /// /v1/openapi.json stay open; /metrics too with --metrics-public.
     #[arg(
         long = "token",
         env = "DELAYQ_TOKENS",
@@ -96,6 +97,16 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub tokens: Option<Vec<String>>,
+    /// Leave /metrics open when tokens are set (for Prometheus scrapers without a token).
+    #[arg(long, env = "DELAYQ_METRICS_PUBLIC")]
+    pub metrics_public: bool,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key. Reloaded, with the
+    /// key, on SIGHUP.
+    #[arg(long, env = "DELAYQ_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, env = "DELAYQ_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
     /// Largest job body in bytes [default: 262144].
     #[arg(long, env = "DELAYQ_MAX_BODY")]
     pub max_body: Option<usize>,

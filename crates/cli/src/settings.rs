@@ -20,6 +20,9 @@ pub struct FileConfig {
     redis_connect_timeout: Option<String>,
     sync: Option<SyncArg>,
     tokens: Option<Vec<String>>,
+    metrics_public: Option<bool>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
     max_body: Option<usize>,
     max_request_bytes: Option<usize>,
     max_wait: Option<String>,
@@ -40,6 +43,9 @@ pub struct Settings {
     pub redis_connect_timeout: Duration,
     pub sync: SyncArg,
     pub tokens: Vec<String>,
+    pub metrics_public: bool,
+    /// The certificate and key files, for HTTPS.
+    pub tls: Option<(PathBuf, PathBuf)>,
     pub max_body: usize,
     pub max_request_bytes: usize,
     pub max_wait: Duration,
@@ -94,6 +100,16 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .into_iter()
             .filter(|t| !t.is_empty())
             .collect(),
+        metrics_public: args.metrics_public || file.metrics_public.unwrap_or(false),
+        tls: match (
+            args.tls_cert.or(file.tls_cert),
+            args.tls_key.or(file.tls_key),
+        ) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            (Some(_), None) => anyhow::bail!("--tls-cert needs --tls-key: give both, or neither"),
+            (None, Some(_)) => anyhow::bail!("--tls-key needs --tls-cert: give both, or neither"),
+        },
         max_body: args.max_body.or(file.max_body).unwrap_or(256 * 1024),
         max_request_bytes: args
             .max_request_bytes
@@ -181,6 +197,25 @@ mod tests {
         let s = resolve(ServeArgs::default(), file).expect("resolves");
         assert_eq!(s.max_wait, Duration::from_secs(20));
         assert_eq!(s.tokens.len(), 1);
+    }
+
+    #[test]
+    fn tls_needs_both_files() {
+        let args = ServeArgs {
+            tls_cert: Some("cert.pem".into()),
+            ..ServeArgs::default()
+        };
+        let e = resolve(args, FileConfig::default()).expect_err("a certificate without a key");
+        assert!(e.to_string().contains("--tls-key"), "{e}");
+        let file: FileConfig =
+            toml::from_str("tls_key = \"key.pem\"\nmetrics_public = true").expect("parses");
+        let args = ServeArgs {
+            tls_cert: Some("cert.pem".into()),
+            ..ServeArgs::default()
+        };
+        let s = resolve(args, file).expect("resolves");
+        assert_eq!(s.tls, Some(("cert.pem".into(), "key.pem".into())));
+        assert!(s.metrics_public);
     }
 
     #[test]

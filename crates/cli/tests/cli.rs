@@ -436,6 +436,96 @@ fn version_names_the_commit_and_build_date_issue_12() {
     assert!(serve.contains(&out["delayq ".len()..]), "{serve}");
 }
 
+/// Writes a new self-signed certificate for 127.0.0.1 and its key; returns the
+/// certificate's PEM.
+fn write_self_signed(cert: &Path, key: &Path) -> String {
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let pem = certified.cert.pem();
+    std::fs::write(cert, &pem).unwrap();
+    std::fs::write(key, certified.signing_key.serialize_pem()).unwrap();
+    pem
+}
+
+/// An HTTPS client that trusts only `ca_pem`, with no connection kept between requests.
+fn https_client(ca_pem: &str) -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).unwrap())
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// With --tls-cert and --tls-key the server speaks HTTPS (auth on, the token never in
+/// clear); SIGHUP makes it present the certificate now in the files.
+#[test]
+fn https_end_to_end_and_sighup_reload_issue_12() {
+    // See: issue 12
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = (certs.path().join("cert.pem"), certs.path().join("key.pem"));
+    let first = write_self_signed(&cert, &key);
+    let token = "a-token-of-sixteen-chars-or-more";
+    let s = Server::start(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--token",
+        token,
+    ]);
+    let base = s.url.replace("http://", "https://");
+    s.wait_for_log("serving on https://");
+    let client = https_client(&first);
+    let pushed = client
+        .post(format!("{base}/v1/topics/tls/jobs"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({"id": "j1", "body": "over TLS"}))
+        .send()
+        .unwrap();
+    assert_eq!(pushed.status().as_u16(), 201);
+    let job: serde_json::Value = client
+        .get(format!("{base}/v1/topics/tls/jobs/j1"))
+        .bearer_auth(token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(job["body"], "over TLS");
+    let anonymous = client.get(format!("{base}/v1/topics")).send().unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    // Plain HTTP gets no API.
+    let plain = reqwest::blocking::get(format!("{}/healthz", s.url));
+    assert!(plain.is_err() || !plain.unwrap().status().is_success());
+
+    let second = write_self_signed(&cert, &key);
+    let hup = Command::new("kill")
+        .args(["-HUP", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    s.wait_for_log("reloaded the TLS certificate");
+    let trusts_second = https_client(&second);
+    let ok_now = trusts_second.get(format!("{base}/healthz")).send().unwrap();
+    assert_eq!(ok_now.status().as_u16(), 200);
+    assert!(
+        https_client(&first)
+            .get(format!("{base}/healthz"))
+            .send()
+            .is_err(),
+        "the old certificate is still presented"
+    );
+    // A file that is not a certificate is refused and the current one stays.
+    std::fs::write(&cert, "not a certificate").unwrap();
+    Command::new("kill")
+        .args(["-HUP", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    s.wait_for_log("the previous certificate stays in use");
+    let still = trusts_second.get(format!("{base}/healthz")).send().unwrap();
+    assert_eq!(still.status().as_u16(), 200);
+}
+
 #[test]
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());
@@ -462,6 +552,10 @@ fn help_is_complete() {
         "--request-timeout",
         "--concurrency",
         "--max-long-polls",
+        "--tls-cert",
+        "--tls-key",
+        "--metrics-public",
+        "16 characters",
         "--redis-connect-timeout",
         "--log-format",
         "--log",

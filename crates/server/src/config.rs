@@ -5,9 +5,11 @@ use std::time::Duration;
 /// Settings of the HTTP layer. The engine is configured separately.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// Bearer tokens accepted on the API; empty means no authentication. `/healthz` and
-    /// `/readyz` stay open either way.
+    /// Bearer tokens accepted on the API, each at least 16 characters; empty means no
+    /// authentication. `/healthz`, `/readyz` and `/v1/openapi.json` stay open either way.
     pub tokens: Vec<String>,
+    /// Leave `/metrics` open when tokens are set (for Prometheus scrapers without a token).
+    pub metrics_public: bool,
     /// The largest request body in bytes (default 1 MiB; a job body is also checked against
     /// the engine's own limit).
     pub max_request_bytes: usize,
@@ -28,6 +30,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             tokens: Vec::new(),
+            metrics_public: false,
             max_request_bytes: 1 << 20,
             max_wait: Duration::from_secs(30),
             request_timeout: Duration::from_secs(60),

@@ -14,9 +14,10 @@
 //!   requests by route and status, the build; `process`: CPU, memory, file descriptors.
 //! - `state`: [`AppState`]; `config`: [`ServerConfig`]; `build`: version, commit and build
 //!   date.
+//! - `tls`: HTTPS with rustls ([`serve_tls`]), the certificate reloaded on SIGHUP.
 //!
-//! The engine is any [`delayq_core::Engine`]; [`serve`] runs the app until a shutdown future
-//! resolves, then lets open long-polls answer empty and in-flight requests finish.
+//! The engine is any [`delayq_core::Engine`]; [`serve`] (or [`serve_tls`]) runs the app until a
+//! shutdown future resolves, then lets open long-polls answer empty and in-flight requests finish.
 #![deny(missing_docs)]
 
 mod auth;
@@ -27,12 +28,14 @@ pub mod http;
 mod metrics;
 mod process;
 mod state;
+mod tls;
 
 use std::future::Future;
 
 pub use config::ServerConfig;
 pub use http::{app, openapi_json};
 pub use state::AppState;
+pub use tls::{Tls, TlsError, reload_on_sighup, serve_tls};
 
 /// Serves `state` on `listener` until `shutdown` resolves, then stops accepting, ends open
 /// long-polls (they answer an empty list) and waits for in-flight requests.

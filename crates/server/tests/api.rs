@@ -1054,3 +1054,30 @@ async fn metrics_are_complete_from_the_start_issue_12() {
     assert!(text.trim_end().ends_with("# EOF"), "{text}");
     assert_eq!(text.matches("# EOF").count(), 1, "{text}");
 }
+
+/// With tokens set, `metrics_public` leaves `/metrics` open for scrapers; the API still
+/// needs a token and the OpenAPI document stays open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_public_leaves_only_metrics_open_issue_12() {
+    // See: issue 12
+    let setup = sqlite(Limits::default()).await;
+    let s = TestServer::start(
+        setup.engine,
+        ServerConfig {
+            tokens: vec!["a-long-enough-secret-token".into()],
+            metrics_public: true,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let anonymous = reqwest::Client::new();
+    for (path, status) in [
+        ("/metrics", 200),
+        ("/v1/openapi.json", 200),
+        ("/healthz", 200),
+        ("/v1/topics", 401),
+    ] {
+        let r = anonymous.get(s.url(path)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), status, "{path}");
+    }
+}

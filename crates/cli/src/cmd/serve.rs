@@ -1,12 +1,15 @@
-//! `delayq serve`: binds the listening address, opens the engine, serves the HTTP API until SIGINT or SIGTERM, then shuts
-//! down gracefully (open long-polls answer empty, in-flight requests finish, the engine closes).
+//! `delayq serve`: reads the TLS certificate, binds the listening address, opens the engine
+//! (waiting for Redis), serves the HTTP(S) API until SIGINT or SIGTERM (reloading the
+//! certificate on SIGHUP), then shuts down gracefully (open long-polls answer empty,
+//! in-flight requests finish, the engine closes).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use delayq::{Engine, Limits, OpenOptions, Synchronous};
-use delayq_server::{AppState, ServerConfig};
+use delayq_server::{AppState, ServerConfig, Tls};
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{LogFormat, ServeArgs, SyncArg};
@@ -22,6 +25,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 
     let server_config = ServerConfig {
         tokens: s.tokens.clone(),
+        metrics_public: s.metrics_public,
         max_request_bytes: s.max_request_bytes,
         max_wait: s.max_wait,
         request_timeout: s.request_timeout,
@@ -43,28 +47,55 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             SyncArg::Full => Synchronous::Full,
         },
     };
-    // Bind before opening the engine: a port in use must not leave a data directory created
-    // or migrated behind.
+    // Read the certificate, then bind, then open the engine: a bad certificate or a port in
+    // use must not leave a data directory created or migrated behind.
+    let tls = match &s.tls {
+        Some((cert, key)) => Some(
+            Tls::load(cert, key)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
+        ),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .map_err(|e| listen_error(&s.listen, &e))?;
     let addr = listener.local_addr().context("listening address")?;
+    if let Some(warning) = clear_token_warning(addr, !s.tokens.is_empty(), tls.is_some()) {
+        tracing::warn!("{warning}");
+    }
     let engine = open_engine(&s, &url, &described, &options).await?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(
         listen = %addr,
         engine = %described,
         auth = if s.tokens.is_empty() { "off" } else { "bearer" },
-        "delayq serving on http://{addr} (API under /v1, document at /v1/openapi.json)"
+        "delayq serving on {scheme}://{addr} (API under /v1, document at /v1/openapi.json)"
     );
     let state = AppState::new(engine, server_config);
-    delayq_server::serve(listener, state, async {
+    let shutdown = async {
         delayq_server::shutdown_signal().await;
         tracing::info!("shutting down: ending long-polls and finishing in-flight requests");
-    })
-    .await
+    };
+    match tls {
+        Some(tls) => {
+            tokio::spawn(delayq_server::reload_on_sighup(tls.clone()));
+            delayq_server::serve_tls(listener, state, tls, shutdown).await
+        }
+        None => delayq_server::serve(listener, state, shutdown).await,
+    }
     .context("serving")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The warning for bearer tokens sent in clear beyond this machine, if that is the case.
+fn clear_token_warning(addr: SocketAddr, auth: bool, tls: bool) -> Option<String> {
+    (auth && !tls && !addr.ip().is_loopback()).then(|| {
+        format!(
+            "listening on {addr}, beyond loopback, with bearer tokens but without TLS: tokens cross the network in clear; give --tls-cert and --tls-key, or put a TLS proxy in front"
+        )
+    })
 }
 
 /// Logs to standard error, as text or as JSON lines.
@@ -208,6 +239,31 @@ fn engine_url(s: &Settings) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_in_clear_beyond_loopback_are_warned_of() {
+        let addr = |a: &str| a.parse::<SocketAddr>().expect("an address");
+        for beyond in ["0.0.0.0:7070", "10.0.0.5:7070", "[::]:7070"] {
+            assert!(
+                clear_token_warning(addr(beyond), true, false).is_some(),
+                "{beyond}"
+            );
+            assert!(
+                clear_token_warning(addr(beyond), true, true).is_none(),
+                "{beyond} with TLS"
+            );
+            assert!(
+                clear_token_warning(addr(beyond), false, false).is_none(),
+                "{beyond} without auth"
+            );
+        }
+        for local in ["127.0.0.1:7070", "127.0.0.2:7070", "[::1]:7070"] {
+            assert!(
+                clear_token_warning(addr(local), true, false).is_none(),
+                "{local}"
+            );
+        }
+    }
     use crate::settings::resolve;
 
     #[test]

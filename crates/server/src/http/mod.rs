@@ -94,19 +94,26 @@ pub fn openapi_json() -> String {
 }
 
 /// The whole application: `/v1/...`, `/v1/openapi.json`, `/healthz`, `/readyz`, `/metrics`.
+/// With tokens set, the API and `/metrics` need one (`/metrics` not with `metrics_public`);
+/// the health checks and the OpenAPI document never do.
 pub fn app(state: AppState) -> Router {
     let (api, doc) = api();
     let doc = Arc::new(doc.to_pretty_json().unwrap_or_default());
     let config = state.config.clone();
 
+    let metrics = Router::new().route("/metrics", get(ops::metrics));
+    let (api, open) = if config.metrics_public {
+        (api, metrics)
+    } else {
+        (api.merge(metrics), Router::new())
+    };
     let protected = api
-        .route("/metrics", get(ops::metrics))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             require_token,
         ))
         .layer(DefaultBodyLimit::max(config.max_request_bytes));
-    let open = Router::new()
+    let open = open
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route(
