@@ -12,7 +12,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Exit codes: 0 success, 1 error, 2 bad usage, 3 not found, 4 conflict (lease lost, wrong
 /// state, already exists), 5 server unreachable or unavailable.
 #[derive(Parser, Debug)]
-#[command(name = "delayq", version, propagate_version = true)]
+#[command(
+    name = "delayq",
+    version = delayq_server::build::LONG_VERSION,
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -56,9 +60,10 @@ pub enum Command {
 /// config file can fill what the flags leave out.
 #[derive(Args, Debug, Default)]
 pub struct ServeArgs {
-    /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix, sync,
+    /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix,
+    /// redis_connect_timeout, sync, tls_cert, tls_key, metrics_public (true or false),
     /// tokens (a list), max_body, max_request_bytes, max_wait and request_timeout (e.g.
-    /// "30s"), concurrency, log. Example: `listen = "0.0.0.0:7070"`.
+    /// "30s"), concurrency, max_long_polls, log, log_format. Example: `listen = "0.0.0.0:7070"`.
     #[arg(long, env = "DELAYQ_CONFIG")]
     pub config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7070].
@@ -74,12 +79,17 @@ pub struct ServeArgs {
     /// Redis key prefix [default: delayq].
     #[arg(long, env = "DELAYQ_REDIS_PREFIX")]
     pub redis_prefix: Option<String>,
+    /// How long to wait at startup for Redis to answer, retrying with back-off and logging
+    /// that it waits; 0s fails at the first refusal [default: 30s].
+    #[arg(long, env = "DELAYQ_REDIS_CONNECT_TIMEOUT", value_parser = parse_duration)]
+    pub redis_connect_timeout: Option<Duration>,
     /// Embedded engine durability: `normal` survives a crash of the process, `full` also a
     /// power loss [default: normal].
     #[arg(long, env = "DELAYQ_SYNC")]
     pub sync: Option<SyncArg>,
-    /// Bearer token clients must send (repeat for several; comma-separated in
-    /// DELAYQ_TOKENS). None: no authentication. /healthz and /readyz stay open.
+    /// Bearer token clients must send, at least 16 characters (repeat for several;
+    /// comma-separated in DELAYQ_TOKENS). None: no authentication. /healthz, /readyz and
+    /// /v1/openapi.json stay open; /metrics too with --metrics-public.
     #[arg(
         long = "token",
         env = "DELAYQ_TOKENS",
@@ -87,6 +97,16 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub tokens: Option<Vec<String>>,
+    /// Leave /metrics open when tokens are set (for Prometheus scrapers without a token).
+    #[arg(long, env = "DELAYQ_METRICS_PUBLIC")]
+    pub metrics_public: bool,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key. Reloaded, with the
+    /// key, on SIGHUP.
+    #[arg(long, env = "DELAYQ_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, env = "DELAYQ_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
     /// Largest job body in bytes [default: 262144].
     #[arg(long, env = "DELAYQ_MAX_BODY")]
     pub max_body: Option<usize>,
@@ -99,12 +119,30 @@ pub struct ServeArgs {
     /// Longest request, longer than --max-wait, e.g. 60s [default: 60s].
     #[arg(long, env = "DELAYQ_REQUEST_TIMEOUT", value_parser = parse_duration)]
     pub request_timeout: Option<Duration>,
-    /// Most requests handled at once; more get 503 [default: 1024].
+    /// Most requests the whole server handles at once, reserves and /healthz aside; more get
+    /// 503 overloaded [default: 1024].
     #[arg(long, env = "DELAYQ_CONCURRENCY")]
     pub concurrency: Option<usize>,
+    /// Most reserves (long-polls) open at once, counted apart from --concurrency so that
+    /// waiting workers never starve pushes and acks; more get 503 overloaded [default: 1024].
+    #[arg(long, env = "DELAYQ_MAX_LONG_POLLS")]
+    pub max_long_polls: Option<usize>,
     /// Log filter, e.g. info or debug (debug logs one line per request) [default: info].
     #[arg(long, env = "DELAYQ_LOG")]
     pub log: Option<String>,
+    /// Log as text lines or as one JSON object per line [default: text].
+    #[arg(long, env = "DELAYQ_LOG_FORMAT")]
+    pub log_format: Option<LogFormat>,
+}
+
+/// `text` or `json`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (for log collectors).
+    Json,
 }
 
 /// `normal` or `full`.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::cli::{ServeArgs, SyncArg, parse_duration};
+use crate::cli::{LogFormat, ServeArgs, SyncArg, parse_duration};
 
 /// The TOML config file: the same settings as the flags, all optional.
 #[derive(Deserialize, Debug, Default)]
@@ -17,14 +17,20 @@ pub struct FileConfig {
     data_dir: Option<PathBuf>,
     redis_url: Option<String>,
     redis_prefix: Option<String>,
+    redis_connect_timeout: Option<String>,
     sync: Option<SyncArg>,
     tokens: Option<Vec<String>>,
+    metrics_public: Option<bool>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
     max_body: Option<usize>,
     max_request_bytes: Option<usize>,
     max_wait: Option<String>,
     request_timeout: Option<String>,
     concurrency: Option<usize>,
+    max_long_polls: Option<usize>,
     log: Option<String>,
+    log_format: Option<LogFormat>,
 }
 
 /// Every setting of `delayq serve`, resolved.
@@ -34,14 +40,20 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub redis_url: Option<String>,
     pub redis_prefix: String,
+    pub redis_connect_timeout: Duration,
     pub sync: SyncArg,
     pub tokens: Vec<String>,
+    pub metrics_public: bool,
+    /// The certificate and key files, for HTTPS.
+    pub tls: Option<(PathBuf, PathBuf)>,
     pub max_body: usize,
     pub max_request_bytes: usize,
     pub max_wait: Duration,
     pub request_timeout: Duration,
     pub concurrency: usize,
+    pub max_long_polls: usize,
     pub log: String,
+    pub log_format: LogFormat,
 }
 
 impl FileConfig {
@@ -75,6 +87,11 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .redis_prefix
             .or(file.redis_prefix)
             .unwrap_or_else(|| "delayq".into()),
+        redis_connect_timeout: match args.redis_connect_timeout {
+            Some(d) => d,
+            None => duration(file.redis_connect_timeout, "redis_connect_timeout")?
+                .unwrap_or(Duration::from_secs(30)),
+        },
         sync: args.sync.or(file.sync).unwrap_or(SyncArg::Normal),
         tokens: args
             .tokens
@@ -83,6 +100,16 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .into_iter()
             .filter(|t| !t.is_empty())
             .collect(),
+        metrics_public: args.metrics_public || file.metrics_public.unwrap_or(false),
+        tls: match (
+            args.tls_cert.or(file.tls_cert),
+            args.tls_key.or(file.tls_key),
+        ) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            (Some(_), None) => anyhow::bail!("--tls-cert needs --tls-key: give both, or neither"),
+            (None, Some(_)) => anyhow::bail!("--tls-key needs --tls-cert: give both, or neither"),
+        },
         max_body: args.max_body.or(file.max_body).unwrap_or(256 * 1024),
         max_request_bytes: args
             .max_request_bytes
@@ -98,7 +125,12 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
                 .unwrap_or(Duration::from_secs(60)),
         },
         concurrency: args.concurrency.or(file.concurrency).unwrap_or(1024),
+        max_long_polls: args.max_long_polls.or(file.max_long_polls).unwrap_or(1024),
         log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
+        log_format: args
+            .log_format
+            .or(file.log_format)
+            .unwrap_or(LogFormat::Text),
     })
 }
 
@@ -114,6 +146,8 @@ mod tests {
         assert_eq!(s.redis_url, None);
         assert_eq!(s.sync, SyncArg::Normal);
         assert_eq!(s.max_wait, Duration::from_secs(30));
+        assert_eq!(s.redis_connect_timeout, Duration::from_secs(30));
+        assert_eq!(s.log_format, LogFormat::Text);
         assert!(s.tokens.is_empty());
     }
 
@@ -126,6 +160,8 @@ mod tests {
             tokens = ["from-the-file-token"]
             max_wait = "10s"
             sync = "full"
+            redis_connect_timeout = "2m"
+            log_format = "json"
             "#,
         )
         .expect("parses");
@@ -144,6 +180,8 @@ mod tests {
         );
         assert_eq!(s.tokens, vec!["from-the-file-token".to_string()]);
         assert_eq!(s.sync, SyncArg::Full);
+        assert_eq!(s.redis_connect_timeout, Duration::from_secs(120));
+        assert_eq!(s.log_format, LogFormat::Json);
         assert_eq!(s.concurrency, 1024, "the default fills in");
     }
 
@@ -159,6 +197,25 @@ mod tests {
         let s = resolve(ServeArgs::default(), file).expect("resolves");
         assert_eq!(s.max_wait, Duration::from_secs(20));
         assert_eq!(s.tokens.len(), 1);
+    }
+
+    #[test]
+    fn tls_needs_both_files() {
+        let args = ServeArgs {
+            tls_cert: Some("cert.pem".into()),
+            ..ServeArgs::default()
+        };
+        let e = resolve(args, FileConfig::default()).expect_err("a certificate without a key");
+        assert!(e.to_string().contains("--tls-key"), "{e}");
+        let file: FileConfig =
+            toml::from_str("tls_key = \"key.pem\"\nmetrics_public = true").expect("parses");
+        let args = ServeArgs {
+            tls_cert: Some("cert.pem".into()),
+            ..ServeArgs::default()
+        };
+        let s = resolve(args, file).expect("resolves");
+        assert_eq!(s.tls, Some(("cert.pem".into(), "key.pem".into())));
+        assert!(s.metrics_public);
     }
 
     #[test]

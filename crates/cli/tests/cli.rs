@@ -22,7 +22,24 @@ struct Server {
 }
 
 impl Server {
+    /// Starts `delayq serve` and waits until it accepts connections.
     fn start(extra: &[&str]) -> Server {
+        let server = Server::spawn(extra);
+        let listen = server.url.trim_start_matches("http://").to_string();
+        let start = Instant::now();
+        while std::net::TcpStream::connect(&listen).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "delayq serve did not start:\n{}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    /// Starts `delayq serve` on a free port, its log in a file.
+    fn spawn(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -43,21 +60,24 @@ impl Server {
             ))
             .spawn()
             .unwrap();
-        let server = Server {
+        Server {
             child,
             url: format!("http://{listen}"),
             _dir: dir,
-        };
-        let start = Instant::now();
-        while std::net::TcpStream::connect(&listen).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "delayq serve did not start:\n{}",
-                server.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
         }
-        server
+    }
+
+    /// Waits (bounded) until the log has a line containing `needle`.
+    fn wait_for_log(&self, needle: &str) {
+        let start = Instant::now();
+        while !self.log().contains(needle) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "no {needle:?} in the log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn log(&self) -> String {
@@ -125,8 +145,9 @@ fn client_subcommands_and_exit_codes() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let token = v["jobs"][0]["token"].as_u64().unwrap().to_string();
     ok(s.run(&["ack", "orders", "order-42", &token]));
+    // Acked: the job is gone, so acking again finds nothing (see: issue 12).
     let again = s.run(&["ack", "orders", "order-42", &token]);
-    assert_eq!(again.status.code(), Some(4), "a stale token is a conflict");
+    assert_eq!(again.status.code(), Some(3), "an acked job is not found");
     let missing = s.run(&["get", "orders", "order-42"]);
     assert_eq!(missing.status.code(), Some(3), "not found");
     assert!(String::from_utf8_lossy(&missing.stderr).contains("not_found"));
@@ -210,6 +231,302 @@ fn client_subcommands_and_exit_codes() {
     );
 }
 
+/// A port in use fails `serve` before the data directory is created or migrated.
+#[test]
+fn port_in_use_fails_before_the_data_directory_is_made_issue_12() {
+    // See: issue 12
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = held.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", &listen, "--data-dir"])
+        .arg(&data)
+        .env_remove("DELAYQ_REDIS_URL")
+        .env_remove("DELAYQ_CONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&listen), "{err}");
+    assert!(
+        !data.exists(),
+        "serve created {} before failing",
+        data.display()
+    );
+}
+
+/// Runs `delayq serve` with `extra` and an unused data directory; it must fail.
+/// Returns its standard error.
+fn serve_fails(extra: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .args(extra)
+        .env_remove("DELAYQ_REDIS_URL")
+        .env_remove("DELAYQ_CONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    err
+}
+
+/// The last line of a log: the error `delayq` exits with.
+fn last_line(text: &str) -> &str {
+    text.trim_end().lines().last().unwrap_or("")
+}
+
+/// A loopback port where a tiny HTTP server answers every connection with a 400, for at
+/// most `connections` connections.
+fn http_listener(connections: usize) -> u16 {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(connections) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-length: 11\r\nconnection: close\r\n\r\nBad Request",
+            );
+        }
+    });
+    port
+}
+
+/// Startup errors are one sentence each: what failed, what to do; no cause repeated, no
+/// raw parser output.
+#[test]
+fn startup_errors_are_one_clear_sentence_issue_12() {
+    // See: issue 12
+    // Nothing listens there.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let err = serve_fails(&[
+        "--redis",
+        &format!("redis://{closed}"),
+        "--redis-connect-timeout",
+        "0s",
+    ]);
+    let line = last_line(&err);
+    assert!(line.contains(&closed) && line.contains("refused"), "{err}");
+    assert!(line.contains("start Redis"), "{err}");
+    assert_eq!(line.matches("refused").count(), 1, "{err}");
+    assert!(!line.contains("os error"), "{err}");
+    // An HTTP server there.
+    let http = format!("127.0.0.1:{}", http_listener(50));
+    let err = serve_fails(&["--redis", &format!("redis://{http}")]);
+    let line = last_line(&err);
+    assert!(
+        line.contains("not a Redis server") && line.contains(&http),
+        "{err}"
+    );
+    for raw in ["Parse error", "Unexpected", "Incompatible"] {
+        assert!(!err.contains(raw), "{err}");
+    }
+    // A port in use.
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = held.local_addr().unwrap().to_string();
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", &listen, "--data-dir", "/nonexistent/x"])
+        .env_remove("DELAYQ_REDIS_URL")
+        .env_remove("DELAYQ_CONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(last_line(&err).contains("in use"), "{err}");
+    assert!(!err.contains("os error"), "{err}");
+}
+
+/// At startup `serve` waits for Redis (saying so in its log) instead of exiting; during an
+/// outage, the errors of many failed requests make one log line (then a count), not one or
+/// two per request; `--log-format json` logs JSON lines.
+#[test]
+fn serve_waits_for_redis_and_logs_an_outage_once_issue_12() {
+    // See: issue 12
+    let mut redis = delayq_testkit::RedisServer::start();
+    redis.kill();
+    let s = Server::start(&[
+        "--redis",
+        &redis.url(),
+        "--redis-connect-timeout",
+        "60s",
+        "--log-format",
+        "json",
+    ]);
+    s.wait_for_log("waiting for Redis");
+    redis.restart();
+    s.wait_for_log("serving on");
+    ok(s.run(&["stats"]));
+
+    redis.kill();
+    let pushes: Vec<_> = (0..8)
+        .map(|i| {
+            let url = s.url.clone();
+            std::thread::spawn(move || {
+                Command::new(BIN)
+                    .args(["push", "t", &format!("job {i}"), "--server", &url])
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for p in pushes {
+        let out = p.join().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(5),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let log = s.log();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let unavailable = lines
+        .iter()
+        .filter(|l| {
+            l["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("engine unavailable"))
+        })
+        .count();
+    // The first failure may be a broken pipe, the others a refused connect: two messages.
+    assert!((1..=2).contains(&unavailable), "{log}");
+    assert!(
+        lines.iter().all(|l| l["level"] != "ERROR"),
+        "an outage is not an error of the server: {log}"
+    );
+}
+
+/// `--version` names the version, the commit and the build date.
+#[test]
+fn version_names_the_commit_and_build_date_issue_12() {
+    // See: issue 12
+    let out = ok(Command::new(BIN).arg("--version").output().unwrap());
+    let expected = format!("delayq {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(out.starts_with(&expected), "{out}");
+    let commit = out[expected.len()..].split(',').next().unwrap();
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{out}"
+    );
+    let date = out
+        .trim_end()
+        .rsplit("built ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')');
+    assert!(
+        date == "unknown" || (date.len() == 10 && date.as_bytes()[4] == b'-'),
+        "{out}"
+    );
+    let serve = ok(Command::new(BIN)
+        .args(["serve", "--version"])
+        .output()
+        .unwrap());
+    assert!(serve.contains(&out["delayq ".len()..]), "{serve}");
+}
+
+/// Writes a new self-signed certificate for 127.0.0.1 and its key; returns the
+/// certificate's PEM.
+fn write_self_signed(cert: &Path, key: &Path) -> String {
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let pem = certified.cert.pem();
+    std::fs::write(cert, &pem).unwrap();
+    std::fs::write(key, certified.signing_key.serialize_pem()).unwrap();
+    pem
+}
+
+/// An HTTPS client that trusts only `ca_pem`, with no connection kept between requests.
+fn https_client(ca_pem: &str) -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).unwrap())
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// With --tls-cert and --tls-key the server speaks HTTPS (auth on, the token never in
+/// clear); SIGHUP makes it present the certificate now in the files.
+#[test]
+fn https_end_to_end_and_sighup_reload_issue_12() {
+    // See: issue 12
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = (certs.path().join("cert.pem"), certs.path().join("key.pem"));
+    let first = write_self_signed(&cert, &key);
+    let token = "a-token-of-sixteen-chars-or-more";
+    let s = Server::start(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--token",
+        token,
+    ]);
+    let base = s.url.replace("http://", "https://");
+    s.wait_for_log("serving on https://");
+    let client = https_client(&first);
+    let pushed = client
+        .post(format!("{base}/v1/topics/tls/jobs"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({"id": "j1", "body": "over TLS"}))
+        .send()
+        .unwrap();
+    assert_eq!(pushed.status().as_u16(), 201);
+    let job: serde_json::Value = client
+        .get(format!("{base}/v1/topics/tls/jobs/j1"))
+        .bearer_auth(token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(job["body"], "over TLS");
+    let anonymous = client.get(format!("{base}/v1/topics")).send().unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    // Plain HTTP gets no API.
+    let plain = reqwest::blocking::get(format!("{}/healthz", s.url));
+    assert!(plain.is_err() || !plain.unwrap().status().is_success());
+
+    let second = write_self_signed(&cert, &key);
+    let hup = Command::new("kill")
+        .args(["-HUP", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    s.wait_for_log("reloaded the TLS certificate");
+    let trusts_second = https_client(&second);
+    let ok_now = trusts_second.get(format!("{base}/healthz")).send().unwrap();
+    assert_eq!(ok_now.status().as_u16(), 200);
+    assert!(
+        https_client(&first)
+            .get(format!("{base}/healthz"))
+            .send()
+            .is_err(),
+        "the old certificate is still presented"
+    );
+    // A file that is not a certificate is refused and the current one stays.
+    std::fs::write(&cert, "not a certificate").unwrap();
+    Command::new("kill")
+        .args(["-HUP", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    s.wait_for_log("the previous certificate stays in use");
+    let still = trusts_second.get(format!("{base}/healthz")).send().unwrap();
+    assert_eq!(still.status().as_u16(), 200);
+}
+
 #[test]
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());
@@ -235,6 +552,13 @@ fn help_is_complete() {
         "--max-wait",
         "--request-timeout",
         "--concurrency",
+        "--max-long-polls",
+        "--tls-cert",
+        "--tls-key",
+        "--metrics-public",
+        "16 characters",
+        "--redis-connect-timeout",
+        "--log-format",
         "--log",
         "--config",
         "DELAYQ_REDIS_URL",

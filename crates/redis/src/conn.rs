@@ -22,20 +22,31 @@ impl Conn {
     /// connection.
     pub(crate) async fn connect(config: &RedisConfig) -> Result<(Conn, Client)> {
         let client = client(config)?;
+        let addr = client.get_connection_info().addr().to_string();
         let cm_config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(config.response_timeout))
             .set_connection_timeout(Some(config.connect_timeout))
             .set_number_of_retries(3);
+        // The first contact is one try, without the connection manager's retries: a Redis
+        // that is not up yet fails at once, and the caller decides whether to wait.
+        let probe_config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout))
+            .set_response_timeout(Some(config.response_timeout));
+        let mut probe = client
+            .get_multiplexed_async_connection_with_config(&probe_config)
+            .await
+            .map_err(|e| connect_error(&addr, e))?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut probe)
+            .await
+            .map_err(|e| connect_error(&addr, e))?;
+        drop(probe);
+        check_version(&info)?;
         let mut cm = client
             .get_connection_manager_with_config(cm_config)
             .await
-            .map_err(|e| map_redis_err("connecting to Redis", e))?;
-        let info: String = redis::cmd("INFO")
-            .arg("server")
-            .query_async(&mut cm)
-            .await
-            .map_err(|e| map_redis_err("reading the Redis version", e))?;
-        check_version(&info)?;
+            .map_err(|e| connect_error(&addr, e))?;
         load(&mut cm)
             .await
             .map_err(|e| map_redis_err("loading the delayq functions", e))?;
@@ -125,6 +136,35 @@ pub(crate) async fn fcall(cm: &mut ConnectionManager, cmd: &Cmd) -> RedisResult<
         }
         r => r,
     }
+}
+
+/// The error of a failed connect to `addr` (`host:port`), in one clause that says what was
+/// found there: nothing listening, no answer, a name that does not resolve, or a server that
+/// does not speak the Redis protocol (an HTTP port, say: [`Error::InvalidConfig`], since
+/// waiting will not help). The redis-rs error stays the source, out of the message, so that
+/// a report printing the message and its sources does not repeat the cause.
+fn connect_error(addr: &str, e: RedisError) -> Error {
+    let message = if e.is_connection_refusal() {
+        format!("connecting to Redis at {addr}: connection refused (nothing listens there)")
+    } else if e.is_timeout() {
+        format!("connecting to Redis at {addr}: no answer in time")
+    } else if matches!(
+        e.kind(),
+        redis::ErrorKind::Parse | redis::ErrorKind::UnexpectedReturnType
+    ) {
+        return Error::InvalidConfig {
+            reason: format!(
+                "the server at {addr} is not a Redis server (it answered in another protocol, HTTP perhaps); check the host and port of the Redis URL"
+            ),
+        };
+    } else if e.to_string().contains("lookup address") {
+        format!("connecting to Redis at {addr}: the host name does not resolve")
+    } else if e.is_io_error() {
+        format!("connecting to Redis at {addr}: {e}")
+    } else {
+        return map_redis_err(&format!("connecting to Redis at {addr}"), e);
+    };
+    Error::unavailable(message, e)
 }
 
 /// Builds the redis-rs client from the URL and the TLS files.
@@ -300,6 +340,32 @@ mod tests {
             }
         }
         assert!(check_version("no version here").is_err());
+    }
+
+    #[test]
+    fn connect_errors_say_what_was_found_once() {
+        let refused = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        match connect_error("127.0.0.1:1", refused) {
+            Error::Unavailable { message, .. } => {
+                assert_eq!(
+                    message,
+                    "connecting to Redis at 127.0.0.1:1: connection refused (nothing listens there)"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let http = RedisError::from((
+            redis::ErrorKind::Parse,
+            "Parse error at 1",
+            "Unexpected `33`".to_string(),
+        ));
+        match connect_error("127.0.0.1:8080", http) {
+            Error::InvalidConfig { reason } => {
+                assert!(reason.contains("not a Redis server"), "{reason}");
+                assert!(!reason.contains("33"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

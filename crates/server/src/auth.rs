@@ -10,7 +10,7 @@ use crate::AppState;
 use crate::http::error::ApiError;
 
 /// Lets a request through when no tokens are configured or it carries one of them as
-/// `Authorization: Bearer <token>`.
+/// `Authorization: Bearer <token>` (the scheme in any case).
 pub async fn require_token(
     State(state): State<AppState>,
     request: Request,
@@ -23,7 +23,7 @@ pub async fn require_token(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(bearer_token)
         .map(str::as_bytes);
     let ok = given.is_some_and(|given| {
         // Every token is compared, so the time taken does not say which one nearly matched.
@@ -48,4 +48,27 @@ pub async fn require_token(
         header::HeaderValue::from_static("Bearer"),
     );
     response
+}
+
+/// The token of an `Authorization` value with the `Bearer` scheme. The scheme is
+/// case-insensitive (RFC 7235 section 2.1) and one or more spaces separate it from the token.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim_start_matches(' ');
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_scheme_is_case_insensitive() {
+        for v in ["Bearer abc", "bearer abc", "BEARER abc", "bEaReR  abc"] {
+            assert_eq!(bearer_token(v), Some("abc"), "{v}");
+        }
+        for v in ["Basic abc", "Bearer", "Bearer ", "Bearerabc", "abc"] {
+            assert_eq!(bearer_token(v), None, "{v}");
+        }
+    }
 }

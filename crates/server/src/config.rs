@@ -5,9 +5,11 @@ use std::time::Duration;
 /// Settings of the HTTP layer. The engine is configured separately.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// Bearer tokens accepted on the API; empty means no authentication. `/healthz` and
-    /// `/readyz` stay open either way.
+    /// Bearer tokens accepted on the API, each at least 16 characters; empty means no
+    /// authentication. `/healthz`, `/readyz` and `/v1/openapi.json` stay open either way.
     pub tokens: Vec<String>,
+    /// Leave `/metrics` open when tokens are set (for Prometheus scrapers without a token).
+    pub metrics_public: bool,
     /// The largest request body in bytes (default 1 MiB; a job body is also checked against
     /// the engine's own limit).
     pub max_request_bytes: usize,
@@ -15,18 +17,25 @@ pub struct ServerConfig {
     pub max_wait: Duration,
     /// The longest any request may take (default 60 s; must be longer than `max_wait`).
     pub request_timeout: Duration,
-    /// The most requests handled at once; more get `503 overloaded` (default 1024).
+    /// The most requests handled at once by the whole server, reserves aside; more get
+    /// `503 overloaded` (default 1024). `/healthz` is not counted.
     pub concurrency: usize,
+    /// The most reserves (long-polls) open at once, counted apart from `concurrency` so that
+    /// waiting workers cannot starve pushes and acks; more get `503 overloaded` (default
+    /// 1024).
+    pub max_long_polls: usize,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             tokens: Vec::new(),
+            metrics_public: false,
             max_request_bytes: 1 << 20,
             max_wait: Duration::from_secs(30),
             request_timeout: Duration::from_secs(60),
             concurrency: 1024,
+            max_long_polls: 1024,
         }
     }
 }
@@ -43,6 +52,9 @@ impl ServerConfig {
         }
         if self.concurrency == 0 {
             return Err("concurrency must be at least 1".into());
+        }
+        if self.max_long_polls == 0 {
+            return Err("max_long_polls must be at least 1".into());
         }
         if self.max_request_bytes < 1024 {
             return Err("max_request_bytes must be at least 1024".into());

@@ -8,26 +8,36 @@
 //!   error shape), `extract` (extractors whose rejections are `ApiError`s), `fields` (what each
 //!   request field accepts, and decode errors in those words), `receipt` (one string per
 //!   delivery that names its lease), `params` (path and query parameters and the documented
-//!   error responses), `ops` (health, metrics).
+//!   error responses), `ops` (health, metrics), `limit` (one limit on concurrent requests for
+//!   the whole server, another on open reserves).
 //! - `auth`: optional bearer tokens, compared in constant time.
-//! - `metrics`: counters, histograms (lateness, time reserved) and per-state gauges.
-//! - `state`: [`AppState`]; `config`: [`ServerConfig`].
+//! - `bursts`: repeated errors logged once, then counted (one line per window).
+//! - `metrics`: counters, histograms (lateness, time reserved), per-state gauges, HTTP
+//!   requests by route and status, the build; `process`: CPU, memory, file descriptors.
+//! - `state`: [`AppState`]; `config`: [`ServerConfig`]; `build`: version, commit and build
+//!   date.
+//! - `tls`: HTTPS with rustls ([`serve_tls`]), the certificate reloaded on SIGHUP.
 //!
-//! The engine is any [`delayq_core::Engine`]; [`serve`] runs the app until a shutdown future
-//! resolves, then lets open long-polls answer empty and in-flight requests finish.
+//! The engine is any [`delayq_core::Engine`]; [`serve`] (or [`serve_tls`]) runs the app until a
+//! shutdown future resolves, then lets open long-polls answer empty and in-flight requests finish.
 #![deny(missing_docs)]
 
 mod auth;
+pub mod build;
+mod bursts;
 mod config;
 pub mod http;
 mod metrics;
+mod process;
 mod state;
+mod tls;
 
 use std::future::Future;
 
 pub use config::ServerConfig;
 pub use http::{app, openapi_json};
 pub use state::AppState;
+pub use tls::{Tls, TlsError, reload_on_sighup, serve_tls};
 
 /// Serves `state` on `listener` until `shutdown` resolves, then stops accepting, ends open
 /// long-polls (they answer an empty list) and waits for in-flight requests.

@@ -1,22 +1,45 @@
 //! Prometheus metrics: per-topic counters of what this server did, histograms of lateness and
-//! of time reserved, and per-state gauges read from the engine at each scrape.
+//! of time reserved, and per-state gauges read from the engine at each scrape; HTTP requests
+//! and their latency by route template and status; the build; the process.
+//!
+//! Every per-topic series exists, at 0, from the first scrape after its topic appears in the
+//! engine's list, and goes when the topic leaves it (a purge).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use delayq_core::{Engine, JobId, JobState, Topic};
 use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
+
+use crate::process::ProcessCollector;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TopicLabel {
     topic: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabel {
+    method: String,
+    /// The route template (`/v1/topics/{topic}/jobs`), never the path itself, so that the
+    /// series stay few; `unmatched` for paths no route takes.
+    route: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabel {
+    version: &'static str,
+    commit: &'static str,
+    build_date: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -42,6 +65,12 @@ const MAX_TRACKED_LEASES: usize = 1_000_000;
 /// The server's metrics.
 pub struct Metrics {
     registry: Registry,
+    /// The process metrics, whose standard names carry no `delayq_` prefix.
+    process: Registry,
+    http_requests: Family<HttpLabel, Counter>,
+    http_seconds: Family<HttpLabel, Histogram, fn() -> Histogram>,
+    /// The topics that have series, to drop those of a topic the engine no longer lists.
+    topics: Mutex<HashSet<Topic>>,
     pushed: Family<TopicLabel, Counter>,
     delivered: Family<TopicLabel, Counter>,
     acked: Family<TopicLabel, Counter>,
@@ -89,6 +118,30 @@ impl Metrics {
         let lease_expirations = Family::default();
         let jobs = Family::default();
         let oldest_overdue = Family::default();
+        let http_requests = Family::default();
+        let http_seconds =
+            Family::<HttpLabel, Histogram, fn() -> Histogram>::new_with_constructor(new_hist);
+        registry.register(
+            "build",
+            "The version, git commit and build date of this server",
+            Info::new(BuildLabel {
+                version: crate::build::VERSION,
+                commit: crate::build::COMMIT,
+                build_date: crate::build::DATE,
+            }),
+        );
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by method, route template and status",
+            http_requests.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer an HTTP request (a long-poll counts its wait), by method, route template and status",
+            http_seconds.clone(),
+        );
+        let mut process = Registry::default();
+        process.register_collector(Box::new(ProcessCollector));
         registry.register(
             "jobs_pushed",
             "Jobs created by pushes through this server",
@@ -146,6 +199,10 @@ impl Metrics {
         );
         Metrics {
             registry,
+            process,
+            http_requests,
+            http_seconds,
+            topics: Mutex::new(HashSet::new()),
             pushed,
             delivered,
             acked,
@@ -212,9 +269,82 @@ impl Metrics {
         }
     }
 
+    /// Records an answered HTTP request.
+    pub fn http(&self, method: &str, route: Option<&str>, status: u16, took: Duration) {
+        let label = HttpLabel {
+            method: method.to_string(),
+            route: route.unwrap_or("unmatched").to_string(),
+            status,
+        };
+        self.http_requests.get_or_create(&label).inc();
+        self.http_seconds
+            .get_or_create(&label)
+            .observe(took.as_secs_f64());
+    }
+
+    /// Makes every per-topic series of the listed topics exist (at 0 when nothing happened
+    /// yet), and drops the series of topics no longer listed.
+    fn sync_topics(&self, listed: &[Topic]) {
+        let mut known = self.topics.lock().unwrap_or_else(|e| e.into_inner());
+        let listed_set: HashSet<&Topic> = listed.iter().collect();
+        known.retain(|topic| {
+            if listed_set.contains(topic) {
+                return true;
+            }
+            let label = Self::label(topic);
+            for counter in self.counters() {
+                counter.remove(&label);
+            }
+            self.lateness.remove(&label);
+            self.reserved_time.remove(&label);
+            self.oldest_overdue.remove(&label);
+            for state in [
+                JobState::Delayed,
+                JobState::Ready,
+                JobState::Reserved,
+                JobState::Dead,
+            ] {
+                self.jobs.remove(&StateLabel {
+                    topic: topic.to_string(),
+                    state: state.to_string(),
+                });
+            }
+            self.expirations_seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(topic);
+            false
+        });
+        for topic in listed {
+            if known.insert(topic.clone()) {
+                let label = Self::label(topic);
+                for counter in self.counters() {
+                    counter.get_or_create(&label).inc_by(0);
+                }
+                drop(self.lateness.get_or_create(&label));
+                drop(self.reserved_time.get_or_create(&label));
+            }
+        }
+    }
+
+    /// The per-topic counter families.
+    fn counters(&self) -> [&Family<TopicLabel, Counter>; 7] {
+        [
+            &self.pushed,
+            &self.delivered,
+            &self.acked,
+            &self.nacked,
+            &self.buried,
+            &self.released,
+            &self.lease_expirations,
+        ]
+    }
+
     /// Refreshes the gauges from the engine and renders everything in the text format.
     pub async fn render(&self, engine: &dyn Engine) -> delayq_core::Result<String> {
-        for topic in engine.topics().await? {
+        let topics = engine.topics().await?;
+        self.sync_topics(&topics);
+        for topic in topics {
             let s = engine.stats(&topic).await?;
             for (state, n) in [
                 (JobState::Delayed, s.delayed),
@@ -252,7 +382,9 @@ impl Metrics {
         }
         self.forget_stale_leases();
         let mut out = String::new();
-        encode(&mut out, &self.registry)
+        encode_registry(&mut out, &self.registry)
+            .and_then(|()| encode_registry(&mut out, &self.process))
+            .and_then(|()| encode_eof(&mut out))
             .map_err(|e| delayq_core::Error::Internal(format!("encoding metrics: {e}")))?;
         Ok(out)
     }

@@ -1,13 +1,18 @@
-//! `delayq serve`: opens the engine, serves the HTTP API until SIGINT or SIGTERM, then shuts
-//! down gracefully (open long-polls answer empty, in-flight requests finish, the engine closes).
+//! `delayq serve`: reads the TLS certificate, binds the listening address, opens the engine
+//! (waiting for Redis), serves the HTTP(S) API until SIGINT or SIGTERM (reloading the
+//! certificate on SIGHUP), then shuts down gracefully (open long-polls answer empty,
+//! in-flight requests finish, the engine closes).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use delayq::Limits;
-use delayq::{OpenOptions, Synchronous};
-use delayq_server::{AppState, ServerConfig};
+use delayq::{Engine, Limits, OpenOptions, Synchronous};
+use delayq_server::{AppState, ServerConfig, Tls};
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::{ServeArgs, SyncArg};
+use crate::cli::{LogFormat, ServeArgs, SyncArg};
 use crate::settings::{FileConfig, Settings, resolve};
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -16,22 +21,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         None => FileConfig::default(),
     };
     let s = resolve(args, file)?;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_new(&s.log)
-                .with_context(|| format!("invalid log filter {:?}", s.log))?,
-        )
-        .with_target(false)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    init_log(&s)?;
 
     let server_config = ServerConfig {
         tokens: s.tokens.clone(),
+        metrics_public: s.metrics_public,
         max_request_bytes: s.max_request_bytes,
         max_wait: s.max_wait,
         request_timeout: s.request_timeout,
         concurrency: s.concurrency,
+        max_long_polls: s.max_long_polls,
     };
     server_config
         .validate()
@@ -48,28 +47,169 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             SyncArg::Full => Synchronous::Full,
         },
     };
-    let engine = delayq::open_with(&url, &options)
-        .await
-        .with_context(|| format!("cannot open the engine ({described})"))?;
+    // Read the certificate, then bind, then open the engine: a bad certificate or a port in
+    // use must not leave a data directory created or migrated behind.
+    let tls = match &s.tls {
+        Some((cert, key)) => Some(
+            Tls::load(cert, key)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
+        ),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
-        .with_context(|| format!("cannot listen on {}", s.listen))?;
+        .map_err(|e| listen_error(&s.listen, &e))?;
     let addr = listener.local_addr().context("listening address")?;
+    if let Some(warning) = clear_token_warning(addr, !s.tokens.is_empty(), tls.is_some()) {
+        tracing::warn!("{warning}");
+    }
+    let engine = open_engine(&s, &url, &described, &options).await?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(
         listen = %addr,
         engine = %described,
         auth = if s.tokens.is_empty() { "off" } else { "bearer" },
-        "delayq serving on http://{addr} (API under /v1, document at /v1/openapi.json)"
+        "delayq serving on {scheme}://{addr} (API under /v1, document at /v1/openapi.json)"
     );
     let state = AppState::new(engine, server_config);
-    delayq_server::serve(listener, state, async {
+    let shutdown = async {
         delayq_server::shutdown_signal().await;
         tracing::info!("shutting down: ending long-polls and finishing in-flight requests");
-    })
-    .await
+    };
+    match tls {
+        Some(tls) => {
+            tokio::spawn(delayq_server::reload_on_sighup(tls.clone()));
+            delayq_server::serve_tls(listener, state, tls, shutdown).await
+        }
+        None => delayq_server::serve(listener, state, shutdown).await,
+    }
     .context("serving")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The warning for bearer tokens sent in clear beyond this machine, if that is the case.
+fn clear_token_warning(addr: SocketAddr, auth: bool, tls: bool) -> Option<String> {
+    (auth && !tls && !addr.ip().is_loopback()).then(|| {
+        format!(
+            "listening on {addr}, beyond loopback, with bearer tokens but without TLS: tokens cross the network in clear; give --tls-cert and --tls-key, or put a TLS proxy in front"
+        )
+    })
+}
+
+/// Logs to standard error, as text or as JSON lines.
+fn init_log(s: &Settings) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_new(&s.log).map_err(|e| {
+        anyhow::anyhow!(
+            "invalid log filter {:?} ({e}); use a level (info, debug) or directives such as info,delayq_server=debug",
+            s.log
+        )
+    })?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    match s.log_format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+    }
+    Ok(())
+}
+
+/// The longest pause between two tries to reach Redis at startup.
+const MAX_CONNECT_PAUSE: Duration = Duration::from_secs(5);
+
+/// Opens the engine. A Redis that does not answer yet is tried again with back-off (logging
+/// that it waits) until `--redis-connect-timeout` has passed; an error that waiting cannot
+/// fix (bad URL, credentials, not a Redis server) fails at once.
+async fn open_engine(
+    s: &Settings,
+    url: &str,
+    described: &str,
+    options: &OpenOptions,
+) -> anyhow::Result<Arc<dyn Engine>> {
+    let start = Instant::now();
+    let deadline = start + s.redis_connect_timeout;
+    let mut pause = Duration::from_millis(100);
+    let mut waited = false;
+    loop {
+        let e = match delayq::open_with(url, options).await {
+            Ok(engine) => return Ok(engine),
+            Err(e) => e,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if s.redis_url.is_none() || !e.is_retryable() || left.is_zero() {
+            let waited = waited.then(|| start.elapsed());
+            return Err(open_error(s, described, &e, waited));
+        }
+        waited = true;
+        pause = pause.min(left);
+        let message = match &e {
+            delayq::Error::Unavailable { message, .. } => message.clone(),
+            e => e.to_string(),
+        };
+        tracing::warn!(
+            retry_in_ms = pause.as_millis() as u64,
+            gives_up_in_s = left.as_secs(),
+            "waiting for Redis: {message}"
+        );
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MAX_CONNECT_PAUSE);
+    }
+}
+
+/// A failed bind as one sentence: what failed and what to do.
+fn listen_error(listen: &str, e: &std::io::Error) -> anyhow::Error {
+    let (why, todo) = match e.kind() {
+        std::io::ErrorKind::AddrInUse => (
+            "the address is in use (by another delayq or another program)".to_string(),
+            "stop what holds it or choose another --listen",
+        ),
+        std::io::ErrorKind::PermissionDenied => (
+            "permission denied (ports below 1024 need privileges)".to_string(),
+            "choose a port above 1024 with --listen",
+        ),
+        std::io::ErrorKind::AddrNotAvailable => (
+            "no interface of this machine has that address".to_string(),
+            "choose one of this machine's addresses with --listen",
+        ),
+        _ => (e.to_string(), "correct --listen"),
+    };
+    anyhow::anyhow!("cannot listen on {listen}: {why}; {todo}")
+}
+
+/// An engine that did not open, as one sentence: what failed and what to do. The engine's
+/// message names the cause once; its chain of sources (which repeat it) is left out.
+fn open_error(
+    s: &Settings,
+    described: &str,
+    e: &delayq::Error,
+    waited: Option<Duration>,
+) -> anyhow::Error {
+    let redis = s.redis_url.is_some();
+    match e {
+        delayq::Error::Unavailable { message, .. } if redis => {
+            let after = waited
+                .map(|w| format!(" after waiting {} s", w.as_secs()))
+                .unwrap_or_default();
+            anyhow::anyhow!(
+                "cannot open the engine{after}: {message}; start Redis or correct --redis (DELAYQ_REDIS_URL), or wait longer with --redis-connect-timeout"
+            )
+        }
+        delayq::Error::Unavailable { message, .. } => anyhow::anyhow!(
+            "cannot open the engine ({described}): {message}; check the data directory, then retry"
+        ),
+        delayq::Error::InvalidConfig { reason } if redis => {
+            anyhow::anyhow!("cannot open the engine: {reason}")
+        }
+        delayq::Error::InvalidConfig { reason } => {
+            anyhow::anyhow!("cannot open the engine ({described}): {reason}")
+        }
+        e => anyhow::anyhow!("cannot open the engine ({described}): {e}"),
+    }
 }
 
 /// The engine URL and how to describe it in the log (without a password).
@@ -99,6 +239,31 @@ fn engine_url(s: &Settings) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_in_clear_beyond_loopback_are_warned_of() {
+        let addr = |a: &str| a.parse::<SocketAddr>().expect("an address");
+        for beyond in ["0.0.0.0:7070", "10.0.0.5:7070", "[::]:7070"] {
+            assert!(
+                clear_token_warning(addr(beyond), true, false).is_some(),
+                "{beyond}"
+            );
+            assert!(
+                clear_token_warning(addr(beyond), true, true).is_none(),
+                "{beyond} with TLS"
+            );
+            assert!(
+                clear_token_warning(addr(beyond), false, false).is_none(),
+                "{beyond} without auth"
+            );
+        }
+        for local in ["127.0.0.1:7070", "127.0.0.2:7070", "[::1]:7070"] {
+            assert!(
+                clear_token_warning(addr(local), true, false).is_none(),
+                "{local}"
+            );
+        }
+    }
     use crate::settings::resolve;
 
     #[test]

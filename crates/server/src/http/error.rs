@@ -152,7 +152,7 @@ impl From<Error> for ApiError {
             Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),
             Error::WrongState { .. } => (StatusCode::CONFLICT, "wrong_state"),
             Error::Unavailable { .. } => {
-                tracing::warn!(error = %e, "engine unavailable");
+                crate::bursts::log(crate::bursts::Level::Warn, e.to_string());
                 return Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
@@ -160,7 +160,7 @@ impl From<Error> for ApiError {
                 );
             }
             _ => {
-                tracing::error!(error = %e, "internal error");
+                crate::bursts::log(crate::bursts::Level::Error, format!("internal error: {e}"));
                 return Self::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal",

@@ -7,6 +7,8 @@ pub mod extract;
 mod fields;
 mod jobs;
 mod leases;
+mod limit;
+mod observe;
 mod ops;
 pub mod params;
 mod receipt;
@@ -94,19 +96,26 @@ pub fn openapi_json() -> String {
 }
 
 /// The whole application: `/v1/...`, `/v1/openapi.json`, `/healthz`, `/readyz`, `/metrics`.
+/// With tokens set, the API and `/metrics` need one (`/metrics` not with `metrics_public`);
+/// the health checks and the OpenAPI document never do.
 pub fn app(state: AppState) -> Router {
     let (api, doc) = api();
     let doc = Arc::new(doc.to_pretty_json().unwrap_or_default());
     let config = state.config.clone();
 
+    let metrics = Router::new().route("/metrics", get(ops::metrics));
+    let (api, open) = if config.metrics_public {
+        (api, metrics)
+    } else {
+        (api.merge(metrics), Router::new())
+    };
     let protected = api
-        .route("/metrics", get(ops::metrics))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             require_token,
         ))
         .layer(DefaultBodyLimit::max(config.max_request_bytes));
-    let open = Router::new()
+    let open = open
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route(
@@ -139,31 +148,35 @@ pub fn app(state: AppState) -> Router {
                 "this route does not take that method; see /v1/openapi.json",
             )
         })
-        .with_state(state)
+        .with_state(state.clone())
         .layer(
             ServiceBuilder::new()
-                .layer(tower_http::trace::TraceLayer::new_for_http())
+                // Failed requests are logged where they fail (`ApiError`, in bursts), not
+                // once more here.
+                .layer(tower_http::trace::TraceLayer::new_for_http().on_failure(()))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    observe::observe,
+                ))
+                // `Router::layer` wraps each route apart: the limits live in the shared
+                // semaphores of `Slots`, not in a per-route tower layer.
+                .layer(axum::middleware::from_fn_with_state(
+                    limit::Slots::new(config.concurrency, config.max_long_polls),
+                    limit::shed,
+                ))
                 .layer(HandleErrorLayer::new(|e: BoxError| async move {
-                    overload_error(e).into_response()
+                    timeout_error(e).into_response()
                 }))
-                .load_shed()
-                .concurrency_limit(config.concurrency)
                 .timeout(config.request_timeout),
         )
 }
 
-fn overload_error(e: BoxError) -> ApiError {
+fn timeout_error(e: BoxError) -> ApiError {
     if e.is::<tower::timeout::error::Elapsed>() {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
             "the request took too long; retry",
-        )
-    } else if e.is::<tower::load_shed::error::Overloaded>() {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded",
-            "the server is handling its maximum of concurrent requests; retry shortly",
         )
     } else {
         tracing::error!(error = %e, "unhandled service error");

@@ -1,6 +1,8 @@
 //! Operations endpoints outside the versioned API: health, readiness, metrics and the
 //! OpenAPI document.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,11 +15,25 @@ pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// `GET /readyz`: the engine answers (503 when it does not).
+/// How long `/readyz` waits for the engine. A store that needs longer to read its clock is
+/// not ready to serve; and a readiness probe must get its answer in time while the store is
+/// down and the client is busy reconnecting.
+const READY_WAIT: Duration = Duration::from_millis(80);
+
+/// `GET /readyz`: the engine answers within [`READY_WAIT`] (503 when it does not).
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    match state.engine.now().await {
-        Ok(_) => (StatusCode::OK, "ready\n").into_response(),
-        Err(e) => ApiError::from(e).into_response(),
+    match tokio::time::timeout(READY_WAIT, state.engine.now()).await {
+        Ok(Ok(_)) => (StatusCode::OK, "ready\n").into_response(),
+        Ok(Err(e)) => ApiError::from(e).into_response(),
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            format!(
+                "the queue's store did not answer within {} ms; retry later",
+                READY_WAIT.as_millis()
+            ),
+        )
+        .into_response(),
     }
 }
 
