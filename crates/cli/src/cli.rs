@@ -6,8 +6,13 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::duration::DurationParser;
+
 /// delayq: a distributed delay queue. `delayq serve` runs the server; the other commands talk
 /// to a running server over HTTP.
+///
+/// Durations take a unit everywhere (flags, DELAYQ_* variables, the config file): 500ms, 30s,
+/// 5m, 1h30m; a bare number is refused.
 ///
 /// Exit codes: 0 success, 1 error, 2 bad usage, 3 not found, 4 conflict (lease lost, wrong
 /// state, already exists), 5 server unreachable or unavailable.
@@ -94,10 +99,10 @@ pub struct ServeArgs {
     #[arg(long, env = "DELAYQ_MAX_REQUEST_BYTES")]
     pub max_request_bytes: Option<usize>,
     /// Longest reserve long-poll, e.g. 30s [default: 30s].
-    #[arg(long, env = "DELAYQ_MAX_WAIT", value_parser = parse_duration)]
+    #[arg(long, env = "DELAYQ_MAX_WAIT", value_parser = DurationParser)]
     pub max_wait: Option<Duration>,
     /// Longest request, longer than --max-wait, e.g. 60s [default: 60s].
-    #[arg(long, env = "DELAYQ_REQUEST_TIMEOUT", value_parser = parse_duration)]
+    #[arg(long, env = "DELAYQ_REQUEST_TIMEOUT", value_parser = DurationParser)]
     pub request_timeout: Option<Duration>,
     /// Most requests handled at once; more get 503 [default: 1024].
     #[arg(long, env = "DELAYQ_CONCURRENCY")]
@@ -151,7 +156,7 @@ pub struct PushArgs {
     #[arg(long)]
     pub id: Option<String>,
     /// Delay before the job is due, e.g. 500ms, 2s, 30m, 1h30m.
-    #[arg(long, value_parser = parse_duration, conflicts_with = "at")]
+    #[arg(long, value_parser = DurationParser, conflicts_with = "at")]
     pub delay: Option<Duration>,
     /// Absolute due time, RFC 3339 (e.g. 2026-12-01T09:45:00Z).
     #[arg(long)]
@@ -160,7 +165,7 @@ pub struct PushArgs {
     #[arg(long)]
     pub priority: Option<u32>,
     /// Lease length of each delivery, e.g. 30s.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = DurationParser)]
     pub ttr: Option<Duration>,
     /// Deliveries before the job goes dead.
     #[arg(long)]
@@ -190,7 +195,7 @@ pub struct ReserveArgs {
     #[arg(long, default_value_t = 1)]
     pub max: usize,
     /// How long to wait for a first job, e.g. 30s.
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = DurationParser, default_value = "0s")]
     pub wait: Duration,
     /// Remove jobs as they are handed out (no lease, no retry; a crash loses them).
     #[arg(long)]
@@ -276,7 +281,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 10_000)]
     pub delayed: usize,
     /// Delays are uniform between 0 and this, e.g. 2s.
-    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = DurationParser, default_value = "2s")]
     pub spread: Duration,
     /// Worker slots (concurrency).
     #[arg(long, default_value_t = 50)]
@@ -285,32 +290,16 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 100)]
     pub body: usize,
     /// Give up a phase after this long, e.g. 60s.
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    #[arg(long, value_parser = DurationParser, default_value = "60s")]
     pub timeout: Duration,
     /// Print the figures as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Parses "500ms", "2s", "1h30m" (and a bare number of milliseconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    if let Ok(ms) = s.parse::<u64>() {
-        return Ok(Duration::from_millis(ms));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("{e}; write e.g. 500ms, 2s, 30m or 1h30m"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1500"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert!(parse_duration("soon").is_err());
-    }
 
     #[test]
     fn help_is_consistent() {

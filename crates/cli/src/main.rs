@@ -4,6 +4,7 @@
 mod cli;
 mod client;
 mod cmd;
+mod duration;
 mod settings;
 
 use clap::Parser;

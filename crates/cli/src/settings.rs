@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::cli::{ServeArgs, SyncArg, parse_duration};
+use crate::cli::{ServeArgs, SyncArg};
+use crate::duration;
 
 /// The TOML config file: the same settings as the flags, all optional.
 #[derive(Deserialize, Debug, Default)]
@@ -21,10 +22,13 @@ pub struct FileConfig {
     tokens: Option<Vec<String>>,
     max_body: Option<usize>,
     max_request_bytes: Option<usize>,
-    max_wait: Option<String>,
-    request_timeout: Option<String>,
+    max_wait: Option<toml::Value>,
+    request_timeout: Option<toml::Value>,
     concurrency: Option<usize>,
     log: Option<String>,
+    /// The file this was read from, for error messages.
+    #[serde(skip)]
+    path: Option<PathBuf>,
 }
 
 /// Every setting of `delayq serve`, resolved.
@@ -49,18 +53,53 @@ impl FileConfig {
     pub fn read(path: &Path) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config file {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+        let file: Self = toml::from_str(&text)
+            .with_context(|| format!("invalid config file {}", path.display()))?;
+        Ok(FileConfig {
+            path: Some(path.to_path_buf()),
+            ..file
+        })
     }
-}
 
-fn duration(v: Option<String>, what: &str) -> anyhow::Result<Option<Duration>> {
-    v.map(|s| parse_duration(&s).map_err(|e| anyhow::anyhow!("{what} in the config file: {e}")))
-        .transpose()
+    /// The duration under `key`: a string with a unit (`"30s"`); a number is refused with
+    /// what to write instead.
+    fn duration(&self, key: &str, value: &Option<toml::Value>) -> anyhow::Result<Option<Duration>> {
+        let Some(v) = value else { return Ok(None) };
+        let file = match &self.path {
+            Some(p) => format!("the config file {}", p.display()),
+            None => "the config file".to_string(),
+        };
+        let text = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(_) | toml::Value::Float(_) => {
+                anyhow::bail!("{key} = {v} in {file}: add a unit: {key} = \"{v}s\" or \"{v}ms\"")
+            }
+            other => anyhow::bail!(
+                "{key} = {other} in {file}: write a duration with its unit, e.g. {key} = \"30s\""
+            ),
+        };
+        duration::parse(&text)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("{key} = {v} in {file}: {e}"))
+    }
 }
 
 /// Resolves the settings: `args` (flags and environment) win over `file`, which wins over
 /// the defaults.
 pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
+    // The durations first: they are checked against the file as a whole (for its path).
+    let max_wait = match args.max_wait {
+        Some(d) => d,
+        None => file
+            .duration("max_wait", &file.max_wait)?
+            .unwrap_or(Duration::from_secs(30)),
+    };
+    let request_timeout = match args.request_timeout {
+        Some(d) => d,
+        None => file
+            .duration("request_timeout", &file.request_timeout)?
+            .unwrap_or(Duration::from_secs(60)),
+    };
     Ok(Settings {
         listen: args
             .listen
@@ -88,15 +127,8 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .max_request_bytes
             .or(file.max_request_bytes)
             .unwrap_or(1 << 20),
-        max_wait: match args.max_wait {
-            Some(d) => d,
-            None => duration(file.max_wait, "max_wait")?.unwrap_or(Duration::from_secs(30)),
-        },
-        request_timeout: match args.request_timeout {
-            Some(d) => d,
-            None => duration(file.request_timeout, "request_timeout")?
-                .unwrap_or(Duration::from_secs(60)),
-        },
+        max_wait,
+        request_timeout,
         concurrency: args.concurrency.or(file.concurrency).unwrap_or(1024),
         log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
     })

@@ -210,6 +210,91 @@ fn client_subcommands_and_exit_codes() {
     );
 }
 
+/// Runs a command that should exit on its own; kills it (and fails) when it is still running
+/// after `limit`, e.g. a server that started although its settings were wrong.
+fn exits_within(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{cmd:?} still ran after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A bare number is not a duration: in a flag, an environment variable or the config file it
+/// is refused with what to write instead, naming where it came from, and nothing starts.
+#[test]
+fn a_bare_number_is_not_a_duration_issue_12() {
+    // See: issue 12
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let refused = |cmd: &mut Command, code: i32, expected: &str| {
+        let out = exits_within(cmd, Duration::from_secs(20));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{expected}: {err}");
+        assert!(err.contains(expected), "expected {expected:?} in: {err}");
+    };
+    let serve = || {
+        let mut c = Command::new(BIN);
+        c.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data)
+            .env_remove("DELAYQ_MAX_WAIT")
+            .env_remove("DELAYQ_REQUEST_TIMEOUT")
+            .env_remove("DELAYQ_CONFIG");
+        c
+    };
+    refused(
+        serve().args(["--max-wait", "30"]),
+        2,
+        "--max-wait 30: add a unit: 30s or 30ms",
+    );
+    refused(
+        serve().env("DELAYQ_MAX_WAIT", "5"),
+        2,
+        "DELAYQ_MAX_WAIT=5: add a unit: 5s or 5ms",
+    );
+    refused(
+        Command::new(BIN).args(["push", "orders", "x", "--delay", "30"]),
+        2,
+        "--delay 30: add a unit: 30s or 30ms",
+    );
+    let config = dir.path().join("delayq.toml");
+    std::fs::write(&config, "max_wait = 30\n").unwrap();
+    refused(
+        serve().arg("--config").arg(&config),
+        1,
+        "max_wait = 30 in the config file",
+    );
+    refused(
+        serve().arg("--config").arg(&config),
+        1,
+        "add a unit: max_wait = \"30s\" or \"30ms\"",
+    );
+    std::fs::write(&config, "request_timeout = \"60\"\n").unwrap();
+    refused(
+        serve().arg("--config").arg(&config),
+        1,
+        "request_timeout = \"60\" in the config file",
+    );
+    assert!(
+        !data.exists(),
+        "a refused setting must not create the data directory"
+    );
+}
+
 #[test]
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());
