@@ -8,6 +8,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::duration::DurationParser;
 
+mod jobs;
+mod lease;
+
+pub use jobs::{ListArgs, PageArgs, PurgeArgs, RescheduleArgs, StateArg, TopicsArgs};
+pub use lease::{BuryArgs, LeaseArgs, NackArgs, TouchArgs};
+
 /// delayq: a distributed delay queue. `delayq serve` runs the server; the other commands talk
 /// to a running server over HTTP.
 ///
@@ -35,18 +41,35 @@ pub enum Command {
     Push(PushArgs),
     /// Show a job.
     Get(JobArgs),
+    /// List the jobs of a topic in one state, page by page.
+    List(ListArgs),
+    /// Move a delayed or ready job to a new due time, keeping its id and attempts.
+    Reschedule(RescheduleArgs),
     /// Delete (cancel) a job in any state.
     Delete(JobArgs),
     /// Reserve due jobs (waiting up to --wait), printing each with its lease token.
     Reserve(ReserveArgs),
     /// Acknowledge a delivery: the job is done and removed.
-    Ack(AckArgs),
+    Ack(LeaseArgs),
+    /// Report a failed delivery: the job is retried after --delay or its back-off, or goes
+    /// dead when it has used all its attempts.
+    Nack(NackArgs),
+    /// Extend a delivery's lease, for a job that needs longer than its ttr.
+    Touch(TouchArgs),
+    /// Give a delivery back without counting the attempt: the job is ready again at once.
+    Release(LeaseArgs),
+    /// Send a delivered job to dead at once (it will not be retried; `kick` brings it back).
+    Bury(BuryArgs),
     /// Show counts per state and the oldest overdue job, for one topic or all.
     Stats(StatsArgs),
+    /// List the topics, one per line.
+    Topics(TopicsArgs),
     /// Work with dead jobs.
     Dead(DeadArgs),
     /// Make dead jobs ready again: one by id, or all of a topic.
     Kick(KickArgs),
+    /// Remove every job of a topic, in every state (asks for --yes).
+    Purge(PurgeArgs),
     /// Measure an engine directly (your Redis, or an embedded data directory): push a
     /// backlog and drain it, then deliver delayed jobs and report how late they came.
     ///
@@ -204,20 +227,6 @@ pub struct ReserveArgs {
     pub client: ClientArgs,
 }
 
-/// `delayq ack`.
-#[derive(Args, Debug)]
-pub struct AckArgs {
-    /// The topic.
-    pub topic: String,
-    /// The job id.
-    pub id: String,
-    /// The lease token printed by `delayq reserve`.
-    #[arg(value_name = "LEASE_TOKEN")]
-    pub lease_token: u64,
-    #[command(flatten)]
-    pub client: ClientArgs,
-}
-
 /// `delayq stats`.
 #[derive(Args, Debug)]
 pub struct StatsArgs {
@@ -246,12 +255,8 @@ pub enum DeadCommand {
 pub struct DeadListArgs {
     /// The topic.
     pub topic: String,
-    /// Jobs per page.
-    #[arg(long, default_value_t = 100)]
-    pub limit: usize,
-    /// Continue after this cursor (printed at the end of the previous page).
-    #[arg(long)]
-    pub cursor: Option<String>,
+    #[command(flatten)]
+    pub page: PageArgs,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -210,6 +210,160 @@ fn client_subcommands_and_exit_codes() {
     );
 }
 
+/// Runs a client subcommand that must fail, and answers its exit code and standard error.
+fn fails(o: Output) -> (Option<i32>, String) {
+    assert!(!o.status.success(), "succeeded: {}", stdout(&o));
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The lease token of the one job `delayq reserve --json` handed out.
+fn reserve_token(s: &Server, topic: &str) -> String {
+    let out = ok(s.run(&["reserve", topic, "--wait", "5s", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["jobs"][0]["lease"]["token"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no job reserved: {out}"))
+        .to_string()
+}
+
+/// `touch`, `nack`, `release` and `bury` answer for a delivery with its lease token, and a
+/// stale token is a conflict (exit 4) for each.
+#[test]
+fn lease_subcommands_answer_for_a_delivery() {
+    let s = Server::start(&[]);
+    ok(s.run(&["push", "work", "x", "--id", "w1", "--max-attempts", "5"]));
+    let t1 = reserve_token(&s, "work");
+
+    let out = ok(s.run(&["touch", "work", "w1", &t1, "--ttr", "1m"]));
+    assert!(
+        out.starts_with("touched w1 in work: lease until 20"),
+        "{out}"
+    );
+    let out = ok(s.run(&["touch", "work", "w1", &t1, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["deadline_ms"].as_u64().is_some(), "{out}");
+
+    let out = ok(s.run(&[
+        "nack", "work", "w1", &t1, "--delay", "300ms", "--reason", "api down",
+    ]));
+    assert!(out.starts_with("nacked w1 in work: retry at 20"), "{out}");
+    let out = ok(s.run(&["get", "work", "w1"]));
+    assert!(out.contains("last_error: api down"), "{out}");
+    for stale in [
+        vec!["nack", "work", "w1", &t1],
+        vec!["touch", "work", "w1", &t1],
+        vec!["release", "work", "w1", &t1],
+        vec!["bury", "work", "w1", &t1],
+        vec!["ack", "work", "w1", &t1],
+    ] {
+        let (code, err) = fails(s.run(&stale));
+        assert_eq!(code, Some(4), "{stale:?}: {err}");
+    }
+
+    let t2 = reserve_token(&s, "work");
+    let out = ok(s.run(&["release", "work", "w1", &t2]));
+    assert_eq!(out.trim(), "released w1 in work: ready again");
+    let out = ok(s.run(&["list", "work", "--state", "ready"]));
+    assert!(out.starts_with("w1  due "), "{out}");
+
+    let t3 = reserve_token(&s, "work");
+    let out = ok(s.run(&["list", "work", "--state", "reserved"]));
+    assert!(out.starts_with("w1  lease until "), "{out}");
+    let out = ok(s.run(&["bury", "work", "w1", &t3, "--reason", "order unknown"]));
+    assert_eq!(out.trim(), "buried w1 in work: dead");
+    let out = ok(s.run(&["dead", "list", "work"]));
+    assert!(
+        out.starts_with("w1  died ") && out.contains("order unknown"),
+        "{out}"
+    );
+
+    // A job with one attempt left goes dead on nack, and says so.
+    ok(s.run(&["push", "work", "y", "--id", "w2", "--max-attempts", "1"]));
+    let t = reserve_token(&s, "work");
+    let out = ok(s.run(&["nack", "work", "w2", &t, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["outcome"], "dead", "{out}");
+    let (code, err) = fails(s.run(&["touch", "work", "w2", &t, "--ttr", "10"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--ttr 10: add a unit"), "{err}");
+}
+
+/// `reschedule`, `list` (page by page), `topics` and `purge` (which asks for --yes).
+#[test]
+fn job_and_topic_subcommands() {
+    let s = Server::start(&[]);
+    ok(s.run(&["push", "orders", "a", "--id", "o1", "--delay", "1h"]));
+    ok(s.run(&["push", "orders", "b", "--id", "o2", "--delay", "2h"]));
+    ok(s.run(&["push", "mail", "c", "--id", "m1"]));
+
+    let out = ok(s.run(&["list", "orders", "--state", "delayed"]));
+    let ids: Vec<&str> = out.lines().filter_map(|l| l.split(' ').next()).collect();
+    assert_eq!(ids, ["o1", "o2"], "{out}");
+    let out = ok(s.run(&["list", "orders", "--state", "delayed", "--limit", "1"]));
+    assert!(out.starts_with("o1  due "), "{out}");
+    let cursor = out
+        .lines()
+        .find_map(|l| l.strip_prefix("more: --cursor '"))
+        .and_then(|c| c.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("no cursor: {out}"));
+    let out = ok(s.run(&[
+        "list", "orders", "--state", "delayed", "--limit", "1", "--cursor", cursor,
+    ]));
+    assert!(
+        out.starts_with("o2  due ") && !out.contains("more:"),
+        "{out}"
+    );
+    let out = ok(s.run(&["list", "orders", "--state", "dead"]));
+    assert_eq!(out.trim(), "no dead jobs in orders");
+    let (code, _) = fails(s.run(&["list", "orders", "--state", "gone"]));
+    assert_eq!(code, Some(2));
+
+    let out = ok(s.run(&["reschedule", "orders", "o2", "--delay", "0s"]));
+    assert!(out.starts_with("rescheduled o2 in orders: due 20"), "{out}");
+    let out = ok(s.run(&["list", "orders", "--state", "ready"]));
+    assert!(out.starts_with("o2  due "), "{out}");
+    let out = ok(s.run(&[
+        "reschedule",
+        "orders",
+        "o1",
+        "--at",
+        "2030-01-01T00:00:00Z",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ready_at"], "2030-01-01T00:00:00Z", "{out}");
+    let (code, _) = fails(s.run(&["reschedule", "orders", "gone", "--delay", "1s"]));
+    assert_eq!(code, Some(3), "not found");
+    let (code, _) = fails(s.run(&["reschedule", "orders", "o1"]));
+    assert_eq!(code, Some(2), "--delay or --at is required");
+
+    assert_eq!(ok(s.run(&["topics"])), "mail\norders\n");
+    let out = ok(s.run(&["topics", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["topics"][1]["topic"], "orders", "{out}");
+
+    let (code, err) = fails(s.run(&["purge", "orders"]));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("add --yes"), "{err}");
+    let out = ok(s.run(&["list", "orders", "--state", "ready"]));
+    assert!(
+        out.starts_with("o2 "),
+        "without --yes nothing is removed: {out}"
+    );
+    let out = ok(s.run(&["purge", "orders", "--yes"]));
+    assert_eq!(out.trim(), "purged orders: 2 jobs removed");
+    let out = ok(s.run(&["stats", "orders", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&v[0]["delayed"], &v[0]["ready"]),
+        (&serde_json::json!(0), &serde_json::json!(0)),
+        "{out}"
+    );
+}
+
 /// Runs a command that should exit on its own; kills it (and fails) when it is still running
 /// after `limit`, e.g. a server that started although its settings were wrong.
 fn exits_within(cmd: &mut Command, limit: Duration) -> Output {
@@ -299,7 +453,24 @@ fn a_bare_number_is_not_a_duration_issue_12() {
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());
     for sub in [
-        "serve", "push", "get", "delete", "reserve", "ack", "stats", "dead", "kick", "bench",
+        "serve",
+        "push",
+        "get",
+        "list",
+        "reschedule",
+        "delete",
+        "reserve",
+        "ack",
+        "nack",
+        "touch",
+        "release",
+        "bury",
+        "stats",
+        "topics",
+        "dead",
+        "kick",
+        "purge",
+        "bench",
     ] {
         assert!(top.contains(sub), "delayq --help does not list {sub}");
         let help = ok(Command::new(BIN).args([sub, "--help"]).output().unwrap());
