@@ -220,7 +220,8 @@ pub struct ReserveArgs {
     /// How long to wait for a first job, e.g. 30s.
     #[arg(long, value_parser = DurationParser, default_value = "0s")]
     pub wait: Duration,
-    /// Remove jobs as they are handed out (no lease, no retry; a crash loses them).
+    /// At most once: remove jobs as they are handed out, with no lease token, nothing to ack
+    /// and no retry; a job whose worker crashes while handling it is lost.
     #[arg(long)]
     pub at_most_once: bool,
     #[command(flatten)]

@@ -341,6 +341,15 @@ fn job_and_topic_subcommands() {
     assert_eq!(code, Some(2), "--delay or --at is required");
 
     assert_eq!(ok(s.run(&["topics"])), "mail\norders\n");
+    // At most once: the job is removed as it is handed out, with no lease to answer for.
+    let out = ok(s.run(&["reserve", "mail", "--at-most-once"]));
+    assert!(out.starts_with("mail m1 token=- attempt=1"), "{out}");
+    let (code, _) = fails(s.run(&["get", "mail", "m1"]));
+    assert_eq!(
+        code,
+        Some(3),
+        "an at-most-once delivery leaves nothing behind"
+    );
     let out = ok(s.run(&["topics", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["topics"][1]["topic"], "orders", "{out}");
