@@ -8,14 +8,17 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::duration::DurationParser;
 
+mod docs;
 mod jobs;
 mod lease;
 
+pub use docs::{CompletionsArgs, ManArgs};
 pub use jobs::{ListArgs, PageArgs, PurgeArgs, RescheduleArgs, StateArg, TopicsArgs};
 pub use lease::{BuryArgs, LeaseArgs, NackArgs, TouchArgs};
 
-/// delayq: a distributed delay queue. `delayq serve` runs the server; the other commands talk
-/// to a running server over HTTP.
+/// A distributed delay queue: jobs handed to workers when they are due, never lost.
+///
+/// `delayq serve` runs the server; the other commands talk to a running server over HTTP.
 ///
 /// Durations take a unit everywhere (flags, DELAYQ_* variables, the config file): 500ms, 30s,
 /// 5m, 1h30m; a bare number is refused.
@@ -78,6 +81,14 @@ pub enum Command {
     /// the topic's name (in delayq's topic registry) and its lease-token counter remain. Without --engine it measures a
     /// temporary embedded engine. Sizes are bounded (at most 1,000,000 jobs per phase).
     Bench(BenchArgs),
+    /// Print a shell completion script. For example:
+    /// `delayq completions bash > ~/.local/share/bash-completion/completions/delayq`,
+    /// `delayq completions zsh > "${fpath[1]}/_delayq"`,
+    /// `delayq completions fish > ~/.config/fish/completions/delayq.fish`.
+    Completions(CompletionsArgs),
+    /// Print the manual page delayq(1) in roff (`delayq man | man -l -`), or write it and one
+    /// page per subcommand into --dir.
+    Man(ManArgs),
 }
 
 /// Options of `delayq serve`. Every option is optional here so that the environment and the

@@ -458,29 +458,98 @@ fn a_bare_number_is_not_a_duration_issue_12() {
     );
 }
 
+/// Every subcommand, as `--help`, the completions and the manual page must show them.
+const SUBCOMMANDS: [&str; 20] = [
+    "serve",
+    "push",
+    "get",
+    "list",
+    "reschedule",
+    "delete",
+    "reserve",
+    "ack",
+    "nack",
+    "touch",
+    "release",
+    "bury",
+    "stats",
+    "topics",
+    "dead",
+    "kick",
+    "purge",
+    "bench",
+    "completions",
+    "man",
+];
+
+/// `delayq completions` prints a script for each shell, and bash takes it; `delayq man`
+/// prints a page that names every subcommand and that groff reads without a warning, and
+/// writes one page per subcommand into a directory.
+#[test]
+fn completions_and_manual_pages() {
+    for shell in ["bash", "zsh", "fish"] {
+        let script = ok(Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .unwrap());
+        assert!(
+            script.contains("reschedule") && script.contains("at-most-once"),
+            "{shell}: {script}"
+        );
+    }
+    let bash = ok(Command::new("bash")
+        .args([
+            "-c",
+            &format!("source <({BIN} completions bash) && complete -p delayq"),
+        ])
+        .output()
+        .unwrap());
+    assert!(bash.contains("delayq"), "{bash}");
+
+    let page = ok(Command::new(BIN).arg("man").output().unwrap());
+    assert!(page.contains(".TH delayq 1"), "{page}");
+    for sub in SUBCOMMANDS {
+        assert!(
+            page.contains(&format!("delayq\\-{sub}(1)")),
+            "the manual page does not list {sub}"
+        );
+    }
+    let mut groff = Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-z"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut groff.stdin.take().unwrap(), page.as_bytes()).unwrap();
+    let checked = groff.wait_with_output().unwrap();
+    assert!(
+        checked.status.success() && checked.stderr.is_empty(),
+        "groff: {}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    ok(Command::new(BIN)
+        .args(["man", "--dir"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    for name in [
+        "delayq.1",
+        "delayq-push.1",
+        "delayq-nack.1",
+        "delayq-dead-list.1",
+    ] {
+        let text = std::fs::read_to_string(out.join(name)).unwrap();
+        assert!(text.starts_with(".ie"), "{name}: {text}");
+    }
+}
+
 #[test]
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());
-    for sub in [
-        "serve",
-        "push",
-        "get",
-        "list",
-        "reschedule",
-        "delete",
-        "reserve",
-        "ack",
-        "nack",
-        "touch",
-        "release",
-        "bury",
-        "stats",
-        "topics",
-        "dead",
-        "kick",
-        "purge",
-        "bench",
-    ] {
+    for sub in SUBCOMMANDS {
         assert!(top.contains(sub), "delayq --help does not list {sub}");
         let help = ok(Command::new(BIN).args([sub, "--help"]).output().unwrap());
         assert!(help.contains("Usage: delayq"), "{sub} --help: {help}");

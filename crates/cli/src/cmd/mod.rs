@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod dead;
+pub mod docs;
 pub mod job;
 pub mod lease;
 pub mod list;
