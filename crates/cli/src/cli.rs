@@ -235,6 +235,10 @@ pub struct ReserveArgs {
     /// and no retry; a job whose worker crashes while handling it is lost.
     #[arg(long)]
     pub at_most_once: bool,
+    /// Print only each job's lease token, one per line (nothing when no job came), for
+    /// scripts: `token=$(delayq reserve orders --wait 10s -q)`.
+    #[arg(short, long, conflicts_with_all = ["at_most_once", "json"])]
+    pub quiet: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }

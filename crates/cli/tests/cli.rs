@@ -373,6 +373,62 @@ fn job_and_topic_subcommands() {
     );
 }
 
+/// The README's command-line example, pasted into a shell against a fresh server, runs top to
+/// bottom: every command succeeds, in order. The block is read from README.md between its
+/// markers, so the test follows the README.
+#[test]
+fn the_readme_cli_example_runs_as_written_issue_12() {
+    // See: issue 12
+    let readme = include_str!("../../../README.md");
+    let block = readme
+        .split_once("<!-- cli-example: start -->")
+        .and_then(|(_, rest)| rest.split_once("<!-- cli-example: end -->"))
+        .and_then(|(block, _)| block.split_once("```sh\n"))
+        .and_then(|(_, code)| code.split_once("```"))
+        .map(|(code, _)| code)
+        .expect("README.md has a sh block between <!-- cli-example: start --> and end");
+    assert!(
+        block.contains("delayq push") && block.contains("delayq ack"),
+        "{block}"
+    );
+
+    let s = Server::start(&[]);
+    let script = s._dir.path().join("readme.sh");
+    std::fs::write(&script, block).unwrap();
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = exits_within(
+        Command::new("sh")
+            .arg("-eux")
+            .arg(&script)
+            .env("PATH", path)
+            .env("DELAYQ_SERVER", &s.url)
+            .env_remove("DELAYQ_TOKEN"),
+        Duration::from_secs(60),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "the README's example stopped ({:?}):\n{text}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "acked order-42 in orders",
+        "buried order-43 in orders: dead",
+        "kicked 1 dead jobs in orders",
+        "deleted order-43 from orders",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    let (code, _) = fails(s.run(&["get", "orders", "order-42"]));
+    assert_eq!(code, Some(3), "order-42 was acked");
+}
+
 /// Runs a command that should exit on its own; kills it (and fails) when it is still running
 /// after `limit`, e.g. a server that started although its settings were wrong.
 fn exits_within(cmd: &mut Command, limit: Duration) -> Output {

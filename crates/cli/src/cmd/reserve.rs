@@ -21,6 +21,12 @@ pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let jobs = v["jobs"].as_array().cloned().unwrap_or_default();
+    if a.quiet {
+        for d in &jobs {
+            println!("{}", d["lease"]["token"]);
+        }
+        return Ok(());
+    }
     if jobs.is_empty() {
         println!("no job due");
     }
