@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs what the tests need when it is missing: redis-server (Debian/Ubuntu, with
-# apt-get) and schemathesis (from PyPI, into target/schemathesis-venv). Then checks
+# Installs what the tests need when it is missing: redis-server and groff (Debian/Ubuntu,
+# with apt-get) and schemathesis (from PyPI, into target/schemathesis-venv). Then checks
 # formatting and lints, runs every test (they start their own redis-server processes on
 # free loopback ports; none touches a Redis it did not start), builds the docs, and runs the
 # side-by-side benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes;
@@ -28,6 +28,11 @@ apt_install() {
 if [ -z "${DELAYQ_REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
   echo "redis-server is missing (macOS: brew install redis; or set DELAYQ_REDIS_SERVER)"
   apt_install redis-server
+fi
+
+# groff checks the manual page that `delayq man` generates (crates/cli/tests/cli.rs).
+if ! command -v groff >/dev/null 2>&1; then
+  apt_install groff-base
 fi
 
 if [ -z "${DELAYQ_SCHEMATHESIS:-}" ]; then

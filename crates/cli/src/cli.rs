@@ -6,8 +6,22 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// delayq: a distributed delay queue. `delayq serve` runs the server; the other commands talk
-/// to a running server over HTTP.
+use crate::duration::DurationParser;
+
+mod docs;
+mod jobs;
+mod lease;
+
+pub use docs::{CompletionsArgs, ManArgs};
+pub use jobs::{ListArgs, PageArgs, PurgeArgs, RescheduleArgs, StateArg, TopicsArgs};
+pub use lease::{BuryArgs, LeaseArgs, NackArgs, TouchArgs};
+
+/// A distributed delay queue: jobs handed to workers when they are due, never lost.
+///
+/// `delayq serve` runs the server; the other commands talk to a running server over HTTP.
+///
+/// Durations take a unit everywhere (flags, DELAYQ_* variables, the config file): 500ms, 30s,
+/// 5m, 1h30m; a bare number is refused.
 ///
 /// Exit codes: 0 success, 1 error, 2 bad usage, 3 not found, 4 conflict (lease lost, wrong
 /// state, already exists), 5 server unreachable or unavailable.
@@ -34,18 +48,35 @@ pub enum Command {
     Push(PushArgs),
     /// Show a job.
     Get(JobArgs),
+    /// List the jobs of a topic in one state, page by page.
+    List(ListArgs),
+    /// Move a delayed or ready job to a new due time, keeping its id and attempts.
+    Reschedule(RescheduleArgs),
     /// Delete (cancel) a job in any state.
     Delete(JobArgs),
     /// Reserve due jobs (waiting up to --wait), printing each with its lease token.
     Reserve(ReserveArgs),
     /// Acknowledge a delivery: the job is done and removed.
-    Ack(AckArgs),
+    Ack(LeaseArgs),
+    /// Report a failed delivery: the job is retried after --delay or its back-off, or goes
+    /// dead when it has used all its attempts.
+    Nack(NackArgs),
+    /// Extend a delivery's lease, for a job that needs longer than its ttr.
+    Touch(TouchArgs),
+    /// Give a delivery back without counting the attempt: the job is ready again at once.
+    Release(LeaseArgs),
+    /// Send a delivered job to dead at once (it will not be retried; `kick` brings it back).
+    Bury(BuryArgs),
     /// Show counts per state and the oldest overdue job, for one topic or all.
     Stats(StatsArgs),
+    /// List the topics, one per line.
+    Topics(TopicsArgs),
     /// Work with dead jobs.
     Dead(DeadArgs),
     /// Make dead jobs ready again: one by id, or all of a topic.
     Kick(KickArgs),
+    /// Remove every job of a topic, in every state (asks for --yes).
+    Purge(PurgeArgs),
     /// Measure an engine directly (your Redis, or an embedded data directory): push a
     /// backlog and drain it, then deliver delayed jobs and report how late they came.
     ///
@@ -54,6 +85,14 @@ pub enum Command {
     /// the topic's name (in delayq's topic registry) and its lease-token counter remain. Without --engine it measures a
     /// temporary embedded engine. Sizes are bounded (at most 1,000,000 jobs per phase).
     Bench(BenchArgs),
+    /// Print a shell completion script. For example:
+    /// `delayq completions bash > ~/.local/share/bash-completion/completions/delayq`,
+    /// `delayq completions zsh > "${fpath[1]}/_delayq"`,
+    /// `delayq completions fish > ~/.config/fish/completions/delayq.fish`.
+    Completions(CompletionsArgs),
+    /// Print the manual page delayq(1) in roff (`delayq man | man -l -`), or write it and one
+    /// page per subcommand into --dir.
+    Man(ManArgs),
 }
 
 /// Options of `delayq serve`. Every option is optional here so that the environment and the
@@ -81,7 +120,7 @@ pub struct ServeArgs {
     pub redis_prefix: Option<String>,
     /// How long to wait at startup for Redis to answer, retrying with back-off and logging
     /// that it waits; 0s fails at the first refusal [default: 30s].
-    #[arg(long, env = "DELAYQ_REDIS_CONNECT_TIMEOUT", value_parser = parse_duration)]
+    #[arg(long, env = "DELAYQ_REDIS_CONNECT_TIMEOUT", value_parser = DurationParser)]
     pub redis_connect_timeout: Option<Duration>,
     /// Embedded engine durability: `normal` survives a crash of the process, `full` also a
     /// power loss [default: normal].
@@ -114,10 +153,10 @@ pub struct ServeArgs {
     #[arg(long, env = "DELAYQ_MAX_REQUEST_BYTES")]
     pub max_request_bytes: Option<usize>,
     /// Longest reserve long-poll, e.g. 30s [default: 30s].
-    #[arg(long, env = "DELAYQ_MAX_WAIT", value_parser = parse_duration)]
+    #[arg(long, env = "DELAYQ_MAX_WAIT", value_parser = DurationParser)]
     pub max_wait: Option<Duration>,
     /// Longest request, longer than --max-wait, e.g. 60s [default: 60s].
-    #[arg(long, env = "DELAYQ_REQUEST_TIMEOUT", value_parser = parse_duration)]
+    #[arg(long, env = "DELAYQ_REQUEST_TIMEOUT", value_parser = DurationParser)]
     pub request_timeout: Option<Duration>,
     /// Most requests the whole server handles at once, reserves and /healthz aside; more get
     /// 503 overloaded [default: 1024].
@@ -189,7 +228,7 @@ pub struct PushArgs {
     #[arg(long)]
     pub id: Option<String>,
     /// Delay before the job is due, e.g. 500ms, 2s, 30m, 1h30m.
-    #[arg(long, value_parser = parse_duration, conflicts_with = "at")]
+    #[arg(long, value_parser = DurationParser, conflicts_with = "at")]
     pub delay: Option<Duration>,
     /// Absolute due time, RFC 3339 (e.g. 2026-12-01T09:45:00Z).
     #[arg(long)]
@@ -198,7 +237,7 @@ pub struct PushArgs {
     #[arg(long)]
     pub priority: Option<u32>,
     /// Lease length of each delivery, e.g. 30s.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = DurationParser)]
     pub ttr: Option<Duration>,
     /// Deliveries before the job goes dead.
     #[arg(long)]
@@ -228,25 +267,16 @@ pub struct ReserveArgs {
     #[arg(long, default_value_t = 1)]
     pub max: usize,
     /// How long to wait for a first job, e.g. 30s.
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = DurationParser, default_value = "0s")]
     pub wait: Duration,
-    /// Remove jobs as they are handed out (no lease, no retry; a crash loses them).
+    /// At most once: remove jobs as they are handed out, with no lease token, nothing to ack
+    /// and no retry; a job whose worker crashes while handling it is lost.
     #[arg(long)]
     pub at_most_once: bool,
-    #[command(flatten)]
-    pub client: ClientArgs,
-}
-
-/// `delayq ack`.
-#[derive(Args, Debug)]
-pub struct AckArgs {
-    /// The topic.
-    pub topic: String,
-    /// The job id.
-    pub id: String,
-    /// The lease token printed by `delayq reserve`.
-    #[arg(value_name = "LEASE_TOKEN")]
-    pub lease_token: u64,
+    /// Print only each job's lease token, one per line (nothing when no job came), for
+    /// scripts: `token=$(delayq reserve orders --wait 10s -q)`.
+    #[arg(short, long, conflicts_with_all = ["at_most_once", "json"])]
+    pub quiet: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -279,12 +309,8 @@ pub enum DeadCommand {
 pub struct DeadListArgs {
     /// The topic.
     pub topic: String,
-    /// Jobs per page.
-    #[arg(long, default_value_t = 100)]
-    pub limit: usize,
-    /// Continue after this cursor (printed at the end of the previous page).
-    #[arg(long)]
-    pub cursor: Option<String>,
+    #[command(flatten)]
+    pub page: PageArgs,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -314,7 +340,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 10_000)]
     pub delayed: usize,
     /// Delays are uniform between 0 and this, e.g. 2s.
-    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = DurationParser, default_value = "2s")]
     pub spread: Duration,
     /// Worker slots (concurrency).
     #[arg(long, default_value_t = 50)]
@@ -323,32 +349,16 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 100)]
     pub body: usize,
     /// Give up a phase after this long, e.g. 60s.
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    #[arg(long, value_parser = DurationParser, default_value = "60s")]
     pub timeout: Duration,
     /// Print the figures as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Parses "500ms", "2s", "1h30m" (and a bare number of milliseconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    if let Ok(ms) = s.parse::<u64>() {
-        return Ok(Duration::from_millis(ms));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("{e}; write e.g. 500ms, 2s, 30m or 1h30m"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1500"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert!(parse_duration("soon").is_err());
-    }
 
     #[test]
     fn help_is_consistent() {

@@ -12,6 +12,8 @@ use crate::cli::ClientArgs;
 pub mod exit {
     /// Any other error.
     pub const ERROR: i32 = 1;
+    /// Bad usage (clap's own errors end with this code too).
+    pub const USAGE: i32 = 2;
     /// The job (or route) does not exist.
     pub const NOT_FOUND: i32 = 3;
     /// Lease lost, wrong state, already exists.
@@ -96,6 +98,20 @@ impl Client {
             },
             message: format!("{code}: {message}"),
         })
+    }
+}
+
+/// The path of a job: `/v1/topics/{topic}/jobs/{id}`, both escaped.
+pub fn job_path(topic: &str, id: &str) -> String {
+    format!("/v1/topics/{}/jobs/{}", seg(topic), seg(id))
+}
+
+/// Prints the outcome of a command: `answer` with `--json`, else the `text` line.
+pub fn report(args: &ClientArgs, answer: &Value, text: impl FnOnce() -> String) {
+    if args.json {
+        println!("{answer}");
+    } else {
+        println!("{}", text());
     }
 }
 

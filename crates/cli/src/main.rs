@@ -4,6 +4,7 @@
 mod cli;
 mod client;
 mod cmd;
+mod duration;
 mod settings;
 
 use clap::Parser;
@@ -18,15 +19,25 @@ async fn main() {
         Command::Serve(a) => cmd::serve::run(a).await,
         Command::Push(a) => cmd::push::run(a).await,
         Command::Get(a) => cmd::job::get(a).await,
+        Command::List(a) => cmd::list::run(a).await,
+        Command::Reschedule(a) => cmd::job::reschedule(a).await,
         Command::Delete(a) => cmd::job::delete(a).await,
         Command::Reserve(a) => cmd::reserve::reserve(a).await,
-        Command::Ack(a) => cmd::reserve::ack(a).await,
+        Command::Ack(a) => cmd::lease::ack(a).await,
+        Command::Nack(a) => cmd::lease::nack(a).await,
+        Command::Touch(a) => cmd::lease::touch(a).await,
+        Command::Release(a) => cmd::lease::release(a).await,
+        Command::Bury(a) => cmd::lease::bury(a).await,
         Command::Stats(a) => cmd::stats::run(a).await,
+        Command::Topics(a) => cmd::topics::list(a).await,
         Command::Dead(d) => match d.command {
             DeadCommand::List(a) => cmd::dead::list(a).await,
         },
         Command::Kick(a) => cmd::dead::kick(a).await,
+        Command::Purge(a) => cmd::topics::purge(a).await,
         Command::Bench(a) => cmd::bench::run(a).await,
+        Command::Completions(a) => cmd::docs::completions(a),
+        Command::Man(a) => cmd::docs::man(a),
     };
     if let Err(e) = result {
         let code = e

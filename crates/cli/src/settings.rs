@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::cli::{LogFormat, ServeArgs, SyncArg, parse_duration};
+use crate::cli::{LogFormat, ServeArgs, SyncArg};
+use crate::duration;
 
 /// The TOML config file: the same settings as the flags, all optional.
 #[derive(Deserialize, Debug, Default)]
@@ -17,7 +18,7 @@ pub struct FileConfig {
     data_dir: Option<PathBuf>,
     redis_url: Option<String>,
     redis_prefix: Option<String>,
-    redis_connect_timeout: Option<String>,
+    redis_connect_timeout: Option<toml::Value>,
     sync: Option<SyncArg>,
     tokens: Option<Vec<String>>,
     metrics_public: Option<bool>,
@@ -25,12 +26,15 @@ pub struct FileConfig {
     tls_key: Option<PathBuf>,
     max_body: Option<usize>,
     max_request_bytes: Option<usize>,
-    max_wait: Option<String>,
-    request_timeout: Option<String>,
+    max_wait: Option<toml::Value>,
+    request_timeout: Option<toml::Value>,
     concurrency: Option<usize>,
     max_long_polls: Option<usize>,
     log: Option<String>,
     log_format: Option<LogFormat>,
+    /// The file this was read from, for error messages.
+    #[serde(skip)]
+    path: Option<PathBuf>,
 }
 
 /// Every setting of `delayq serve`, resolved.
@@ -61,18 +65,59 @@ impl FileConfig {
     pub fn read(path: &Path) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config file {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+        let file: Self = toml::from_str(&text)
+            .with_context(|| format!("invalid config file {}", path.display()))?;
+        Ok(FileConfig {
+            path: Some(path.to_path_buf()),
+            ..file
+        })
     }
-}
 
-fn duration(v: Option<String>, what: &str) -> anyhow::Result<Option<Duration>> {
-    v.map(|s| parse_duration(&s).map_err(|e| anyhow::anyhow!("{what} in the config file: {e}")))
-        .transpose()
+    /// The duration under `key`: a string with a unit (`"30s"`); a number is refused with
+    /// what to write instead.
+    fn duration(&self, key: &str, value: &Option<toml::Value>) -> anyhow::Result<Option<Duration>> {
+        let Some(v) = value else { return Ok(None) };
+        let file = match &self.path {
+            Some(p) => format!("the config file {}", p.display()),
+            None => "the config file".to_string(),
+        };
+        let text = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(_) | toml::Value::Float(_) => {
+                anyhow::bail!("{key} = {v} in {file}: add a unit: {key} = \"{v}s\" or \"{v}ms\"")
+            }
+            other => anyhow::bail!(
+                "{key} = {other} in {file}: write a duration with its unit, e.g. {key} = \"30s\""
+            ),
+        };
+        duration::parse(&text)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("{key} = {v} in {file}: {e}"))
+    }
 }
 
 /// Resolves the settings: `args` (flags and environment) win over `file`, which wins over
 /// the defaults.
 pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
+    // The durations first: they are checked against the file as a whole (for its path).
+    let max_wait = match args.max_wait {
+        Some(d) => d,
+        None => file
+            .duration("max_wait", &file.max_wait)?
+            .unwrap_or(Duration::from_secs(30)),
+    };
+    let redis_connect_timeout = match args.redis_connect_timeout {
+        Some(d) => d,
+        None => file
+            .duration("redis_connect_timeout", &file.redis_connect_timeout)?
+            .unwrap_or(Duration::from_secs(30)),
+    };
+    let request_timeout = match args.request_timeout {
+        Some(d) => d,
+        None => file
+            .duration("request_timeout", &file.request_timeout)?
+            .unwrap_or(Duration::from_secs(60)),
+    };
     Ok(Settings {
         listen: args
             .listen
@@ -87,11 +132,7 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .redis_prefix
             .or(file.redis_prefix)
             .unwrap_or_else(|| "delayq".into()),
-        redis_connect_timeout: match args.redis_connect_timeout {
-            Some(d) => d,
-            None => duration(file.redis_connect_timeout, "redis_connect_timeout")?
-                .unwrap_or(Duration::from_secs(30)),
-        },
+        redis_connect_timeout,
         sync: args.sync.or(file.sync).unwrap_or(SyncArg::Normal),
         tokens: args
             .tokens
@@ -115,15 +156,8 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .max_request_bytes
             .or(file.max_request_bytes)
             .unwrap_or(1 << 20),
-        max_wait: match args.max_wait {
-            Some(d) => d,
-            None => duration(file.max_wait, "max_wait")?.unwrap_or(Duration::from_secs(30)),
-        },
-        request_timeout: match args.request_timeout {
-            Some(d) => d,
-            None => duration(file.request_timeout, "request_timeout")?
-                .unwrap_or(Duration::from_secs(60)),
-        },
+        max_wait,
+        request_timeout,
         concurrency: args.concurrency.or(file.concurrency).unwrap_or(1024),
         max_long_polls: args.max_long_polls.or(file.max_long_polls).unwrap_or(1024),
         log: args.log.or(file.log).unwrap_or_else(|| "info".into()),

@@ -527,12 +527,402 @@ fn https_end_to_end_and_sighup_reload_issue_12() {
     assert_eq!(still.status().as_u16(), 200);
 }
 
+/// Runs a client subcommand that must fail, and answers its exit code and standard error.
+fn fails(o: Output) -> (Option<i32>, String) {
+    assert!(!o.status.success(), "succeeded: {}", stdout(&o));
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The lease token of the one job `delayq reserve --json` handed out.
+fn reserve_token(s: &Server, topic: &str) -> String {
+    let out = ok(s.run(&["reserve", topic, "--wait", "5s", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["jobs"][0]["token"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no job reserved: {out}"))
+        .to_string()
+}
+
+/// `touch`, `nack`, `release` and `bury` answer for a delivery with its lease token, and a
+/// stale token is a conflict (exit 4) for each.
+#[test]
+fn lease_subcommands_answer_for_a_delivery() {
+    let s = Server::start(&[]);
+    ok(s.run(&["push", "work", "x", "--id", "w1", "--max-attempts", "5"]));
+    let t1 = reserve_token(&s, "work");
+
+    let out = ok(s.run(&["touch", "work", "w1", &t1, "--ttr", "1m"]));
+    assert!(
+        out.starts_with("touched w1 in work: lease until 20"),
+        "{out}"
+    );
+    let out = ok(s.run(&["touch", "work", "w1", &t1, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["deadline_ms"].as_u64().is_some(), "{out}");
+
+    let out = ok(s.run(&[
+        "nack", "work", "w1", &t1, "--delay", "300ms", "--reason", "api down",
+    ]));
+    assert!(out.starts_with("nacked w1 in work: retry at 20"), "{out}");
+    let out = ok(s.run(&["get", "work", "w1"]));
+    assert!(out.contains("last_error: api down"), "{out}");
+    for stale in [
+        vec!["nack", "work", "w1", &t1],
+        vec!["touch", "work", "w1", &t1],
+        vec!["release", "work", "w1", &t1],
+        vec!["bury", "work", "w1", &t1],
+        vec!["ack", "work", "w1", &t1],
+    ] {
+        let (code, err) = fails(s.run(&stale));
+        assert_eq!(code, Some(4), "{stale:?}: {err}");
+    }
+
+    let t2 = reserve_token(&s, "work");
+    let out = ok(s.run(&["release", "work", "w1", &t2]));
+    assert_eq!(out.trim(), "released w1 in work: ready again");
+    let out = ok(s.run(&["list", "work", "--state", "ready"]));
+    assert!(out.starts_with("w1  due "), "{out}");
+
+    let t3 = reserve_token(&s, "work");
+    let out = ok(s.run(&["list", "work", "--state", "reserved"]));
+    assert!(out.starts_with("w1  lease until "), "{out}");
+    let out = ok(s.run(&["bury", "work", "w1", &t3, "--reason", "order unknown"]));
+    assert_eq!(out.trim(), "buried w1 in work: dead");
+    let out = ok(s.run(&["dead", "list", "work"]));
+    assert!(
+        out.starts_with("w1  died ") && out.contains("order unknown"),
+        "{out}"
+    );
+
+    // A job with one attempt left goes dead on nack, and says so.
+    ok(s.run(&["push", "work", "y", "--id", "w2", "--max-attempts", "1"]));
+    let t = reserve_token(&s, "work");
+    let out = ok(s.run(&["nack", "work", "w2", &t, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["outcome"], "dead", "{out}");
+    let (code, err) = fails(s.run(&["touch", "work", "w2", &t, "--ttr", "10"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--ttr 10: add a unit"), "{err}");
+}
+
+/// `reschedule`, `list` (page by page), `topics` and `purge` (which asks for --yes).
+#[test]
+fn job_and_topic_subcommands() {
+    let s = Server::start(&[]);
+    ok(s.run(&["push", "orders", "a", "--id", "o1", "--delay", "1h"]));
+    ok(s.run(&["push", "orders", "b", "--id", "o2", "--delay", "2h"]));
+    ok(s.run(&["push", "mail", "c", "--id", "m1"]));
+
+    let out = ok(s.run(&["list", "orders", "--state", "delayed"]));
+    let ids: Vec<&str> = out.lines().filter_map(|l| l.split(' ').next()).collect();
+    assert_eq!(ids, ["o1", "o2"], "{out}");
+    let out = ok(s.run(&["list", "orders", "--state", "delayed", "--limit", "1"]));
+    assert!(out.starts_with("o1  due "), "{out}");
+    let cursor = out
+        .lines()
+        .find_map(|l| l.strip_prefix("more: --cursor '"))
+        .and_then(|c| c.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("no cursor: {out}"));
+    let out = ok(s.run(&[
+        "list", "orders", "--state", "delayed", "--limit", "1", "--cursor", cursor,
+    ]));
+    assert!(
+        out.starts_with("o2  due ") && !out.contains("more:"),
+        "{out}"
+    );
+    let out = ok(s.run(&["list", "orders", "--state", "dead"]));
+    assert_eq!(out.trim(), "no dead jobs in orders");
+    let (code, _) = fails(s.run(&["list", "orders", "--state", "gone"]));
+    assert_eq!(code, Some(2));
+
+    let out = ok(s.run(&["reschedule", "orders", "o2", "--delay", "0s"]));
+    assert!(out.starts_with("rescheduled o2 in orders: due 20"), "{out}");
+    let out = ok(s.run(&["list", "orders", "--state", "ready"]));
+    assert!(out.starts_with("o2  due "), "{out}");
+    let out = ok(s.run(&[
+        "reschedule",
+        "orders",
+        "o1",
+        "--at",
+        "2030-01-01T00:00:00Z",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ready_at"], "2030-01-01T00:00:00.000+00:00", "{out}");
+    let (code, _) = fails(s.run(&["reschedule", "orders", "gone", "--delay", "1s"]));
+    assert_eq!(code, Some(3), "not found");
+    let (code, _) = fails(s.run(&["reschedule", "orders", "o1"]));
+    assert_eq!(code, Some(2), "--delay or --at is required");
+
+    assert_eq!(ok(s.run(&["topics"])), "mail\norders\n");
+    // At most once: the job is removed as it is handed out, with no lease to answer for.
+    let out = ok(s.run(&["reserve", "mail", "--at-most-once"]));
+    assert!(out.starts_with("mail m1 token=- attempt=1"), "{out}");
+    let (code, _) = fails(s.run(&["get", "mail", "m1"]));
+    assert_eq!(
+        code,
+        Some(3),
+        "an at-most-once delivery leaves nothing behind"
+    );
+    let out = ok(s.run(&["topics", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["topics"][1]["topic"], "orders", "{out}");
+
+    let (code, err) = fails(s.run(&["purge", "orders"]));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("add --yes"), "{err}");
+    let out = ok(s.run(&["list", "orders", "--state", "ready"]));
+    assert!(
+        out.starts_with("o2 "),
+        "without --yes nothing is removed: {out}"
+    );
+    let out = ok(s.run(&["purge", "orders", "--yes"]));
+    assert_eq!(out.trim(), "purged orders: 2 jobs removed");
+    let out = ok(s.run(&["stats", "orders", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&v[0]["delayed"], &v[0]["ready"]),
+        (&serde_json::json!(0), &serde_json::json!(0)),
+        "{out}"
+    );
+}
+
+/// The README's command-line example, pasted into a shell against a fresh server, runs top to
+/// bottom: every command succeeds, in order. The block is read from README.md between its
+/// markers, so the test follows the README.
+#[test]
+fn the_readme_cli_example_runs_as_written_issue_12() {
+    // See: issue 12
+    let readme = include_str!("../../../README.md");
+    let block = readme
+        .split_once("<!-- cli-example: start -->")
+        .and_then(|(_, rest)| rest.split_once("<!-- cli-example: end -->"))
+        .and_then(|(block, _)| block.split_once("```sh\n"))
+        .and_then(|(_, code)| code.split_once("```"))
+        .map(|(code, _)| code)
+        .expect("README.md has a sh block between <!-- cli-example: start --> and end");
+    assert!(
+        block.contains("delayq push") && block.contains("delayq ack"),
+        "{block}"
+    );
+
+    let s = Server::start(&[]);
+    let script = s._dir.path().join("readme.sh");
+    std::fs::write(&script, block).unwrap();
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = exits_within(
+        Command::new("sh")
+            .arg("-eux")
+            .arg(&script)
+            .env("PATH", path)
+            .env("DELAYQ_SERVER", &s.url)
+            .env_remove("DELAYQ_TOKEN"),
+        Duration::from_secs(60),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "the README's example stopped ({:?}):\n{text}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "acked order-42 in orders",
+        "buried order-43 in orders: dead",
+        "kicked 1 dead jobs in orders",
+        "deleted order-43 from orders",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    let (code, _) = fails(s.run(&["get", "orders", "order-42"]));
+    assert_eq!(code, Some(3), "order-42 was acked");
+}
+
+/// Runs a command that should exit on its own; kills it (and fails) when it is still running
+/// after `limit`, e.g. a server that started although its settings were wrong.
+fn exits_within(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{cmd:?} still ran after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A bare number is not a duration: in a flag, an environment variable or the config file it
+/// is refused with what to write instead, naming where it came from, and nothing starts.
+#[test]
+fn a_bare_number_is_not_a_duration_issue_12() {
+    // See: issue 12
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let refused = |cmd: &mut Command, code: i32, expected: &str| {
+        let out = exits_within(cmd, Duration::from_secs(20));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{expected}: {err}");
+        assert!(err.contains(expected), "expected {expected:?} in: {err}");
+    };
+    let serve = || {
+        let mut c = Command::new(BIN);
+        c.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data)
+            .env_remove("DELAYQ_MAX_WAIT")
+            .env_remove("DELAYQ_REQUEST_TIMEOUT")
+            .env_remove("DELAYQ_CONFIG");
+        c
+    };
+    refused(
+        serve().args(["--max-wait", "30"]),
+        2,
+        "--max-wait 30: add a unit: 30s or 30ms",
+    );
+    refused(
+        serve().env("DELAYQ_MAX_WAIT", "5"),
+        2,
+        "DELAYQ_MAX_WAIT=5: add a unit: 5s or 5ms",
+    );
+    refused(
+        Command::new(BIN).args(["push", "orders", "x", "--delay", "30"]),
+        2,
+        "--delay 30: add a unit: 30s or 30ms",
+    );
+    let config = dir.path().join("delayq.toml");
+    std::fs::write(&config, "max_wait = 30\n").unwrap();
+    refused(
+        serve().arg("--config").arg(&config),
+        1,
+        "max_wait = 30 in the config file",
+    );
+    refused(
+        serve().arg("--config").arg(&config),
+        1,
+        "add a unit: max_wait = \"30s\" or \"30ms\"",
+    );
+    std::fs::write(&config, "request_timeout = \"60\"\n").unwrap();
+    refused(
+        serve().arg("--config").arg(&config),
+        1,
+        "request_timeout = \"60\" in the config file",
+    );
+    assert!(
+        !data.exists(),
+        "a refused setting must not create the data directory"
+    );
+}
+
+/// Every subcommand, as `--help`, the completions and the manual page must show them.
+const SUBCOMMANDS: [&str; 20] = [
+    "serve",
+    "push",
+    "get",
+    "list",
+    "reschedule",
+    "delete",
+    "reserve",
+    "ack",
+    "nack",
+    "touch",
+    "release",
+    "bury",
+    "stats",
+    "topics",
+    "dead",
+    "kick",
+    "purge",
+    "bench",
+    "completions",
+    "man",
+];
+
+/// `delayq completions` prints a script for each shell, and bash takes it; `delayq man`
+/// prints a page that names every subcommand and that groff reads without a warning, and
+/// writes one page per subcommand into a directory.
+#[test]
+fn completions_and_manual_pages() {
+    for shell in ["bash", "zsh", "fish"] {
+        let script = ok(Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .unwrap());
+        assert!(
+            script.contains("reschedule") && script.contains("at-most-once"),
+            "{shell}: {script}"
+        );
+    }
+    let bash = ok(Command::new("bash")
+        .args([
+            "-c",
+            &format!("source <({BIN} completions bash) && complete -p delayq"),
+        ])
+        .output()
+        .unwrap());
+    assert!(bash.contains("delayq"), "{bash}");
+
+    let page = ok(Command::new(BIN).arg("man").output().unwrap());
+    assert!(page.contains(".TH delayq 1"), "{page}");
+    for sub in SUBCOMMANDS {
+        assert!(
+            page.contains(&format!("delayq\\-{sub}(1)")),
+            "the manual page does not list {sub}"
+        );
+    }
+    let mut groff = Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-z"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut groff.stdin.take().unwrap(), page.as_bytes()).unwrap();
+    let checked = groff.wait_with_output().unwrap();
+    assert!(
+        checked.status.success() && checked.stderr.is_empty(),
+        "groff: {}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    ok(Command::new(BIN)
+        .args(["man", "--dir"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    for name in [
+        "delayq.1",
+        "delayq-push.1",
+        "delayq-nack.1",
+        "delayq-dead-list.1",
+    ] {
+        let text = std::fs::read_to_string(out.join(name)).unwrap();
+        assert!(text.starts_with(".ie"), "{name}: {text}");
+    }
+}
+
 #[test]
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());
-    for sub in [
-        "serve", "push", "get", "delete", "reserve", "ack", "stats", "dead", "kick", "bench",
-    ] {
+    for sub in SUBCOMMANDS {
         assert!(top.contains(sub), "delayq --help does not list {sub}");
         let help = ok(Command::new(BIN).args([sub, "--help"]).output().unwrap());
         assert!(help.contains("Usage: delayq"), "{sub} --help: {help}");

@@ -3,43 +3,11 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::cli::{DeadListArgs, KickArgs};
-use crate::client::{Client, seg};
+use crate::cli::{DeadListArgs, KickArgs, StateArg};
+use crate::client::{Client, job_path, report, seg};
 
 pub async fn list(a: DeadListArgs) -> anyhow::Result<()> {
-    let mut path = format!(
-        "/v1/topics/{}/jobs?state=dead&limit={}",
-        seg(&a.topic),
-        a.limit
-    );
-    if let Some(c) = &a.cursor {
-        path.push_str(&format!("&cursor={}", seg(c)));
-    }
-    let v = Client::new(&a.client)
-        .call(Method::GET, &path, None)
-        .await?;
-    if a.client.json {
-        println!("{v}");
-        return Ok(());
-    }
-    let jobs = v["jobs"].as_array().cloned().unwrap_or_default();
-    if jobs.is_empty() {
-        println!("no dead jobs in {}", a.topic);
-    }
-    for j in jobs {
-        println!(
-            "{}  died {}  attempts {}/{}  {}",
-            j["id"].as_str().unwrap_or("?"),
-            j["deadline"].as_str().unwrap_or("?"),
-            j["attempts"],
-            j["max_attempts"],
-            j["last_error"].as_str().unwrap_or("")
-        );
-    }
-    if let Some(c) = v["next_cursor"].as_str() {
-        println!("more: --cursor '{c}'");
-    }
-    Ok(())
+    super::list::page(&a.topic, StateArg::Dead, &a.page, &a.client).await
 }
 
 pub async fn kick(a: KickArgs) -> anyhow::Result<()> {
@@ -49,15 +17,13 @@ pub async fn kick(a: KickArgs) -> anyhow::Result<()> {
             client
                 .call(
                     Method::POST,
-                    &format!("/v1/topics/{}/jobs/{}/kick", seg(&a.topic), seg(id)),
+                    &format!("{}/kick", job_path(&a.topic, id)),
                     Some(&json!({})),
                 )
                 .await?;
-            if a.client.json {
-                println!("{{\"count\":1}}");
-            } else {
-                println!("kicked {id} in {}", a.topic);
-            }
+            report(&a.client, &json!({ "count": 1 }), || {
+                format!("kicked {id} in {}", a.topic)
+            });
         }
         None => {
             let v = client
@@ -67,15 +33,13 @@ pub async fn kick(a: KickArgs) -> anyhow::Result<()> {
                     Some(&json!({})),
                 )
                 .await?;
-            if a.client.json {
-                println!("{v}");
-            } else {
-                println!(
+            report(&a.client, &v, || {
+                format!(
                     "kicked {} dead jobs in {}",
                     v["count"].as_u64().unwrap_or(0),
                     a.topic
-                );
-            }
+                )
+            });
         }
     }
     Ok(())

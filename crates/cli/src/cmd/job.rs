@@ -1,18 +1,14 @@
-//! `delayq get` and `delayq delete`.
+//! `delayq get`, `delayq reschedule` and `delayq delete`: one job by its id.
 
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::cli::JobArgs;
-use crate::client::{Client, seg};
+use crate::cli::{JobArgs, RescheduleArgs};
+use crate::client::{Client, job_path, report};
 
 pub async fn get(a: JobArgs) -> anyhow::Result<()> {
     let v = Client::new(&a.client)
-        .call(
-            Method::GET,
-            &format!("/v1/topics/{}/jobs/{}", seg(&a.topic), seg(&a.id)),
-            None,
-        )
+        .call(Method::GET, &job_path(&a.topic, &a.id), None)
         .await?;
     if a.client.json {
         println!("{v}");
@@ -44,16 +40,34 @@ pub async fn get(a: JobArgs) -> anyhow::Result<()> {
 
 pub async fn delete(a: JobArgs) -> anyhow::Result<()> {
     Client::new(&a.client)
+        .call(Method::DELETE, &job_path(&a.topic, &a.id), None)
+        .await?;
+    report(&a.client, &json!({ "deleted": true }), || {
+        format!("deleted {} from {}", a.id, a.topic)
+    });
+    Ok(())
+}
+
+pub async fn reschedule(a: RescheduleArgs) -> anyhow::Result<()> {
+    let body = match (&a.delay, &a.at) {
+        (Some(d), _) => json!({ "delay_ms": d.as_millis() as u64 }),
+        (None, Some(at)) => json!({ "ready_at": at }),
+        (None, None) => anyhow::bail!("give the new due time with --delay or --at"),
+    };
+    let v = Client::new(&a.client)
         .call(
-            Method::DELETE,
-            &format!("/v1/topics/{}/jobs/{}", seg(&a.topic), seg(&a.id)),
-            None,
+            Method::POST,
+            &format!("{}/reschedule", job_path(&a.topic, &a.id)),
+            Some(&body),
         )
         .await?;
-    if a.client.json {
-        println!("{{\"deleted\":true}}");
-    } else {
-        println!("deleted {} from {}", a.id, a.topic);
-    }
+    report(&a.client, &v, || {
+        format!(
+            "rescheduled {} in {}: due {}",
+            a.id,
+            a.topic,
+            v["ready_at"].as_str().unwrap_or("?")
+        )
+    });
     Ok(())
 }

@@ -1,9 +1,13 @@
-//! One module per subcommand.
+//! One module per subcommand or small group of subcommands.
 
 pub mod bench;
 pub mod dead;
+pub mod docs;
 pub mod job;
+pub mod lease;
+pub mod list;
 pub mod push;
 pub mod reserve;
 pub mod serve;
 pub mod stats;
+pub mod topics;

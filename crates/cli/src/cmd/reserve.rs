@@ -1,10 +1,10 @@
-//! `delayq reserve` and `delayq ack`.
+//! `delayq reserve`.
 
 use reqwest::Method;
 use serde_json::json;
 
-use crate::cli::{AckArgs, ReserveArgs};
-use crate::client::{Client, seg};
+use crate::cli::ReserveArgs;
+use crate::client::Client;
 
 pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
     let req = json!({
@@ -21,6 +21,12 @@ pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let jobs = v["jobs"].as_array().cloned().unwrap_or_default();
+    if a.quiet {
+        for d in &jobs {
+            println!("{}", d["token"]);
+        }
+        return Ok(());
+    }
     if jobs.is_empty() {
         println!("no job due");
     }
@@ -38,22 +44,6 @@ pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
             d["lateness_ms"].as_f64().unwrap_or(0.0),
             j["body"].as_str().unwrap_or("")
         );
-    }
-    Ok(())
-}
-
-pub async fn ack(a: AckArgs) -> anyhow::Result<()> {
-    Client::new(&a.client)
-        .call(
-            Method::POST,
-            &format!("/v1/topics/{}/jobs/{}/ack", seg(&a.topic), seg(&a.id)),
-            Some(&json!({ "token": a.lease_token })),
-        )
-        .await?;
-    if a.client.json {
-        println!("{{\"acked\":true}}");
-    } else {
-        println!("acked {} in {}", a.id, a.topic);
     }
     Ok(())
 }

@@ -1,0 +1,49 @@
+//! `delayq topics` and `delayq purge`: the topics a server knows, and emptying one.
+
+use reqwest::Method;
+
+use crate::cli::{PurgeArgs, TopicsArgs};
+use crate::client::{Client, Failure, exit, report, seg};
+
+pub async fn list(a: TopicsArgs) -> anyhow::Result<()> {
+    let v = Client::new(&a.client)
+        .call(Method::GET, "/v1/topics", None)
+        .await?;
+    let names: Vec<&str> = v["topics"]
+        .as_array()
+        .map(|ts| ts.iter().filter_map(|t| t["topic"].as_str()).collect())
+        .unwrap_or_default();
+    // One name per line, nothing at all when there is none: the text is for scripts too.
+    if a.client.json || !names.is_empty() {
+        report(&a.client, &v, || names.join("\n"));
+    }
+    Ok(())
+}
+
+pub async fn purge(a: PurgeArgs) -> anyhow::Result<()> {
+    if !a.yes {
+        return Err(Failure {
+            code: exit::USAGE,
+            message: format!(
+                "purge removes every job of {} in every state, for good; add --yes to do it",
+                a.topic
+            ),
+        }
+        .into());
+    }
+    let v = Client::new(&a.client)
+        .call(
+            Method::DELETE,
+            &format!("/v1/topics/{}", seg(&a.topic)),
+            None,
+        )
+        .await?;
+    report(&a.client, &v, || {
+        format!(
+            "purged {}: {} jobs removed",
+            a.topic,
+            v["count"].as_u64().unwrap_or(0)
+        )
+    });
+    Ok(())
+}
