@@ -208,6 +208,10 @@ pub struct ClientArgs {
     /// Bearer token, when the server requires one.
     #[arg(long, env = "DELAYQ_TOKEN", global = true, hide_env_values = true)]
     pub token: Option<String>,
+    /// For an `https://` server whose certificate no system authority signed (a
+    /// self-signed `--tls-cert`): the PEM file of that certificate or of its authority.
+    #[arg(long, env = "DELAYQ_CA_CERT", global = true)]
+    pub ca_cert: Option<PathBuf>,
     /// Print the server's JSON answer instead of text.
     #[arg(long, global = true)]
     pub json: bool,

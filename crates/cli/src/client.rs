@@ -45,12 +45,37 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(args: &ClientArgs) -> Self {
-        Client {
-            http: reqwest::Client::new(),
+    /// A client of `args.server`: `https://` servers are checked against the system's
+    /// certificate authorities, and against `--ca-cert` when given (a self-signed server).
+    pub fn new(args: &ClientArgs) -> Result<Self, Failure> {
+        let mut builder = reqwest::Client::builder();
+        if let Some(path) = &args.ca_cert {
+            let usage = |why: String| Failure {
+                code: exit::USAGE,
+                message: format!(
+                    "--ca-cert {}: {why}; give the PEM file of the certificate (or its authority) that the server's --tls-cert was issued by",
+                    path.display()
+                ),
+            };
+            let pem = std::fs::read(path).map_err(|e| usage(e.to_string()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| usage(format!("not a PEM certificate ({e})")))?;
+            if certs.is_empty() {
+                return Err(usage("it holds no certificate".into()));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder.build().map_err(|e| Failure {
+            code: exit::ERROR,
+            message: format!("cannot set up the HTTP client: {e}"),
+        })?;
+        Ok(Client {
+            http,
             base: args.server.trim_end_matches('/').to_string(),
             token: args.token.clone(),
-        }
+        })
     }
 
     /// Sends a request; answers the JSON body of a 2xx (Null when empty) or a [`Failure`].

@@ -495,6 +495,23 @@ fn https_end_to_end_and_sighup_reload_issue_12() {
     assert_eq!(job["body"], "over TLS");
     let anonymous = client.get(format!("{base}/v1/topics")).send().unwrap();
     assert_eq!(anonymous.status().as_u16(), 401);
+    // The CLI talks HTTPS too, trusting the self-signed certificate with --ca-cert; without
+    // it, the certificate is refused; a file that is not a certificate is a usage error.
+    let cli = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["get", "tls", "j1", "--server", &base, "--token", token])
+            .args(extra)
+            .env_remove("DELAYQ_CA_CERT")
+            .output()
+            .unwrap()
+    };
+    let out = ok(cli(&["--ca-cert", cert.to_str().unwrap()]));
+    assert!(out.contains("body: over TLS"), "{out}");
+    let (code, err) = fails(cli(&[]));
+    assert_eq!(code, Some(5), "{err}");
+    let (code, err) = fails(cli(&["--ca-cert", key.to_str().unwrap()]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--ca-cert"), "{err}");
     // Plain HTTP gets no API.
     let plain = reqwest::blocking::get(format!("{}/healthz", s.url));
     assert!(plain.is_err() || !plain.unwrap().status().is_success());

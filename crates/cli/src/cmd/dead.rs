@@ -11,7 +11,7 @@ pub async fn list(a: DeadListArgs) -> anyhow::Result<()> {
 }
 
 pub async fn kick(a: KickArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.client);
+    let client = Client::new(&a.client)?;
     match &a.id {
         Some(id) => {
             client

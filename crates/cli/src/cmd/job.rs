@@ -7,7 +7,7 @@ use crate::cli::{JobArgs, RescheduleArgs};
 use crate::client::{Client, job_path, report};
 
 pub async fn get(a: JobArgs) -> anyhow::Result<()> {
-    let v = Client::new(&a.client)
+    let v = Client::new(&a.client)?
         .call(Method::GET, &job_path(&a.topic, &a.id), None)
         .await?;
     if a.client.json {
@@ -39,7 +39,7 @@ pub async fn get(a: JobArgs) -> anyhow::Result<()> {
 }
 
 pub async fn delete(a: JobArgs) -> anyhow::Result<()> {
-    Client::new(&a.client)
+    Client::new(&a.client)?
         .call(Method::DELETE, &job_path(&a.topic, &a.id), None)
         .await?;
     report(&a.client, &json!({ "deleted": true }), || {
@@ -54,7 +54,7 @@ pub async fn reschedule(a: RescheduleArgs) -> anyhow::Result<()> {
         (None, Some(at)) => json!({ "ready_at": at }),
         (None, None) => anyhow::bail!("give the new due time with --delay or --at"),
     };
-    let v = Client::new(&a.client)
+    let v = Client::new(&a.client)?
         .call(
             Method::POST,
             &format!("{}/reschedule", job_path(&a.topic, &a.id)),

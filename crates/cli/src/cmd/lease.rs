@@ -11,7 +11,7 @@ use crate::client::{Client, job_path, report};
 async fn post(lease: &LeaseArgs, verb: &str, mut body: Value) -> anyhow::Result<Value> {
     body["token"] = json!(lease.lease_token);
     let path = format!("{}/{verb}", job_path(&lease.topic, &lease.id));
-    Ok(Client::new(&lease.client)
+    Ok(Client::new(&lease.client)?
         .call(Method::POST, &path, Some(&body))
         .await?)
 }

@@ -26,7 +26,7 @@ pub async fn page(
     if let Some(c) = &page.cursor {
         path.push_str(&format!("&cursor={}", seg(c)));
     }
-    let v = Client::new(client).call(Method::GET, &path, None).await?;
+    let v = Client::new(client)?.call(Method::GET, &path, None).await?;
     if client.json {
         println!("{v}");
         return Ok(());

@@ -28,7 +28,7 @@ pub async fn run(a: PushArgs) -> anyhow::Result<()> {
             req[k] = v;
         }
     }
-    let client = Client::new(&a.client);
+    let client = Client::new(&a.client)?;
     let v = client
         .call(
             Method::POST,

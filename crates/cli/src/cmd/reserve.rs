@@ -13,7 +13,7 @@ pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
         "wait_ms": a.wait.as_millis() as u64,
         "mode": if a.at_most_once { "at_most_once" } else { "at_least_once" },
     });
-    let v = Client::new(&a.client)
+    let v = Client::new(&a.client)?
         .call(Method::POST, "/v1/reserve", Some(&req))
         .await?;
     if a.client.json {

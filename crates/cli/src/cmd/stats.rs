@@ -7,7 +7,7 @@ use crate::cli::StatsArgs;
 use crate::client::{Client, seg};
 
 pub async fn run(a: StatsArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.client);
+    let client = Client::new(&a.client)?;
     let rows: Vec<Value> = match &a.topic {
         Some(t) => vec![
             client

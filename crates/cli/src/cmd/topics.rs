@@ -6,7 +6,7 @@ use crate::cli::{PurgeArgs, TopicsArgs};
 use crate::client::{Client, Failure, exit, report, seg};
 
 pub async fn list(a: TopicsArgs) -> anyhow::Result<()> {
-    let v = Client::new(&a.client)
+    let v = Client::new(&a.client)?
         .call(Method::GET, "/v1/topics", None)
         .await?;
     let names: Vec<&str> = v["topics"]
@@ -31,7 +31,7 @@ pub async fn purge(a: PurgeArgs) -> anyhow::Result<()> {
         }
         .into());
     }
-    let v = Client::new(&a.client)
+    let v = Client::new(&a.client)?
         .call(
             Method::DELETE,
             &format!("/v1/topics/{}", seg(&a.topic)),
