@@ -1212,6 +1212,28 @@ async fn decode_errors_name_the_field_issue_12(setup: Setup) {
         "/colour",
         "the fields here are id, body",
     );
+    // A list's query parameters: named, with their own code and what they accept.
+    for (query, name, accepts) in [
+        ("state=zombie", "state", "delayed, ready, reserved, dead"),
+        ("", "state", "missing"),
+        ("state=ready&limit=many", "limit", "1 to 1000"),
+    ] {
+        let (st, v) = s.get(&format!("/v1/topics/t/jobs?{query}")).await;
+        let message = v["error"]["message"].as_str().unwrap_or("");
+        assert_eq!(
+            (st, v["error"]["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{v}"
+        );
+        assert!(
+            message.starts_with(&format!("query parameter {name}:")) && message.contains(accepts),
+            "{query}: {v}"
+        );
+        assert!(
+            !message.contains("variant") && !message.contains("deserialize"),
+            "{v}"
+        );
+    }
     // Reschedule with nothing, and with a bad value of each form.
     s.post(push, json!({"id": "r", "body": "x", "delay_ms": 60_000}))
         .await;

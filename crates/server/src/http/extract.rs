@@ -3,13 +3,13 @@
 //! field's pointer, code and what it accepts (see `fields`).
 
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
-use super::fields::{decode_error, not_json};
+use super::fields::{decode_error, not_json, query_error};
 
 /// A JSON request body with [`ApiError`] rejections that name the field at fault.
 pub struct Json<T>(pub T);
@@ -66,10 +66,28 @@ fn json_content_type(headers: &HeaderMap) -> bool {
 #[from_request(via(axum::extract::Path), rejection(ApiError))]
 pub struct Path<T>(pub T);
 
-/// `axum::extract::Query` with [`ApiError`] rejections.
-#[derive(FromRequestParts)]
-#[from_request(via(axum::extract::Query), rejection(ApiError))]
+/// The query string, decoded as `axum::extract::Query` does, with [`ApiError`] rejections
+/// that name the parameter at fault, with its own code and what it accepts.
 pub struct Query<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for Query<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize(de)
+            .map(Query)
+            .map_err(|e| query_error(query, e))
+    }
+}
 
 impl From<BytesRejection> for ApiError {
     fn from(r: BytesRejection) -> Self {
@@ -89,12 +107,6 @@ impl From<BytesRejection> for ApiError {
 
 impl From<PathRejection> for ApiError {
     fn from(r: PathRejection) -> Self {
-        ApiError::invalid_request(r.body_text())
-    }
-}
-
-impl From<QueryRejection> for ApiError {
-    fn from(r: QueryRejection) -> Self {
         ApiError::invalid_request(r.body_text())
     }
 }

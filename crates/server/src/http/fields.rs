@@ -92,6 +92,12 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
             "invalid_argument",
             "a list of 1 to 1000 leases, each {\"topic\", \"id\", \"token\"}",
         ),
+        "state" => ("invalid_argument", "one of delayed, ready, reserved, dead"),
+        "limit" => ("invalid_argument", "a whole number from 1 to 1000"),
+        "cursor" => (
+            "invalid_argument",
+            "the next_cursor of the previous page, unchanged",
+        ),
         _ => (
             "invalid_request",
             "what the API document (/v1/openapi.json) describes",
@@ -275,6 +281,42 @@ fn expected_fields(text: &str) -> Vec<&str> {
         return Vec::new();
     };
     list.split('`').skip(1).step_by(2).collect()
+}
+
+/// The answer to a query string that did not decode into its type: the parameter named, with
+/// its own code, what it was given and what it accepts (never serde's words).
+pub fn query_error(
+    query: &str,
+    err: serde_path_to_error::Error<serde_urlencoded::de::Error>,
+) -> ApiError {
+    let text = err.inner().to_string();
+    if let Some(unknown) = quoted_after(&text, "unknown field `") {
+        return ApiError::invalid_request(format!(
+            "query parameter {unknown} is not one of this route's; remove it"
+        ));
+    }
+    let name = match err.path().iter().next_back() {
+        Some(serde_path_to_error::Segment::Map { key }) => Some(key.clone()),
+        _ => quoted_after(&text, "missing field `").map(str::to_string),
+    };
+    let Some(name) = name else {
+        return ApiError::invalid_request(
+            "the query string could not be read; the parameters of each route are in /v1/openapi.json",
+        );
+    };
+    let given = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.into_owned());
+    let (code, accepts) = rule(&name);
+    let got = match given {
+        Some(v) => format!("got {v:?}"),
+        None => "missing".to_string(),
+    };
+    ApiError::new(
+        axum::http::StatusCode::BAD_REQUEST,
+        code,
+        format!("query parameter {name}: {got}; {name} takes {accepts}"),
+    )
 }
 
 #[cfg(test)]
