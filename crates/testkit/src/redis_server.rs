@@ -37,6 +37,11 @@ pub struct RedisOptions {
     /// Also listen with TLS on a second port, with a certificate for `127.0.0.1` signed by a
     /// CA generated for this server ([`RedisServer::tls_url`], [`RedisServer::tls_ca_file`]).
     pub tls: bool,
+    /// Start as a Redis Cluster node (`--cluster-enabled yes`), its cluster state in
+    /// `nodes.conf` in its own directory and its cluster bus on a second free port
+    /// (`--cluster-port`, since the default, port + 10000, may be taken or out of range). It
+    /// serves no slot until a cluster is formed: [`crate::RedisCluster`] does that.
+    pub cluster: bool,
 }
 
 /// A running `redis-server` owned by the test.
@@ -44,6 +49,7 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     tls_port: u16,
+    bus_port: u16,
     dir: TempDir,
     opts: RedisOptions,
 }
@@ -69,6 +75,7 @@ impl RedisServer {
             child: None,
             port: 0,
             tls_port: 0,
+            bus_port: 0,
             dir,
             opts,
         };
@@ -78,6 +85,9 @@ impl RedisServer {
             server.port = free_port();
             if server.opts.tls {
                 server.tls_port = free_port();
+            }
+            if server.opts.cluster {
+                server.bus_port = free_port();
             }
             match server.spawn_and_wait() {
                 Ok(()) => return server,
@@ -203,6 +213,14 @@ impl RedisServer {
                 .arg("--tls-auth-clients")
                 .arg("no");
         }
+        if self.opts.cluster {
+            cmd.arg("--cluster-enabled")
+                .arg("yes")
+                .arg("--cluster-config-file")
+                .arg("nodes.conf")
+                .arg("--cluster-port")
+                .arg(self.bus_port.to_string());
+        }
         cmd.args(&self.opts.extra_args)
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
@@ -273,13 +291,13 @@ fn write_tls_files(dir: &Path) {
     }
 }
 
-fn binary() -> PathBuf {
+pub(crate) fn binary() -> PathBuf {
     std::env::var_os(REDIS_SERVER_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("redis-server"))
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

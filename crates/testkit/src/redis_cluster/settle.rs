@@ -1,0 +1,173 @@
+//! Whether a cluster has settled, asked of each node on blocking connections: every node
+//! healthy, in agreement on roles and slots, every slot served, every replica synced.
+
+use std::time::{Duration, Instant};
+
+use super::nodes::{ClusterNode, Entry, field, parse_nodes};
+use super::slot::SLOTS;
+
+/// What one node answers about the cluster.
+pub(super) struct Observation {
+    pub(super) info: String,
+    pub(super) view: Vec<Entry>,
+    pub(super) replication: String,
+}
+
+/// Asks the node on `port` for `CLUSTER INFO`, `CLUSTER NODES` and `INFO replication`.
+pub(super) fn observe(port: u16) -> Result<Observation, String> {
+    let (info, view, replication): (String, String, String) = on_node(port, |c| {
+        redis::pipe()
+            .cmd("CLUSTER")
+            .arg("INFO")
+            .cmd("CLUSTER")
+            .arg("NODES")
+            .cmd("INFO")
+            .arg("replication")
+            .query(c)
+    })?;
+    let view = parse_nodes(&view).map_err(|e| format!("port {port}: {e}"))?;
+    Ok(Observation {
+        info,
+        view,
+        replication,
+    })
+}
+
+/// Runs `f` on a new blocking connection to the node on `port`, with bounded connect and
+/// read times; errors name the port.
+pub(super) fn on_node<T>(
+    port: u16,
+    f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+) -> Result<T, String> {
+    let fail = |e: redis::RedisError| format!("port {port}: {e}");
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).map_err(fail)?;
+    let mut conn = client
+        .get_connection_with_timeout(Duration::from_secs(1))
+        .map_err(fail)?;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(fail)?;
+    f(&mut conn).map_err(fail)
+}
+
+/// Polls [`check_settled`] until it holds or `timeout` passes; answers the last reason.
+pub(super) fn wait_settled(ports: &[u16], timeout: Duration) -> Result<Vec<ClusterNode>, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match check_settled(ports) {
+            Ok(view) => return Ok(view),
+            Err(e) if Instant::now() > deadline => {
+                return Err(format!("still after {timeout:?}: {e}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// The cluster formed by the nodes on `ports` is settled when every one of them reports
+/// `cluster_state:ok` with all slots ok, sees all the others as healthy and connected, and
+/// agrees with the others on roles and slots; every slot is served by one of them; and each
+/// is either a primary with slots or a replica of one of them whose sync is complete.
+/// Answers the agreed view, or what does not hold yet.
+pub(super) fn check_settled(ports: &[u16]) -> Result<Vec<ClusterNode>, String> {
+    let observed = ports
+        .iter()
+        .map(|&p| observe(p).map(|o| (p, o)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ids = Vec::new();
+    for (port, o) in &observed {
+        let state = field(&o.info, "cluster_state");
+        let slots_ok = field(&o.info, "cluster_slots_ok");
+        if state != Some("ok") || slots_ok != Some("16384") {
+            return Err(format!(
+                "port {port}: cluster_state {state:?}, cluster_slots_ok {slots_ok:?}"
+            ));
+        }
+        let me = o
+            .view
+            .iter()
+            .find(|e| e.myself)
+            .ok_or(format!("port {port} lists no myself"))?;
+        ids.push(me.node.id.clone());
+    }
+    let mut agreed: Option<(u16, Vec<ClusterNode>)> = None;
+    for (port, o) in &observed {
+        for id in &ids {
+            match o.view.iter().find(|e| &e.node.id == id) {
+                Some(e) if !e.failed && e.connected => {}
+                Some(e) => {
+                    return Err(format!(
+                        "port {port} sees {:?} as failed or unreachable",
+                        e.node
+                    ));
+                }
+                None => return Err(format!("port {port} does not know node {id} yet")),
+            }
+        }
+        let view = ordered(o.view.iter().map(|e| e.node.clone()), ports);
+        match &agreed {
+            None => agreed = Some((*port, view)),
+            Some((first, v)) if *v != view => {
+                return Err(format!(
+                    "ports {first} and {port} disagree: {v:?} vs {view:?}"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let view = agreed.map(|(_, v)| v).unwrap_or_default();
+    let served: usize = view.iter().map(ClusterNode::slot_count).sum();
+    if served != usize::from(SLOTS) {
+        return Err(format!(
+            "running primaries serve {served} of {SLOTS} slots: {view:?}"
+        ));
+    }
+    for (port, o) in &observed {
+        let Some(me) = view.iter().find(|n| n.port == *port) else {
+            return Err(format!("port {port} is missing from the view"));
+        };
+        match &me.primary_id {
+            None if me.slots.is_empty() => {
+                return Err(format!(
+                    "port {port} is a primary without slots, not yet a replica"
+                ));
+            }
+            None => {}
+            Some(primary) if !view.iter().any(|n| &n.id == primary) => {
+                return Err(format!(
+                    "port {port} replicates {primary}, which is not running"
+                ));
+            }
+            Some(_) => {
+                let link = field(&o.replication, "master_link_status");
+                let syncing = field(&o.replication, "master_sync_in_progress");
+                if link != Some("up") || syncing != Some("0") {
+                    return Err(format!(
+                        "replica {port}: master_link_status {link:?}, master_sync_in_progress {syncing:?}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(view)
+}
+
+/// The nodes among `running` ports, primaries first by their first slot, then replicas in
+/// the order of their primaries.
+pub(super) fn ordered(
+    nodes: impl Iterator<Item = ClusterNode>,
+    running: &[u16],
+) -> Vec<ClusterNode> {
+    let mut nodes: Vec<ClusterNode> = nodes.filter(|n| running.contains(&n.port)).collect();
+    let first_slot = |n: &ClusterNode| n.slots.first().map_or(SLOTS, |r| *r.start());
+    let rank = |n: &ClusterNode, all: &[ClusterNode]| match &n.primary_id {
+        None => (0, first_slot(n), n.port),
+        Some(p) => (
+            1,
+            all.iter().find(|q| &q.id == p).map_or(SLOTS, first_slot),
+            n.port,
+        ),
+    };
+    let all = nodes.clone();
+    nodes.sort_by_key(|n| rank(n, &all));
+    nodes
+}
