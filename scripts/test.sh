@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs what the tests need when it is missing: redis-server and groff (Debian/Ubuntu,
+# Installs what the tests need when it is missing: redis-server, redis-cli and groff (Debian/Ubuntu,
 # with apt-get) and schemathesis (from PyPI, into target/schemathesis-venv). Then checks
 # formatting and lints, runs every test (they start their own redis-server processes on
 # free loopback ports; none touches a Redis it did not start), builds the docs, and runs the
@@ -28,6 +28,14 @@ apt_install() {
 if [ -z "${DELAYQ_REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
   echo "redis-server is missing (macOS: brew install redis; or set DELAYQ_REDIS_SERVER)"
   apt_install redis-server
+fi
+
+# The cluster tests form their Redis Cluster with redis-cli (crates/testkit: RedisCluster). It
+# comes with Debian's redis-server (in redis-tools); look where the tests will look for it.
+if [ -z "${DELAYQ_REDIS_CLI:-}" ] && ! command -v redis-cli >/dev/null 2>&1 &&
+  ! { [ -n "${DELAYQ_REDIS_SERVER:-}" ] && [ -x "${DELAYQ_REDIS_SERVER%/*}/redis-cli" ]; }; then
+  echo "redis-cli is missing (macOS: brew install redis; or set DELAYQ_REDIS_CLI)"
+  apt_install redis-tools
 fi
 
 # groff checks the manual page that `delayq man` generates (crates/cli/tests/cli.rs).
