@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs what the tests need when it is missing: redis-server and groff (Debian/Ubuntu,
-# with apt-get) and schemathesis (from PyPI, into target/schemathesis-venv). Then checks
-# formatting and lints, runs every test (they start their own redis-server processes on
-# free loopback ports; none touches a Redis it did not start), builds the docs, and runs the
-# side-by-side benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes;
-# it installs Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when
+# Installs what the tests need when it is missing: redis-server, groff and systemd-analyze
+# (Debian/Ubuntu, with apt-get) and schemathesis (from PyPI, into
+# target/schemathesis-venv). Then checks formatting and lints, runs every test (they start
+# their own redis-server processes on free loopback ports; none touches a Redis it did not
+# start), builds the docs, and runs the side-by-side benchmarks' smoke version
+# (bench/run.sh --smoke: every system, small sizes; it installs Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when
 # missing), so that the harness cannot rot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +33,12 @@ fi
 # groff checks the manual page that `delayq man` generates (crates/cli/tests/cli.rs).
 if ! command -v groff >/dev/null 2>&1; then
   apt_install groff-base
+fi
+
+# systemd-analyze checks the systemd unit (crates/cli/tests/packaging.rs); it only reads
+# the file and starts nothing.
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+  apt_install systemd
 fi
 
 if [ -z "${DELAYQ_SCHEMATHESIS:-}" ]; then
