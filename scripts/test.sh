@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs what the tests need when it is missing: redis-server, groff and systemd-analyze
-# (Debian/Ubuntu, with apt-get) and schemathesis (from PyPI, into
-# target/schemathesis-venv). Then checks formatting and lints, runs every test (they start
-# their own redis-server processes on free loopback ports; none touches a Redis it did not
-# start), builds the docs, and runs the side-by-side benchmarks' smoke version
-# (bench/run.sh --smoke: every system, small sizes; it installs Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when
-# missing), so that the harness cannot rot.
+# Installs what the tests need when it is missing: redis-server, groff, systemd-analyze,
+# dpkg-shlibdeps and curl (Debian/Ubuntu, with apt-get), schemathesis (from PyPI, into
+# target/schemathesis-venv) and cargo-deb (into target/cargo-deb). Then checks formatting
+# and lints, runs every test (they start their own redis-server processes on free loopback
+# ports; none touches a Redis it did not start), builds the Debian package and runs it
+# unpacked (packaging/test-deb.sh: a release build), builds the docs, and runs the side-by-side
+# benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes; it installs
+# Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when missing), so that
+# the harness cannot rot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,11 +37,19 @@ if ! command -v groff >/dev/null 2>&1; then
   apt_install groff-base
 fi
 
-# systemd-analyze checks the systemd unit (crates/cli/tests/packaging.rs); it only reads
-# the file and starts nothing.
+# The packaging tests: systemd-analyze checks the unit (crates/cli/tests/packaging.rs);
+# dpkg-shlibdeps finds the package's dependencies and curl asks the unpacked server
+# (packaging/test-deb.sh). Nothing here starts anything through systemd.
 if ! command -v systemd-analyze >/dev/null 2>&1; then
   apt_install systemd
 fi
+if ! command -v dpkg-shlibdeps >/dev/null 2>&1; then
+  apt_install dpkg-dev
+fi
+if ! command -v curl >/dev/null 2>&1; then
+  apt_install curl
+fi
+packaging/install-cargo-deb.sh
 
 if [ -z "${DELAYQ_SCHEMATHESIS:-}" ]; then
   venv=target/schemathesis-venv
@@ -57,6 +67,8 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# The Debian package: built (release), inspected, unpacked into a temporary directory and run.
+packaging/test-deb.sh
 # One example end to end, with its 2 s demo delay: the library from push to handled job.
 cargo run --quiet --locked -p delayq --example order_cancel
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

@@ -1,6 +1,7 @@
 //! The packaging files under `packaging/`: the systemd unit passes `systemd-analyze verify`
-//! and `systemd-analyze security`, and the unit, the example config and the environment
-//! file agree on paths and variables.
+//! and `systemd-analyze security`, and the unit, the example config, the environment file
+//! and the Debian package's assets agree on paths and variables. The Debian package itself is built, unpacked and run by
+//! `packaging/test-deb.sh` (a release build; `scripts/test.sh` runs it after these tests).
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
@@ -53,6 +54,7 @@ fn systemd_unit_passes_systemd_analyze() {
     )
     .unwrap();
 
+    // The manual pages it names are checked in the package (packaging/test-deb.sh).
     let verify = systemd_analyze(&["verify", "--man=no"], &path);
     let said = format!(
         "{}{}",
@@ -90,7 +92,8 @@ fn systemd_unit_passes_systemd_analyze() {
     }
 }
 
-/// The unit, the config it reads and the environment file name the same paths; the config's data directory is the unit's state directory (the only place
+/// The unit, the config it reads, the environment file and the package's assets name the
+/// same paths; the config's data directory is the unit's state directory (the only place
 /// the service may write).
 #[test]
 fn unit_config_and_package_agree() {
@@ -127,4 +130,41 @@ fn unit_config_and_package_agree() {
     for name in shown {
         assert!(help.contains(name), "serve --help has no {name}");
     }
+
+    let manifest: toml::Table = read("crates/cli/Cargo.toml").parse().unwrap();
+    let deb = &manifest["package"]["metadata"]["deb"];
+    assert_eq!(deb["name"].as_str(), Some("delayq"));
+    let assets: Vec<(&str, &str, &str)> = deb["assets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let a = a.as_array().unwrap();
+            (
+                a[0].as_str().unwrap(),
+                a[1].as_str().unwrap(),
+                a[2].as_str().unwrap(),
+            )
+        })
+        .collect();
+    for expected in [
+        ("target/release/delayq", "usr/bin/", "755"),
+        (
+            "../../packaging/delayq.toml",
+            "etc/delayq/delayq.toml",
+            "644",
+        ),
+        (
+            "../../packaging/default/delayq",
+            "etc/default/delayq",
+            "600",
+        ),
+    ] {
+        assert!(assets.contains(&expected), "{expected:?} not in {assets:?}");
+    }
+    assert_eq!(
+        deb["systemd-units"]["unit-name"].as_str(),
+        Some("delayq"),
+        "cargo-deb installs packaging/systemd/delayq.service"
+    );
 }
