@@ -51,7 +51,7 @@ pub enum Command {
     ///
     /// Talks to the engine, not to a server. On Redis it works in a topic of its own
     /// (bench.<time>) and purges it at the end; nothing else is read or written, and only
-    /// the topic's name (in delayq's topic registry) and its lease-token counter remain. Without --engine it measures a
+    /// the topic's lease-token counter and purge count remain. Without --engine it measures a
     /// temporary embedded engine. Sizes are bounded (at most 1,000,000 jobs per phase).
     Bench(BenchArgs),
 }

@@ -390,10 +390,12 @@ pub trait Engine: Send + Sync + 'static {
     /// Counts per state and the age of the oldest overdue job.
     async fn stats(&self, topic: &Topic) -> Result<TopicStats>;
 
-    /// Every topic ever pushed to (a purge does not forget it), sorted.
+    /// Every topic pushed to since it was created or last purged, sorted. A purge takes the
+    /// topic off this list; the next push to it puts it back, whichever process pushes.
     async fn topics(&self) -> Result<Vec<Topic>>;
 
-    /// Removes every job of a topic in every state; returns how many.
+    /// Removes every job of a topic in every state and takes the topic off
+    /// [`Engine::topics`]; returns how many jobs. Lease tokens stay fresh across a purge.
     async fn purge(&self, topic: &Topic) -> Result<u64>;
 
     /// The engine's clock.

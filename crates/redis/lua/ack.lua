@@ -1,6 +1,6 @@
 -- ack.lua: acknowledges up to N deliveries of one topic; each acked job is removed.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1]  N (1..1000)
 -- ARGV[2 .. N+1]  the ids of the deliveries; ARGV[N+2 .. 2N+1]  their token fields (lib.lua's
 --                 token_field); ARGV[2N+2 .. 3N+1]  their lease tokens, in the same order

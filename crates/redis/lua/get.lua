@@ -1,7 +1,7 @@
 -- get.lua: reads one job, after applying what is due (so its state is the one time gives
 -- it, as in the embedded engine whose timers fire on time).
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] the most expired leases and due jobs to move first
 --
 -- Returns: {} when there is no such job, else the 5 values of emit (lease token 0: a read

@@ -4,7 +4,7 @@
 -- delayq_<version>_<op>, whose parameters are KEYS and ARGV and which first calls
 -- bind(KEYS). Everything here is local (Redis forbids globals).
 --
--- KEYS (the same eight for every function; all carry the topic's hash tag, so one call
+-- KEYS (the same nine for every function; all carry the topic's hash tag, so one call
 -- touches exactly one cluster slot):
 --   KEYS[1] jobs     HASH  id -> record (cmsgpack, see the F_ fields below; codec.rs decodes
 --                          it too, so a change of fields is a change of both), and for each
@@ -16,6 +16,9 @@
 --   KEYS[6] seq      STRING counter: push order and lease tokens
 --   KEYS[7] wake     ZSET  one member "w" scored by the earliest time a waiter should look
 --   KEYS[8] counters HASH  "expired" -> leases that ran out since creation or purge
+--   KEYS[9] config   HASH  the topic's settings, kept by purge; "purges" -> how many times
+--                          the topic was purged (push answers it, so that every process
+--                          puts the topic back in the registry after a purge)
 --
 -- The lease (token, deadline) is not in the record: it is the job's token field in jobs and
 -- its entry in leases, so settling checks two small fields instead of decoding the record,
@@ -36,12 +39,12 @@
 
 -- The keys of the current call, set by bind. Redis runs one function at a time, so these
 -- shared upvalues always hold the running call's keys.
-local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS
+local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_CONFIG
 
 -- Binds the helpers to a call's KEYS; every function calls it first.
 local function bind(keys)
-  K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS =
-    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8]
+  K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_CONFIG =
+    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8], keys[9]
 end
 
 -- The field of jobs that holds a leased job's token: a space, then the id. A space is not

@@ -1,6 +1,6 @@
 -- list.lua: one page of the jobs in a state, after applying what is due.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] public state (1 delayed, 2 ready, 3 reserved, 4 dead)
 -- ARGV[2] cursor score   ARGV[3] cursor member ('' = first page)
 -- ARGV[4] page size (1..1000)   ARGV[5] the most expired leases and due jobs to move first

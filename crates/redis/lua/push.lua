@@ -1,19 +1,22 @@
 -- push.lua: creates up to N jobs of one topic, idempotent on id.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1]  N, the number of jobs
 -- then 11 values per job i (base = 1 + (i-1)*11):
 --   +1 id   +2 body   +3 schedule kind (0 = delay ms, 1 = absolute ms)   +4 schedule value
 --   +5 priority   +6 ttr ms   +7 max attempts
 --   +8 backoff base ms   +9 backoff factor   +10 backoff max ms   +11 backoff jitter permille
 --
--- Returns: { OK, then per job: created (1|0), public state, due time ms }
+-- Returns: { OK, the topic's purge count (config "purges"), then per job: created (1|0),
+--            public state, due time ms }
 --          { INVALID_DELAY, index of the first job whose absolute time is over 10 years ahead }
 --
 -- Invariants: a live id is never created twice (an existing job, in any state, is left
 -- untouched and reported with created = 0); a duplicate later in the same batch sees the
 -- first one; every absolute time is checked before the first write; the due time is
 -- max(requested, now) on the Redis clock. Everything else was validated by delayq-core.
+-- The purge count lets the caller put the topic back in the registry (a key of no topic's
+-- slot, which no function writes) when it was purged since the caller last registered it.
 
 local now = clock()
 local n = tonumber(ARGV[1])
@@ -47,7 +50,7 @@ local function new_state(j)
   if j[F_READY_AT] <= now then return P_READY end
   return P_DELAYED
 end
-local out = { OK }
+local out = { OK, tonumber(redis.call('HGET', K_CONFIG, 'purges') or '0') }
 for i = 1, n do
   local b = 1 + (i - 1) * 11
   local id = ids[i]

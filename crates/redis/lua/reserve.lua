@@ -3,7 +3,7 @@
 -- lowest priority number first, then the earliest due time, then push order. A worker's
 -- cycle (settle what it finished, take the next jobs) is this one call.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1]  N, the most jobs to take (0..1000; 0 = settle only)
 -- ARGV[2]  mode: 0 = at-least-once (lease each job), 1 = at-most-once (remove each job)
 -- ARGV[3]  the most expired leases and due jobs to move first (bounded work per call)

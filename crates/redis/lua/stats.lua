@@ -1,6 +1,6 @@
 -- stats.lua: counts per state and the age of the oldest overdue job, after applying what is due.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] the most expired leases and due jobs to move first
 --
 -- Returns: { now ms, delayed, ready, reserved, dead, oldest due time among due jobs (-1 =

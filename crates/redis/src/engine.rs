@@ -2,7 +2,7 @@
 //! dispatches to `ops` (one module per group of operations); `conn` owns the connection
 //! and the functions library.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -74,7 +74,7 @@ impl RedisEngine {
                 safety_wake: config.safety_wake,
                 waiters,
                 rotate: AtomicUsize::new(0),
-                registered: Mutex::new(HashSet::new()),
+                registered: Mutex::new(HashMap::new()),
                 _stop: stop_tx,
             }),
         })

@@ -639,6 +639,46 @@ async fn metrics_follow_the_session(setup: Setup) {
     }
 }
 
+/// A purged topic leaves `GET /v1/topics` and its series leave `/metrics`; the next push
+/// brings both back.
+// See: issue 12 (a purged topic stayed listed, and its series stayed, forever).
+async fn purged_topic_leaves_topics_and_metrics_issue_12(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    for topic in ["gone", "kept"] {
+        let (st, v) = s
+            .post(&format!("/v1/topics/{topic}/jobs"), json!({"body": "x"}))
+            .await;
+        assert_eq!(st, 201, "{v}");
+    }
+    let names = |v: &Value| -> Vec<String> {
+        v["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["topic"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let series = "delayq_jobs_pushed_total{topic=\"gone\"}";
+    assert_eq!(names(&s.get("/v1/topics").await.1), ["gone", "kept"]);
+    assert!(s.text("/metrics").await.1.contains(series));
+
+    let (st, v) = s.delete("/v1/topics/gone").await;
+    assert_eq!((st, v["count"].as_u64()), (200, Some(1)), "{v}");
+    assert_eq!(names(&s.get("/v1/topics").await.1), ["kept"]);
+    let (st, text) = s.text("/metrics").await;
+    assert_eq!(st, 200);
+    assert!(!text.contains("topic=\"gone\""), "{text}");
+    assert!(
+        text.contains("delayq_jobs_pushed_total{topic=\"kept\"} 1"),
+        "{text}"
+    );
+
+    s.post("/v1/topics/gone/jobs", json!({"body": "again"}))
+        .await;
+    assert_eq!(names(&s.get("/v1/topics").await.1), ["gone", "kept"]);
+    assert!(s.text("/metrics").await.1.contains(series));
+}
+
 /// A consumer's cycle in one request: `settle` records what it finished (each answered in
 /// order, a lost lease among them), then the next jobs come; bad settlements are refused
 /// whole and change nothing; `max` 0 settles only.
@@ -1442,6 +1482,13 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn metrics_follow_the_session() {
                 super::metrics_follow_the_session($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn purged_topic_leaves_topics_and_metrics_issue_12() {
+                super::purged_topic_leaves_topics_and_metrics_issue_12(
+                    $setup(Limits::default()).await,
+                )
+                .await;
             }
         }
     };

@@ -238,10 +238,11 @@ fn count_in(conn: &Connection, tid: i64, state: JobState, now: u64) -> Result<u6
         .map_err(err)
 }
 
-/// Every topic ever pushed to, sorted bytewise.
+/// Every topic on the topic list (pushed to since it was created or last purged), sorted
+/// bytewise.
 pub(crate) fn topics(conn: &Connection) -> Result<Vec<Topic>> {
     let names: Vec<String> = conn
-        .prepare_cached("SELECT name FROM topics ORDER BY name")
+        .prepare_cached("SELECT name FROM topics WHERE listed = 1 ORDER BY name")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .map_err(|e| db_err("listing topics", e))?;
     names

@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expired_leases.sql"),
     include_str!("../migrations/0003_waiting.sql"),
+    include_str!("../migrations/0004_listed.sql"),
 ];
 
 /// The schema version this build writes.

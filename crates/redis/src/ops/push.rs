@@ -79,6 +79,7 @@ impl Ops {
         let replies = self.conn.pipeline(&invs, "pushing").await?;
 
         let mut answers: Vec<Option<Pushed>> = vec![None; jobs.len()];
+        let mut purges: BTreeMap<&Topic, u64> = BTreeMap::new();
         for ((topic, idx), reply) in chunks.iter().zip(replies) {
             let reply = codec::array(reply)?;
             let status = Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)?;
@@ -95,7 +96,8 @@ impl Ops {
                 }
                 other => return Err(unexpected("push", other)),
             }
-            let vals = &reply[1..];
+            purges.insert(topic, codec::uint(reply.get(1).unwrap_or(&Value::Nil))?);
+            let vals = reply.get(2..).unwrap_or_default();
             if vals.len() != idx.len() * 3 {
                 return Err(Error::Internal("push reply has the wrong length".into()));
             }
@@ -119,24 +121,31 @@ impl Ops {
             .into_iter()
             .map(|a| a.ok_or_else(|| Error::Internal("a pushed job got no answer".into())))
             .collect::<Result<Vec<_>>>()?;
-        self.register(by_topic.keys().copied()).await?;
+        self.register(purges).await?;
         Ok(answers)
     }
 
-    /// Adds topics this process has not registered yet to the topic registry. Runs after the
-    /// push succeeded, so a refused push never registers a topic; the registry key has no
-    /// topic's hash tag, so no function may write it.
-    pub(crate) async fn register<'t>(&self, topics: impl Iterator<Item = &'t Topic>) -> Result<()> {
-        let new: Vec<Topic> = {
+    /// Puts topics in the registry that this process has not registered since their last
+    /// purge: each push answers the topic's purge count, and the process remembers the count
+    /// it registered each topic under, so a busy topic costs nothing here and a purge (by
+    /// any process) costs each pushing process one `SADD`. Runs after the push succeeded, so
+    /// a refused push never registers a topic; the registry key has no topic's hash tag, so
+    /// no function may write it.
+    pub(crate) async fn register(&self, purges: BTreeMap<&Topic, u64>) -> Result<()> {
+        let new: Vec<(Topic, u64)> = {
             let known = self.registered.lock().unwrap_or_else(|e| e.into_inner());
-            topics.filter(|t| !known.contains(*t)).cloned().collect()
+            purges
+                .into_iter()
+                .filter(|(t, n)| known.get(*t) != Some(n))
+                .map(|(t, n)| (t.clone(), n))
+                .collect()
         };
         if new.is_empty() {
             return Ok(());
         }
         let mut cmd = redis::cmd("SADD");
         cmd.arg(self.keys.registry());
-        for t in &new {
+        for (t, _) in &new {
             cmd.arg(t.as_str());
         }
         let _: i64 = self.conn.query(&cmd, "registering a topic").await?;

@@ -125,7 +125,8 @@ pub(crate) fn delete(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<bool>
     Ok(n > 0)
 }
 
-/// Deletes every job of a topic; the topic and its counter stay. Returns how many.
+/// Deletes every job of a topic and takes it off the topic list; its row and counter stay.
+/// Returns how many jobs.
 pub(crate) fn purge(tx: &mut Tx<'_>, topic: &Topic) -> Result<u64> {
     let Some(tid) = tx.topic(topic)? else {
         return Ok(0);
@@ -136,11 +137,12 @@ pub(crate) fn purge(tx: &mut Tx<'_>, topic: &Topic) -> Result<u64> {
         "DELETE FROM jobs WHERE tid = ?1",
         [tid],
     )?;
-    // The counters restart; the seq counter stays, so lease tokens stay fresh.
+    // The counters restart and the topic leaves the topic list; the row and its seq counter
+    // stay, so lease tokens stay fresh.
     exec(
         tx,
         "purging a topic",
-        "UPDATE topics SET expired = 0 WHERE tid = ?1",
+        "UPDATE topics SET expired = 0, listed = 0 WHERE tid = ?1",
         [tid],
     )?;
     tx.effect(Effect::Clear(tid));

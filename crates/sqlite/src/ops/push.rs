@@ -56,6 +56,7 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
             ],
         )? == 1;
         if created {
+            tx.list_topic(tid)?;
             tx.next_seq(tid)?;
             place(tx, tid, ready_at, now);
             out.push(Pushed {

@@ -18,8 +18,10 @@ use crate::Harness;
 
 mod refusal;
 mod settle;
+mod topics;
 pub use refusal::*;
 pub use settle::*;
+pub use topics::*;
 
 fn topic(name: &str) -> Topic {
     Topic::new(name).expect("test topic is valid")
@@ -996,7 +998,7 @@ pub async fn list_pages_in_order<H: Harness>(h: &H) {
     }
 }
 
-/// Topics that held jobs are listed, sorted.
+/// Topics that held jobs are listed, sorted (a purge takes one off: `topics.rs`).
 pub async fn topics_are_listed<H: Harness>(h: &H) {
     let e = h.open().await;
     assert!(ok(e.topics().await, "topics").is_empty());
@@ -1558,6 +1560,7 @@ macro_rules! conformance_suite {
             settle_and_reserve_bad_input_changes_nothing,
             token_beyond_any_issued_is_lease_lost,
             refusals_say_why_issue_12,
+            purge_takes_the_topic_off_the_list_issue_12,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
