@@ -46,6 +46,9 @@ pub enum Command {
     Dead(DeadArgs),
     /// Make dead jobs ready again: one by id, or all of a topic.
     Kick(KickArgs),
+    /// Show or change a topic's settings: the ttr, attempts and back-off of jobs pushed
+    /// without their own, and its body limit.
+    Topic(crate::cmd::topic::TopicArgs),
     /// Measure an engine directly (your Redis, or an embedded data directory): push a
     /// backlog and drain it, then deliver delayed jobs and report how late they came.
     ///

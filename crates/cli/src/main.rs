@@ -26,6 +26,7 @@ async fn main() {
             DeadCommand::List(a) => cmd::dead::list(a).await,
         },
         Command::Kick(a) => cmd::dead::kick(a).await,
+        Command::Topic(a) => cmd::topic::run(a).await,
         Command::Bench(a) => cmd::bench::run(a).await,
     };
     if let Err(e) = result {

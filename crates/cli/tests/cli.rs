@@ -232,6 +232,65 @@ fn client_subcommands_and_exit_codes() {
 }
 
 /// A port in use fails `serve` before the data directory is created or migrated.
+/// `delayq topic set` changes only the settings given and `delayq topic get` shows them; a
+/// push then takes them; a bad value exits 1 naming the field.
+#[test]
+fn topic_settings_from_the_command_line() {
+    let s = Server::start(&[]);
+    let out = ok(s.run(&["topic", "get", "orders"]));
+    assert!(out.contains("ttr           default (30s)"), "{out}");
+    let out = ok(s.run(&[
+        "topic",
+        "set",
+        "orders",
+        "--ttr",
+        "1m",
+        "--max-attempts",
+        "5",
+        "--backoff-base",
+        "1s",
+        "--backoff-max",
+        "10m",
+    ]));
+    assert!(out.contains("ttr           1m"), "{out}");
+    assert!(
+        out.contains("back-off      from 1s growing x2 up to 10m"),
+        "{out}"
+    );
+    ok(s.run(&[
+        "topic",
+        "set",
+        "orders",
+        "--max-body",
+        "64",
+        "--unset",
+        "ttr",
+    ]));
+    let out = ok(s.run(&["topic", "get", "orders", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (
+            v["ttr_ms"].as_u64(),
+            v["max_attempts"].as_u64(),
+            v["max_body"].as_u64()
+        ),
+        (None, Some(5), Some(64)),
+        "{v}"
+    );
+    ok(s.run(&["push", "orders", "x", "--id", "o1"]));
+    let out = ok(s.run(&["get", "orders", "o1", "--json"]));
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (j["max_attempts"].as_u64(), j["ttr_ms"].as_u64()),
+        (Some(5), Some(30_000))
+    );
+    let bad = s.run(&["topic", "set", "orders", "--ttr", "10ms"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("/ttr_ms"));
+    let out = ok(s.run(&["topic", "set", "orders", "--reset"]));
+    assert!(out.contains("max attempts  default (3)"), "{out}");
+}
+
 #[test]
 fn port_in_use_fails_before_the_data_directory_is_made_issue_12() {
     // See: issue 12
@@ -531,7 +590,8 @@ fn https_end_to_end_and_sighup_reload_issue_12() {
 fn help_is_complete() {
     let top = ok(Command::new(BIN).arg("--help").output().unwrap());
     for sub in [
-        "serve", "push", "get", "delete", "reserve", "ack", "stats", "dead", "kick", "bench",
+        "serve", "push", "get", "delete", "reserve", "ack", "stats", "dead", "kick", "topic",
+        "bench",
     ] {
         assert!(top.contains(sub), "delayq --help does not list {sub}");
         let help = ok(Command::new(BIN).args([sub, "--help"]).output().unwrap());
@@ -585,6 +645,19 @@ fn help_is_complete() {
         .args(["dead", "list", "--help"])
         .output()
         .unwrap());
+    let topic_set = ok(Command::new(BIN)
+        .args(["topic", "set", "--help"])
+        .output()
+        .unwrap());
+    for flag in [
+        "--ttr",
+        "--max-attempts",
+        "--backoff-base",
+        "--max-body",
+        "--unset",
+    ] {
+        assert!(topic_set.contains(flag), "topic set --help lacks {flag}");
+    }
 }
 
 #[test]

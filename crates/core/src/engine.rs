@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use crate::limits::MAX_BATCH;
 use crate::limits::{MAX_RESERVE_TOPICS, MAX_WAIT, check_count, check_reason};
 use crate::{Delivery, Error, Job, JobId, JobState, Lease, NackOutcome, NewJob, Pushed, Result};
-use crate::{Schedule, Timestamp, Topic};
+use crate::{Schedule, Timestamp, Topic, TopicConfig};
 
 /// How a reserve hands out jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -400,6 +400,29 @@ pub trait Engine: Send + Sync + 'static {
 
     /// The engine's clock.
     async fn now(&self) -> Result<Timestamp>;
+
+    /// A topic's settings: what [`Engine::set_topic_config`] set last, or
+    /// [`TopicConfig::default`] (nothing set). The default implementation answers that,
+    /// for an engine that keeps no settings.
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
+        let _ = topic;
+        Ok(TopicConfig::default())
+    }
+
+    /// Replaces a topic's settings whole (an unset field goes back to the built-in default),
+    /// for every client of the engine. They apply to jobs pushed afterwards: a job keeps the
+    /// ttr, attempts and back-off it was pushed with. Settings survive a purge, and setting
+    /// them does not put a topic on [`Engine::topics`]. Validated first
+    /// ([`TopicConfig::validate`]); a refused call changes nothing. The default
+    /// implementation refuses, for an engine that keeps no settings.
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
+        config.validate()?;
+        Err(Error::InvalidConfig {
+            reason: format!(
+                "this engine keeps no topic settings (topic {topic}); use the Redis or the embedded engine"
+            ),
+        })
+    }
 }
 
 /// Acks `leases` (emptying it) with one `ack_batch`, for the default
@@ -529,5 +552,11 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn now(&self) -> Result<Timestamp> {
         (**self).now().await
+    }
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
+        (**self).topic_config(topic).await
+    }
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
+        (**self).set_topic_config(topic, config).await
     }
 }

@@ -20,6 +20,8 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub const MAX_MAX_ATTEMPTS: u32 = 10_000;
 /// The default largest body.
 pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
+/// The largest body limit a topic may set (Redis keeps strings up to 512 MiB).
+pub const MAX_TOPIC_BODY: usize = 512 * 1024 * 1024;
 /// The most jobs in one `push_batch`, one `reserve` or one `ack_batch`, and the largest page.
 pub const MAX_BATCH: usize = 1_000;
 /// The most topics one `reserve` may wait on.

@@ -16,9 +16,10 @@
 --   KEYS[6] seq      STRING counter: push order and lease tokens
 --   KEYS[7] wake     ZSET  one member "w" scored by the earliest time a waiter should look
 --   KEYS[8] counters HASH  "expired" -> leases that ran out since creation or purge
---   KEYS[9] config   HASH  the topic's settings, kept by purge; "purges" -> how many times
---                          the topic was purged (push answers it, so that every process
---                          puts the topic back in the registry after a purge)
+--   KEYS[9] config   HASH  the topic's settings (CONFIG_FIELDS below), kept by purge;
+--                          "purges" -> how many times the topic was purged (push answers
+--                          it, so that every process puts the topic back in the registry
+--                          after a purge)
 --
 -- The lease (token, deadline) is not in the record: it is the job's token field in jobs and
 -- its entry in leases, so settling checks two small fields instead of decoding the record,
@@ -55,7 +56,24 @@ local function token_field(id)
 end
 
 -- Status codes, mirrored by `Status` in codec.rs.
-local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY = 0, 1, 2, 3, 4
+local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY, BODY_TOO_LARGE = 0, 1, 2, 3, 4, 5
+
+-- The topic's settings: fields of the config hash, in the order configure.lua takes them and
+-- config.lua answers them (mirrored by ops::config), at the C_ positions. A missing field is
+-- unset: the built-in default (or the engine's body limit) applies. The four back-off fields
+-- are set together or not at all.
+local CONFIG_FIELDS = { 'ttr', 'max_attempts', 'bo_base', 'bo_factor', 'bo_max', 'bo_jitter',
+  'max_body' }
+local C_TTR, C_MAX, C_BO_BASE, C_BO_FACTOR, C_BO_MAX, C_BO_JITTER, C_MAX_BODY = 1, 2, 3, 4, 5, 6, 7
+
+-- The topic's settings (numbers at the C_ positions, nil when unset) and its purge count,
+-- with one HMGET of the config hash.
+local function settings()
+  local v = redis.call('HMGET', K_CONFIG, 'purges', unpack(CONFIG_FIELDS))
+  local c = {}
+  for i = 1, #CONFIG_FIELDS do c[i] = tonumber(v[i + 1]) end
+  return c, tonumber(v[1]) or 0
+end
 
 -- Stored states: WAITING (delayed, ready or leased) and DEAD. Promotion, reserve and release
 -- then move only sorted-set members and never rewrite a record.

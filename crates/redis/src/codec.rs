@@ -14,6 +14,7 @@ pub(crate) enum Status {
     LeaseLost,
     WrongState,
     InvalidDelay,
+    BodyTooLarge,
 }
 
 impl Status {
@@ -24,6 +25,7 @@ impl Status {
             2 => Status::LeaseLost,
             3 => Status::WrongState,
             4 => Status::InvalidDelay,
+            5 => Status::BodyTooLarge,
             other => return Err(Error::Internal(format!("unknown function status {other}"))),
         })
     }
@@ -79,6 +81,14 @@ pub(crate) fn int(v: &Value) -> Result<i64> {
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| unexpected("an integer", v)),
         other => Err(unexpected("an integer", other)),
+    }
+}
+
+/// A non-negative integer as u64, or `None` for a nil (a missing field of an `HMGET`).
+pub(crate) fn opt_field(v: &Value) -> Result<Option<u64>> {
+    match v {
+        Value::Nil => Ok(None),
+        v => uint(v).map(Some),
     }
 }
 

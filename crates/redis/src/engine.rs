@@ -10,8 +10,8 @@ use std::time::Duration;
 use delayq_core::limits::{check_count, check_reason, check_ttr};
 use delayq_core::{
     Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page,
-    Pushed, Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic, TopicStats,
-    async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve,
+    Pushed, Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic, TopicConfig,
+    TopicStats, async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve,
 };
 use tokio::sync::oneshot;
 
@@ -174,5 +174,14 @@ impl Engine for RedisEngine {
 
     async fn now(&self) -> Result<Timestamp> {
         self.ops.now().await
+    }
+
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
+        self.ops.config(topic).await
+    }
+
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
+        config.validate()?;
+        self.ops.set_config(topic, config).await
     }
 }

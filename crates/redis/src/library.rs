@@ -50,6 +50,8 @@ library! {
     STATS => "stats",
     PURGE => "purge",
     HANDBACK => "handback",
+    CONFIGURE => "configure",
+    CONFIG => "config",
 }
 
 #[cfg(test)]
@@ -64,7 +66,7 @@ mod tests {
         assert!(SOURCE.starts_with(&format!("#!lua name={NAME}\n")));
         for f in [
             PUSH, RESERVE, ACK, NACK, RELEASE, TOUCH, BURY, KICK, RESCHEDULE, DELETE, GET, LIST,
-            STATS, PURGE, HANDBACK,
+            STATS, PURGE, HANDBACK, CONFIGURE, CONFIG,
         ] {
             assert!(
                 SOURCE.contains(&format!(

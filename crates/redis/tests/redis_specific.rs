@@ -439,6 +439,40 @@ async fn key_layout_matches_architecture() {
     );
     let topics: Vec<String> = conn.smembers("delayq:topics").await.unwrap();
     assert_eq!(topics, vec!["layout"]);
+
+    // The settings: one field per setting set; a purge keeps them and counts itself.
+    let settings = delayq_core::TopicConfig {
+        ttr: Some(Duration::from_secs(45)),
+        backoff: Some(delayq_core::Backoff::fixed(Duration::from_secs(2))),
+        max_body: Some(100),
+        ..Default::default()
+    };
+    e.set_topic_config(&t, &settings).await.unwrap();
+    let config: std::collections::BTreeMap<String, String> =
+        conn.hgetall("delayq:{layout}:config").await.unwrap();
+    let expected = [
+        ("bo_base", "2000"),
+        ("bo_factor", "1"),
+        ("bo_jitter", "0"),
+        ("bo_max", "2000"),
+        ("max_body", "100"),
+        ("ttr", "45000"),
+    ];
+    let as_map = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    assert_eq!(config, as_map(&expected));
+    e.purge(&t).await.unwrap();
+    let config: std::collections::BTreeMap<String, String> =
+        conn.hgetall("delayq:{layout}:config").await.unwrap();
+    let mut after = expected.to_vec();
+    after.push(("purges", "1"));
+    assert_eq!(config, as_map(&after));
+    let topics: Vec<String> = conn.smembers("delayq:topics").await.unwrap();
+    assert!(topics.is_empty(), "{topics:?}");
 }
 
 /// 20 reservers on empty topics, each reserving again as soon as its 5 s long-poll ends (as a

@@ -679,6 +679,96 @@ async fn purged_topic_leaves_topics_and_metrics_issue_12(setup: Setup) {
     assert!(s.text("/metrics").await.1.contains(series));
 }
 
+/// `GET` and `PUT /v1/topics/{topic}`: a topic's settings fill what a push leaves unset,
+/// its body limit answers 413 at `/body`, bad settings are refused naming the field, and
+/// setting them does not list the topic.
+async fn topic_settings_over_http(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let unset = json!({"ttr_ms": null, "max_attempts": null, "backoff": null, "max_body": null});
+    assert_eq!(s.get("/v1/topics/cfg").await, (200, unset.clone()));
+    let settings = json!({"ttr_ms": 60000, "max_attempts": 5, "backoff": {"kind": "fixed", "base_ms": 2000}, "max_body": 8});
+    let (st, v) = s.call("PUT", "/v1/topics/cfg", Some(settings)).await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (v["ttr_ms"].as_u64(), v["max_body"].as_u64()),
+        (Some(60000), Some(8))
+    );
+    assert_eq!(v["backoff"]["kind"], "fixed");
+    assert_eq!(s.get("/v1/topics/cfg").await, (200, v));
+
+    let (st, _) = s
+        .post("/v1/topics/cfg/jobs", json!({"id": "a", "body": "x"}))
+        .await;
+    assert_eq!(st, 201);
+    let (_, a) = s.get("/v1/topics/cfg/jobs/a").await;
+    assert_eq!(
+        (
+            a["ttr_ms"].as_u64(),
+            a["max_attempts"].as_u64(),
+            a["backoff"]["base_ms"].as_u64()
+        ),
+        (Some(60000), Some(5), Some(2000)),
+        "{a}"
+    );
+    let (st, _) = s
+        .post(
+            "/v1/topics/cfg/jobs",
+            json!({"id": "b", "body": "x", "ttr_ms": 1000}),
+        )
+        .await;
+    assert_eq!(st, 201);
+    assert_eq!(s.get("/v1/topics/cfg/jobs/b").await.1["ttr_ms"], 1000);
+    let (st, v) = s
+        .post("/v1/topics/cfg/jobs", json!({"body": "9 bytes!!"}))
+        .await;
+    assert_eq!((st, code(&v)), (413, "body_too_large"), "{v}");
+    assert_eq!(v["error"]["field"], "/body");
+
+    for (body, status, error, field) in [
+        (json!({"ttr_ms": 10}), 400, "invalid_ttr", "/ttr_ms"),
+        (
+            json!({"max_attempts": 0}),
+            400,
+            "invalid_argument",
+            "/max_attempts",
+        ),
+        (json!({"max_body": 0}), 400, "invalid_argument", "/max_body"),
+        (
+            json!({"backoff": {"kind": "exponential", "base_ms": 5000, "max_ms": 1000}}),
+            400,
+            "invalid_argument",
+            "/backoff",
+        ),
+        (
+            json!({"max_body": -1}),
+            400,
+            "invalid_argument",
+            "/max_body",
+        ),
+        (json!({"ttl_ms": 5}), 400, "invalid_request", "/ttl_ms"),
+    ] {
+        let (st, v) = s.call("PUT", "/v1/topics/cfg", Some(body.clone())).await;
+        assert_eq!((st, code(&v)), (status, error), "{body}: {v}");
+        assert_eq!(v["error"]["field"], field, "{body}: {v}");
+    }
+    assert_eq!(s.get("/v1/topics/cfg").await.1["ttr_ms"], 60000);
+
+    let (st, _) = s.call("PUT", "/v1/topics/quiet", Some(json!({}))).await;
+    assert_eq!(st, 200);
+    let (_, topics) = s.get("/v1/topics").await;
+    assert_eq!(topics["topics"].as_array().unwrap().len(), 1, "{topics}");
+    assert_eq!(topics["topics"][0]["topic"], "cfg");
+    assert_eq!(
+        s.call("PUT", "/v1/topics/cfg", Some(json!({}))).await,
+        (200, unset)
+    );
+    let (_, doc) = s.get("/v1/openapi.json").await;
+    let path = &doc["paths"]["/v1/topics/{topic}"];
+    for method in ["get", "put", "delete"] {
+        assert!(path[method].is_object(), "{method} missing: {path}");
+    }
+}
+
 /// A consumer's cycle in one request: `settle` records what it finished (each answered in
 /// order, a lost lease among them), then the next jobs come; bad settlements are refused
 /// whole and change nothing; `max` 0 settles only.
@@ -1482,6 +1572,10 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn metrics_follow_the_session() {
                 super::metrics_follow_the_session($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn topic_settings_over_http() {
+                super::topic_settings_over_http($setup(Limits::default()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn purged_topic_leaves_topics_and_metrics_issue_12() {

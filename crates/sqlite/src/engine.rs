@@ -14,7 +14,7 @@ use delayq_core::limits::{
 use delayq_core::{
     Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Limits, Nack, NackOutcome,
     NewJob, Page, Pushed, Reserve, Result, Schedule, Settle, Settled, SettledAndReserved,
-    Timestamp, Topic, TopicStats, async_trait, check_ack_batch, check_push_batch,
+    Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch, check_push_batch,
     check_settle_and_reserve, duration_ms,
 };
 use rusqlite::Connection;
@@ -299,8 +299,10 @@ fn stopped() -> Error {
 impl Engine for SqliteEngine {
     async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
         check_push_batch(&jobs, &self.limits)?;
+        let registry = &self.inner.shared.registry;
         for j in &jobs {
             self.check_not_too_far(j.schedule)?;
+            registry.config_of(&j.topic).check_body(j, &self.limits)?;
         }
         self.write(move |tx| push::push(tx, &jobs)).await
     }
@@ -452,5 +454,16 @@ impl Engine for SqliteEngine {
 
     async fn now(&self) -> Result<Timestamp> {
         Ok(self.clock().now())
+    }
+
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
+        Ok(self.inner.shared.registry.config_of(topic))
+    }
+
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
+        config.validate()?;
+        let (topic, config) = (topic.clone(), config.clone());
+        self.write(move |tx| admin::set_config(tx, &topic, &config))
+            .await
     }
 }

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0002_expired_leases.sql"),
     include_str!("../migrations/0003_waiting.sql"),
     include_str!("../migrations/0004_listed.sql"),
+    include_str!("../migrations/0005_topic_config.sql"),
 ];
 
 /// The schema version this build writes.

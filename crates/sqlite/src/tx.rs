@@ -68,14 +68,15 @@ impl<'a> Tx<'a> {
             .map_err(|e| db_err("looking up a topic", e))
     }
 
-    /// The id of a topic, creating it when it is new.
-    pub(crate) fn topic_or_create(&mut self, topic: &Topic) -> Result<i64> {
+    /// The id of a topic, creating it when it is new (on the topic list when `listed`: a
+    /// push creates a listed topic, setting its settings an unlisted one).
+    pub(crate) fn topic_or_create(&mut self, topic: &Topic, listed: bool) -> Result<i64> {
         if let Some(tid) = self.topic(topic)? {
             return Ok(tid);
         }
         self.conn
-            .prepare_cached("INSERT INTO topics (name, seq) VALUES (?1, 0)")
-            .and_then(|mut s| s.execute([topic.as_str()]))
+            .prepare_cached("INSERT INTO topics (name, seq, listed) VALUES (?1, 0, ?2)")
+            .and_then(|mut s| s.execute(params![topic.as_str(), listed]))
             .map_err(|e| db_err("creating a topic", e))?;
         let tid = self.conn.last_insert_rowid();
         self.effects.push(Effect::NewTopic(tid, topic.clone()));

@@ -7,3 +7,4 @@ pub mod push;
 pub mod reserve;
 pub mod serve;
 pub mod stats;
+pub mod topic;

@@ -6,10 +6,12 @@
 //! - `reserve`: reserve and settle-and-reserve (settlements, deliveries, the long-poll).
 //! - `lease`: ack, nack, release, touch, bury.
 //! - `admin`: get, delete, reschedule, kick, list, stats, topics, purge, now.
+//! - `config`: a topic's settings (set, read), and their encoding as function arguments.
 //!
 //! Each status a function answers becomes an error in one place, below.
 
 pub(crate) mod admin;
+pub(crate) mod config;
 pub(crate) mod lease;
 pub(crate) mod push;
 pub(crate) mod reserve;

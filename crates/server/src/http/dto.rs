@@ -6,7 +6,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use delayq_core::limits::MAX_REASON;
 use delayq_core::{
-    Backoff, Bytes, Delivery, Job, JobState, NackOutcome, Pushed, Schedule, Timestamp, TopicStats,
+    Backoff, Bytes, Delivery, Job, JobState, NackOutcome, Pushed, Schedule, Timestamp, TopicConfig,
+    TopicStats, duration_ms,
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -549,6 +550,54 @@ pub struct TopicsResponse {
 pub struct CountResponse {
     /// How many.
     pub count: u64,
+}
+
+/// A topic's settings, shared by every server of the engine: the defaults of the jobs
+/// pushed to it without their own (a push's own fields win) and the largest body it takes.
+/// A `PUT` replaces them whole: an absent or null field is unset (the built-in default, or
+/// the server's limit). A purge keeps them; jobs keep what they were pushed with.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TopicConfigDto {
+    /// The lease length in ms of jobs pushed without `ttr_ms` (1 s to 24 h); null: 30 s.
+    #[schema(minimum = 1000, maximum = 86_400_000)]
+    pub ttr_ms: Option<u64>,
+    /// The deliveries allowed to jobs pushed without `max_attempts` (1 to 10,000); null: 3.
+    #[schema(minimum = 1, maximum = 10_000)]
+    pub max_attempts: Option<u32>,
+    /// The retry back-off of jobs pushed without one; null: exponential from 1 s, doubling,
+    /// up to 1 h, 10 % jitter.
+    pub backoff: Option<BackoffDto>,
+    /// The largest body of this topic's jobs in bytes (1 to 536870912); the server's
+    /// `--max-body` stays in force when it is smaller. null: the server's.
+    #[schema(minimum = 1, maximum = 536_870_912)]
+    pub max_body: Option<u64>,
+}
+
+impl TopicConfigDto {
+    /// The settings, checked; an error names the field at fault.
+    pub fn into_core(self) -> Result<TopicConfig, ApiError> {
+        let config = TopicConfig {
+            ttr: self.ttr_ms.map(Duration::from_millis),
+            max_attempts: self.max_attempts,
+            backoff: self.backoff.map(BackoffDto::into_core),
+            max_body: self
+                .max_body
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        };
+        config.validate().map_err(|e| locate(e, "/ttr_ms"))?;
+        Ok(config)
+    }
+
+    /// The wire form of `c`.
+    pub fn from_core(c: &TopicConfig) -> Self {
+        TopicConfigDto {
+            ttr_ms: c.ttr.map(duration_ms),
+            max_attempts: c.max_attempts,
+            backoff: c.backoff.as_ref().map(BackoffDto::from_core),
+            max_body: c.max_body.map(|n| n as u64),
+        }
+    }
 }
 
 /// Formats engine milliseconds as RFC 3339, always UTC with millisecond precision and a

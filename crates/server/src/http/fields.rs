@@ -42,6 +42,10 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
         ),
         "encoding" => ("invalid_argument", "\"utf8\" (the default) or \"base64\""),
         "max_attempts" => ("invalid_argument", "a whole number from 1 to 10000"),
+        "max_body" => (
+            "invalid_argument",
+            "a whole number of bytes from 1 to 536870912 (the server's --max-body stays in force when it is smaller)",
+        ),
         "priority" => (
             "invalid_argument",
             "a whole number from 0 to 4294967295 (lower runs first; default 0)",

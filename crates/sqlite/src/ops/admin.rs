@@ -1,7 +1,7 @@
 //! The operations on jobs by id and on whole topics, as the Redis engine's `kick.lua`,
-//! `reschedule.lua`, `delete.lua` and `purge.lua`.
+//! `reschedule.lua`, `delete.lua`, `purge.lua` and `configure.lua`.
 
-use delayq_core::{Error, JobId, Result, Schedule, Timestamp, Topic};
+use delayq_core::{Error, JobId, Result, Schedule, Timestamp, Topic, TopicConfig};
 use rusqlite::{OptionalExtension, params};
 
 use super::exec;
@@ -9,6 +9,7 @@ use super::place::place;
 use super::push::due_time;
 use crate::error::db_err;
 use crate::row::{DEAD, META_COLS, Meta, WAITING, meta, state_of};
+use crate::settings;
 use crate::shared::Effect;
 use crate::tx::Tx;
 
@@ -147,4 +148,13 @@ pub(crate) fn purge(tx: &mut Tx<'_>, topic: &Topic) -> Result<u64> {
     )?;
     tx.effect(Effect::Clear(tid));
     Ok(n as u64)
+}
+
+/// Replaces a topic's settings (creating the topic, off the topic list, when it is new).
+/// The caller validated them.
+pub(crate) fn set_config(tx: &mut Tx<'_>, topic: &Topic, config: &TopicConfig) -> Result<()> {
+    let tid = tx.topic_or_create(topic, false)?;
+    settings::write(tx, tid, config)?;
+    tx.effect(Effect::Config(tid, config.clone()));
+    Ok(())
 }

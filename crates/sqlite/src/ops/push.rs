@@ -1,7 +1,7 @@
 //! Push, as the Redis engine's `lua/push.lua`: creates jobs, idempotent on `(topic, id)`.
 
 use delayq_core::limits::delay_ms_ceil;
-use delayq_core::{NewJob, Pushed, Result, Schedule, Timestamp, duration_ms};
+use delayq_core::{NewJob, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms};
 use rusqlite::{OptionalExtension, params};
 
 use super::exec;
@@ -19,15 +19,28 @@ pub(crate) fn due_time(schedule: Schedule, now: u64) -> u64 {
     }
 }
 
-/// Creates each job whose id is free in its topic and answers in order. A job whose id
+/// Creates each job whose id is free in its topic and answers in order; what a job leaves
+/// unset comes from its topic's committed settings (the registry's), else the built-in
+/// defaults. A job whose id
 /// exists (in any state, or earlier in the same batch) is left untouched and answered with
 /// `created: false`, its state and due time. The caller validated the batch, absolute times
 /// included, so nothing here refuses a job.
 pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
     let now = tx.now_ms();
     let mut out = Vec::with_capacity(jobs.len());
+    // The settings of the topic of the previous job (jobs of a batch mostly share one).
+    let mut config: Option<(i64, TopicConfig)> = None;
     for job in jobs {
-        let tid = tx.topic_or_create(&job.topic)?;
+        let tid = tx.topic_or_create(&job.topic, true)?;
+        let topic = match &config {
+            Some((t, c)) if *t == tid => c,
+            _ => &config.insert((tid, tx.shared.registry.config(tid))).1,
+        };
+        let (ttr, max_attempts, backoff) = (
+            topic.ttr_of(job),
+            topic.max_attempts_of(job),
+            topic.backoff_of(job),
+        );
         let ready_at = due_time(job.schedule, now);
         let seq = tx.peek_seq(tid)?;
         let created = exec(
@@ -45,12 +58,12 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
                 job.priority,
                 ready_at,
                 seq,
-                duration_ms(job.ttr),
-                job.max_attempts,
-                job.backoff.base_ms(),
-                job.backoff.factor(),
-                job.backoff.max_ms(),
-                job.backoff.jitter_permille(),
+                duration_ms(ttr),
+                max_attempts,
+                backoff.base_ms(),
+                backoff.factor(),
+                backoff.max_ms(),
+                backoff.jitter_permille(),
                 now,
                 job.body.as_ref(),
             ],

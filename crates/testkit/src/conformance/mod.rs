@@ -16,9 +16,11 @@ use delayq_core::{
 
 use crate::Harness;
 
+mod config;
 mod refusal;
 mod settle;
 mod topics;
+pub use config::*;
 pub use refusal::*;
 pub use settle::*;
 pub use topics::*;
@@ -1561,6 +1563,9 @@ macro_rules! conformance_suite {
             token_beyond_any_issued_is_lease_lost,
             refusals_say_why_issue_12,
             purge_takes_the_topic_off_the_list_issue_12,
+            topic_settings_fill_what_a_push_leaves_unset,
+            topic_body_limit_refuses_before_writing,
+            bad_topic_settings_are_refused_and_change_nothing,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
