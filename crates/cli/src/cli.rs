@@ -47,7 +47,7 @@ pub enum Command {
     /// Make dead jobs ready again: one by id, or all of a topic.
     Kick(KickArgs),
     /// Show or change a topic's settings: the ttr, attempts and back-off of jobs pushed
-    /// without their own, and its body limit.
+    /// without their own, its body limit, and how many acked jobs it keeps, for how long.
     Topic(crate::cmd::topic::TopicArgs),
     /// Measure an engine directly (your Redis, or an embedded data directory): push a
     /// backlog and drain it, then deliver delayed jobs and report how late they came.

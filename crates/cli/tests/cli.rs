@@ -287,8 +287,27 @@ fn topic_settings_from_the_command_line() {
     let bad = s.run(&["topic", "set", "orders", "--ttr", "10ms"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("/ttr_ms"));
+    // With a retention, an acked job stays readable as done.
+    ok(s.run(&[
+        "topic",
+        "set",
+        "orders",
+        "--retain-jobs",
+        "10",
+        "--retain-for",
+        "1h",
+    ]));
+    let out = ok(s.run(&["reserve", "orders", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap().to_string();
+    ok(s.run(&["ack", "orders", "o1", &token]));
+    let out = ok(s.run(&["get", "orders", "o1"]));
+    assert!(out.contains("state: done"), "{out}");
     let out = ok(s.run(&["topic", "set", "orders", "--reset"]));
     assert!(out.contains("max attempts  default (3)"), "{out}");
+    assert!(out.contains("retention     default (none"), "{out}");
+    let missing = s.run(&["get", "orders", "o1"]);
+    assert_eq!(missing.status.code(), Some(3), "no retention, no done job");
 }
 
 #[test]
@@ -654,6 +673,8 @@ fn help_is_complete() {
         "--max-attempts",
         "--backoff-base",
         "--max-body",
+        "--retain-jobs",
+        "--retain-for",
         "--unset",
     ] {
         assert!(topic_set.contains(flag), "topic set --help lacks {flag}");

@@ -10,10 +10,11 @@ use bytes::Bytes;
 use crate::limits::{Limits, MAX_MAX_ATTEMPTS, check_at, check_delay, check_ttr};
 use crate::{Backoff, Error, JobId, LeaseToken, Schedule, Timestamp, Topic};
 
-/// Where a job is in its life.
+/// Where a job is in its life. An acked job is gone, or [`JobState::Done`] for a while when
+/// its topic keeps finished jobs ([`crate::Retention`]).
 ///
 /// ```text
-/// push ──> Delayed ──(due)──> Ready ──reserve──> Reserved ──ack──> (gone)
+/// push ──> Delayed ──(due)──> Ready ──reserve──> Reserved ──ack──> (gone, or Done)
 ///             ^                 ^                  │  │
 ///             └── nack / lease expired (back-off) ─┘  └─ attempts exhausted / bury ──> Dead
 ///                               └──────────────── kick ─────────────────────────────────┘
@@ -28,24 +29,29 @@ pub enum JobState {
     Reserved,
     /// Failed too often or buried; stays until kicked, deleted or purged.
     Dead,
+    /// Acked, and kept because its topic retains finished jobs: readable until its
+    /// retention runs out. It holds no id: a push of its id creates a new job.
+    Done,
 }
 
 impl JobState {
     /// Every state, in life-cycle order.
-    pub const ALL: [JobState; 4] = [
+    pub const ALL: [JobState; 5] = [
         JobState::Delayed,
         JobState::Ready,
         JobState::Reserved,
         JobState::Dead,
+        JobState::Done,
     ];
 
-    /// The lowercase name (`delayed`, `ready`, `reserved`, `dead`).
+    /// The lowercase name (`delayed`, `ready`, `reserved`, `dead`, `done`).
     pub fn as_str(self) -> &'static str {
         match self {
             JobState::Delayed => "delayed",
             JobState::Ready => "ready",
             JobState::Reserved => "reserved",
             JobState::Dead => "dead",
+            JobState::Done => "done",
         }
     }
 }
@@ -65,7 +71,7 @@ impl FromStr for JobState {
             .ok_or_else(|| {
                 Error::invalid(
                     "state",
-                    format!("{s:?} is not one of delayed, ready, reserved, dead"),
+                    format!("{s:?} is not one of delayed, ready, reserved, dead, done"),
                 )
             })
     }
@@ -222,11 +228,13 @@ pub struct Job {
     pub max_attempts: u32,
     /// The retry back-off.
     pub backoff: Backoff,
-    /// Deliveries so far (a reserve counts one; a release gives it back).
+    /// Deliveries so far (a reserve counts one; a release gives it back); for a done job,
+    /// the delivery that was acked included.
     pub attempts: u32,
     /// When it was pushed.
     pub created_at: Timestamp,
-    /// The lease deadline while reserved; when it went dead while dead.
+    /// The lease deadline while reserved; when it went dead while dead; when it was acked
+    /// while done.
     pub deadline: Option<Timestamp>,
     /// The reason given by the last nack or bury, or "lease expired".
     pub last_error: Option<String>,

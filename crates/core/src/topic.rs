@@ -1,9 +1,13 @@
 //! [`TopicConfig`]: a topic's settings, kept by the engine so that every server and client
-//! shares them: the defaults of the jobs pushed to it and the largest body it takes.
+//! shares them: the defaults of the jobs pushed to it, the largest body it takes, and how
+//! long its finished jobs are kept ([`Retention`]).
 
 use std::time::Duration;
 
-use crate::limits::{DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, Limits, MAX_TOPIC_BODY, check_ttr};
+use crate::limits::{
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, Limits, MAX_RETAINED, MAX_RETENTION_AGE, MAX_TOPIC_BODY,
+    MIN_RETENTION_AGE, check_ttr,
+};
 use crate::{Backoff, Error, NewJob, check_max_attempts};
 
 /// A topic's settings. Every field is optional: an unset one leaves the built-in default (or
@@ -22,7 +26,7 @@ use crate::{Backoff, Error, NewJob, check_max_attempts};
 /// config.validate()?;
 /// # Ok::<(), delayq_core::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TopicConfig {
     /// The lease length of jobs pushed without one (1 s to 24 h); unset: 30 s.
     pub ttr: Option<Duration>,
@@ -33,6 +37,42 @@ pub struct TopicConfig {
     /// The largest body a job of this topic may have, in bytes (1 B to 512 MiB). The
     /// engine's own limit ([`Limits::max_body`]) stays in force: the smaller one applies.
     pub max_body: Option<usize>,
+    /// Keep acked jobs, in state [`crate::JobState::Done`], within these bounds; unset (the
+    /// default): an acked job is removed at once.
+    pub retention: Option<Retention>,
+}
+
+/// How many finished (acked) jobs a topic keeps, and for how long: a done job is readable
+/// (get, list) until `max_age` after its ack, or until `max_jobs` later ones were acked,
+/// whichever comes first. Both bounds are required, so retention never grows without end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// The most done jobs kept (1 to 100,000); the oldest go first.
+    pub max_jobs: u32,
+    /// How long after its ack a done job is kept (1 s to 30 days).
+    pub max_age: Duration,
+}
+
+impl Retention {
+    /// Checks the ranges.
+    pub fn validate(&self) -> Result<(), Error> {
+        if !(1..=MAX_RETAINED).contains(&self.max_jobs) {
+            return Err(Error::invalid(
+                "retention",
+                format!("max_jobs {} is outside 1 to {MAX_RETAINED}", self.max_jobs),
+            ));
+        }
+        if !(MIN_RETENTION_AGE..=MAX_RETENTION_AGE).contains(&self.max_age) {
+            return Err(Error::invalid(
+                "retention",
+                format!(
+                    "max_age {} ms is outside 1 s to 30 days",
+                    self.max_age.as_millis()
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl TopicConfig {
@@ -55,7 +95,10 @@ impl TopicConfig {
                 format!("{n} bytes is outside 1 to {MAX_TOPIC_BODY}"),
             ));
         }
-        Ok(())
+        match &self.retention {
+            Some(r) => r.validate(),
+            None => Ok(()),
+        }
     }
 
     /// The lease length of `job`: its own, else the topic's, else 30 s.
@@ -115,6 +158,7 @@ mod tests {
             max_attempts: Some(9),
             backoff: Some(fixed),
             max_body: None,
+            retention: None,
         };
         assert_eq!(topic.ttr_of(&job()), Duration::from_secs(90));
         assert_eq!(topic.max_attempts_of(&job()), 9);
@@ -175,6 +219,26 @@ mod tests {
                     ..TopicConfig::default()
                 },
                 "max_body",
+            ),
+            (
+                TopicConfig {
+                    retention: Some(Retention {
+                        max_jobs: 0,
+                        max_age: Duration::from_secs(60),
+                    }),
+                    ..TopicConfig::default()
+                },
+                "retention",
+            ),
+            (
+                TopicConfig {
+                    retention: Some(Retention {
+                        max_jobs: 10,
+                        max_age: Duration::from_millis(999),
+                    }),
+                    ..TopicConfig::default()
+                },
+                "retention",
             ),
         ];
         for (config, field) in bad {

@@ -17,8 +17,9 @@
 --          { BODY_TOO_LARGE, index of the first job whose body is over the topic's limit,
 --            that limit }
 --
--- Invariants: a live id is never created twice (an existing job, in any state, is left
--- untouched and reported with created = 0); a duplicate later in the same batch sees the
+-- Invariants: a live id is never created twice (an existing job, in any state but done, is
+-- left untouched and reported with created = 0; a done job holds no id: a push of its id
+-- replaces its record with the new job's and takes it out of done); a duplicate later in the same batch sees the
 -- first one; every absolute time and every body (against the topic's max_body) is checked
 -- before the first write; the due time is max(requested, now) on the Redis clock; a job's
 -- own settings win over the topic's, which are read in this call (one HMGET), so every
@@ -53,6 +54,14 @@ end
 local ids = {}
 for i = 1, n do ids[i] = ARGV[8 + (i - 1) * 11] end
 local existing = load_many(ids)
+-- A done job holds no id: the new job takes its place (only ids that exist are looked at).
+local revived = {}
+for i = 1, n do
+  if existing[i] and redis.call('ZSCORE', K_DONE, ids[i]) then
+    existing[i] = false
+    revived[#revived + 1] = ids[i]
+  end
+end
 -- The topic's timer head and whether ready was empty, read once and kept up to date here,
 -- so that a new earliest event is signalled without reading the heads again per job.
 local head, ready_empty = timer_head(), redis.call('ZCARD', K_READY) == 0
@@ -124,6 +133,7 @@ for i = 1, n do
     out[#out + 1] = ready_at
   end
 end
+call_many('ZREM', K_DONE, revived, 1)
 call_many('ZADD', K_READY, ready, 2)
 call_many('ZADD', K_DELAYED, delayed, 2)
 call_many('HSET', K_JOBS, records, 2)

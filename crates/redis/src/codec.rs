@@ -43,13 +43,14 @@ pub(crate) fn settle_status(v: &Value) -> Result<(Status, i64)> {
     }
 }
 
-/// The public state codes of lib.lua (1 delayed, 2 ready, 3 reserved, 4 dead).
+/// The public state codes of lib.lua (1 delayed, 2 ready, 3 reserved, 4 dead, 5 done).
 pub(crate) fn state_from_code(code: i64) -> Result<JobState> {
     Ok(match code {
         1 => JobState::Delayed,
         2 => JobState::Ready,
         3 => JobState::Reserved,
         4 => JobState::Dead,
+        5 => JobState::Done,
         other => return Err(Error::Internal(format!("unknown job state code {other}"))),
     })
 }
@@ -61,6 +62,7 @@ pub(crate) fn state_code(state: JobState) -> u8 {
         JobState::Ready => 2,
         JobState::Reserved => 3,
         JobState::Dead => 4,
+        JobState::Done => 5,
     }
 }
 
@@ -124,7 +126,8 @@ pub(crate) const JOB_VALUES: usize = 5;
 
 /// Decodes the 5 values of lib.lua's `emit` (id, public state, lease token, deadline, the
 /// stored record) into the job and its lease token (0 when it holds none). The record's
-/// attempts count the attempts that ended; a reserved job's current one is its lease.
+/// attempts count the attempts that ended; a reserved job's current one is its lease, and a
+/// done job's record is the one it was leased with (the ack does not rewrite it).
 pub(crate) fn decode_job(
     topic: &Topic,
     vals: &mut impl Iterator<Item = Value>,
@@ -141,7 +144,7 @@ pub(crate) fn decode_job(
     let rec = Bytes::from(bytes(next()?)?);
     let r = Record::decode(&rec)
         .map_err(|e| Error::Internal(format!("stored record of job {id} is invalid: {e}")))?;
-    let attempts = r.attempts + u32::from(state == JobState::Reserved);
+    let attempts = r.attempts + u32::from(matches!(state, JobState::Reserved | JobState::Done));
     let job = Job {
         topic: topic.clone(),
         id,

@@ -7,8 +7,8 @@
 use delayq_core::{Error, Topic};
 
 /// The names of a topic's keys, in the order every function receives them as KEYS.
-pub(crate) const TOPIC_KEY_NAMES: [&str; 9] = [
-    "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters", "config",
+pub(crate) const TOPIC_KEY_NAMES: [&str; 10] = [
+    "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters", "config", "done",
 ];
 
 /// Builds keys under one prefix (default `delayq`).
@@ -83,6 +83,7 @@ mod tests {
                 "delayq:{orders.cancel}:wake",
                 "delayq:{orders.cancel}:counters",
                 "delayq:{orders.cancel}:config",
+                "delayq:{orders.cancel}:done",
             ]
         );
         assert_eq!(ks.wake(&topic("orders.cancel")), keys[6]);

@@ -465,6 +465,44 @@ async fn key_layout_matches_architecture() {
             .collect()
     };
     assert_eq!(config, as_map(&expected));
+
+    // A retention: an acked job's record stays in jobs, its id goes into done at its ack.
+    let keep = delayq_core::TopicConfig {
+        retention: Some(delayq_core::Retention {
+            max_jobs: 10,
+            max_age: Duration::from_secs(60),
+        }),
+        ..settings
+    };
+    e.set_topic_config(&t, &keep).await.unwrap();
+    e.push(NewJob::new(t.clone(), "c").with_id(id("c")))
+        .await
+        .unwrap();
+    let d = e.reserve(&Reserve::new(t.clone())).await.unwrap().remove(0);
+    e.ack(d.lease.as_ref().unwrap()).await.unwrap();
+    let acked = e
+        .get(&t, &id("c"))
+        .await
+        .unwrap()
+        .unwrap()
+        .deadline
+        .unwrap();
+    let done: Vec<(String, f64)> = conn
+        .zrange_withscores("delayq:{layout}:done", 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(done, vec![("c".to_string(), acked.as_millis() as f64)]);
+    let fields: Vec<String> = conn.hkeys("delayq:{layout}:jobs").await.unwrap();
+    assert!(fields.contains(&"c".to_string()) && !fields.contains(&" c".to_string()));
+    let config: std::collections::BTreeMap<String, String> =
+        conn.hgetall("delayq:{layout}:config").await.unwrap();
+    assert_eq!(
+        (config.get("done_max"), config.get("done_age")),
+        (Some(&"10".to_string()), Some(&"60000".to_string()))
+    );
+    e.set_topic_config(&t, &settings).await.unwrap();
+    let done: u64 = conn.zcard("delayq:{layout}:done").await.unwrap();
+    assert_eq!(done, 0, "no retention, no done job");
     e.purge(&t).await.unwrap();
     let config: std::collections::BTreeMap<String, String> =
         conn.hgetall("delayq:{layout}:config").await.unwrap();

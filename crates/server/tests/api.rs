@@ -684,7 +684,7 @@ async fn purged_topic_leaves_topics_and_metrics_issue_12(setup: Setup) {
 /// setting them does not list the topic.
 async fn topic_settings_over_http(setup: Setup) {
     let s = TestServer::start(setup.engine, ServerConfig::default()).await;
-    let unset = json!({"ttr_ms": null, "max_attempts": null, "backoff": null, "max_body": null});
+    let unset = json!({"ttr_ms": null, "max_attempts": null, "backoff": null, "max_body": null, "retention": null});
     assert_eq!(s.get("/v1/topics/cfg").await, (200, unset.clone()));
     let settings = json!({"ttr_ms": 60000, "max_attempts": 5, "backoff": {"kind": "fixed", "base_ms": 2000}, "max_body": 8});
     let (st, v) = s.call("PUT", "/v1/topics/cfg", Some(settings)).await;
@@ -766,6 +766,65 @@ async fn topic_settings_over_http(setup: Setup) {
     let path = &doc["paths"]["/v1/topics/{topic}"];
     for method in ["get", "put", "delete"] {
         assert!(path[method].is_object(), "{method} missing: {path}");
+    }
+}
+
+/// A topic's retention over HTTP: an acked job reads as `done` with the time of its ack,
+/// `state=done` lists it, the stats and `/metrics` count it; a bad retention names its field.
+async fn done_jobs_over_http(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let retention = json!({"retention": {"max_jobs": 10, "max_age_ms": 3_600_000}});
+    let (st, v) = s.call("PUT", "/v1/topics/kept", Some(retention)).await;
+    assert_eq!(
+        (st, v["retention"]["max_jobs"].as_u64()),
+        (200, Some(10)),
+        "{v}"
+    );
+    s.post("/v1/topics/kept/jobs", json!({"id": "a", "body": "x"}))
+        .await;
+    let (_, v) = s.post("/v1/reserve", json!({"topics": ["kept"]})).await;
+    let receipt = v["jobs"][0]["receipt"].as_str().unwrap().to_string();
+    let (st, v) = s
+        .post("/v1/topics/kept/jobs/a/ack", json!({"receipt": receipt}))
+        .await;
+    assert_eq!(st, 204, "{v}");
+    let (st, j) = s.get("/v1/topics/kept/jobs/a").await;
+    assert_eq!(
+        (st, j["state"].as_str(), j["attempts"].as_u64()),
+        (200, Some("done"), Some(1)),
+        "{j}"
+    );
+    assert!(j["deadline"].as_str().unwrap().ends_with("+00:00"), "{j}");
+    let (st, page) = s.get("/v1/topics/kept/jobs?state=done").await;
+    assert_eq!(st, 200, "{page}");
+    assert_eq!(page["jobs"][0]["id"], "a");
+    assert_eq!(s.get("/v1/topics/kept/stats").await.1["done"], 1);
+    let (_, text) = s.text("/metrics").await;
+    assert!(
+        text.contains("delayq_jobs{topic=\"kept\",state=\"done\"} 1"),
+        "{text}"
+    );
+    let (st, v) = s
+        .post("/v1/topics/kept/jobs/a/ack", json!({"receipt": receipt}))
+        .await;
+    assert_eq!((st, code(&v)), (409, "lease_lost"), "{v}");
+    for (bad, field) in [
+        (
+            json!({"retention": {"max_jobs": 0, "max_age_ms": 60000}}),
+            "/retention",
+        ),
+        (
+            json!({"retention": {"max_jobs": 5}}),
+            "/retention/max_age_ms",
+        ),
+        (
+            json!({"retention": {"max_jobs": 5, "max_age_ms": -1}}),
+            "/retention/max_age_ms",
+        ),
+    ] {
+        let (st, v) = s.call("PUT", "/v1/topics/kept", Some(bad.clone())).await;
+        assert_eq!((st, code(&v)), (400, "invalid_argument"), "{bad}: {v}");
+        assert_eq!(v["error"]["field"], field, "{bad}: {v}");
     }
 }
 
@@ -1572,6 +1631,10 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn metrics_follow_the_session() {
                 super::metrics_follow_the_session($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn done_jobs_over_http() {
+                super::done_jobs_over_http($setup(Limits::default()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn topic_settings_over_http() {

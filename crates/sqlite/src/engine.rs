@@ -13,9 +13,9 @@ use delayq_core::limits::{
 };
 use delayq_core::{
     Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Limits, Nack, NackOutcome,
-    NewJob, Page, Pushed, Reserve, Result, Schedule, Settle, Settled, SettledAndReserved,
-    Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch, check_push_batch,
-    check_settle_and_reserve, duration_ms,
+    NewJob, Page, Pushed, Reserve, Result, Retention, Schedule, Settle, Settled,
+    SettledAndReserved, Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch,
+    check_push_batch, check_settle_and_reserve, duration_ms,
 };
 use rusqlite::Connection;
 use tokio::sync::{Notify, oneshot};
@@ -156,6 +156,11 @@ impl SqliteEngine {
 
     fn clock(&self) -> Clock {
         self.inner.shared.clock
+    }
+
+    /// The retention of a topic's done jobs, for the reads to show only those it keeps.
+    fn retention(&self, topic: &Topic) -> Option<Retention> {
+        self.inner.shared.registry.config_of(topic).retention
     }
 
     fn send(&self, r: Request) -> Result<()> {
@@ -310,7 +315,8 @@ impl Engine for SqliteEngine {
     async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
         let (topic, id) = (topic.clone(), id.clone());
         let clock = self.clock();
-        self.read(move |conn| read::get(conn, &topic, &id, clock.now_ms()))
+        let keep = self.retention(&topic);
+        self.read(move |conn| read::get(conn, &topic, &id, clock.now_ms(), keep))
             .await
     }
 
@@ -432,14 +438,16 @@ impl Engine for SqliteEngine {
         };
         let topic = topic.clone();
         let clock = self.clock();
-        self.read(move |conn| read::list(conn, &topic, state, limit, key, clock.now_ms()))
+        let keep = self.retention(&topic);
+        self.read(move |conn| read::list(conn, &topic, (state, keep), limit, key, clock.now_ms()))
             .await
     }
 
     async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
         let topic = topic.clone();
         let clock = self.clock();
-        self.read(move |conn| read::stats(conn, &topic, clock.now_ms()))
+        let keep = self.retention(&topic);
+        self.read(move |conn| read::stats(conn, &topic, clock.now_ms(), keep))
             .await
     }
 
@@ -462,7 +470,7 @@ impl Engine for SqliteEngine {
 
     async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
         config.validate()?;
-        let (topic, config) = (topic.clone(), config.clone());
+        let (topic, config) = (topic.clone(), *config);
         self.write(move |tx| admin::set_config(tx, &topic, &config))
             .await
     }

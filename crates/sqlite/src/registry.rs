@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use delayq_core::{Topic, TopicConfig};
+use delayq_core::{Retention, Topic, TopicConfig};
 
 /// Topic names and ids, shared by the writer and the engine handles.
 #[derive(Default)]
@@ -40,7 +40,12 @@ impl Registry {
 
     /// The settings of a committed topic (none set: the default).
     pub(crate) fn config(&self, tid: i64) -> TopicConfig {
-        self.read().configs.get(&tid).cloned().unwrap_or_default()
+        self.read().configs.get(&tid).copied().unwrap_or_default()
+    }
+
+    /// The retention of a committed topic, if it has one (what an ack asks).
+    pub(crate) fn retention(&self, tid: i64) -> Option<Retention> {
+        self.read().configs.get(&tid).and_then(|c| c.retention)
     }
 
     /// The settings of a topic by name (none set, or no such topic: the default).
@@ -49,7 +54,7 @@ impl Registry {
         maps.by_name
             .get(topic)
             .and_then(|tid| maps.configs.get(tid))
-            .cloned()
+            .copied()
             .unwrap_or_default()
     }
 

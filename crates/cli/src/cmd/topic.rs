@@ -1,6 +1,7 @@
 //! `delayq topic get` and `delayq topic set`: a topic's settings (`GET` and `PUT
-//! /v1/topics/{topic}`), the defaults of the jobs pushed to it without their own and its body
-//! limit. The clap types live here; `cli.rs` only names the subcommand.
+//! /v1/topics/{topic}`), the defaults of the jobs pushed to it without their own, its body
+//! limit and the retention of its done jobs. The clap types live here; `cli.rs` only names
+//! the subcommand.
 
 use std::time::Duration;
 
@@ -69,6 +70,13 @@ pub struct TopicSetArgs {
     /// when it is smaller.
     #[arg(long)]
     pub max_body: Option<u64>,
+    /// Keep up to this many acked jobs, as done (1 to 100000), for --retain-for; see them
+    /// with `GET /v1/topics/<topic>/jobs?state=done` or `delayq get`.
+    #[arg(long, requires = "retain_for")]
+    pub retain_jobs: Option<u32>,
+    /// How long an acked job is kept, e.g. 1h or 7d (1s to 30d; needs --retain-jobs).
+    #[arg(long, value_parser = parse_duration, requires = "retain_jobs")]
+    pub retain_for: Option<Duration>,
     /// Unset a setting (repeatable): the built-in default applies again.
     #[arg(long, value_enum)]
     pub unset: Vec<Setting>,
@@ -90,6 +98,8 @@ pub enum Setting {
     Backoff,
     /// --max-body.
     MaxBody,
+    /// The retention of done jobs (--retain-jobs and --retain-for): acked jobs are removed.
+    Retention,
 }
 
 impl Setting {
@@ -100,6 +110,7 @@ impl Setting {
             Setting::MaxAttempts => "max_attempts",
             Setting::Backoff => "backoff",
             Setting::MaxBody => "max_body",
+            Setting::Retention => "retention",
         }
     }
 }
@@ -166,6 +177,12 @@ fn merged(current: Value, a: &TopicSetArgs) -> Value {
     if let Some(n) = a.max_body {
         out.insert("max_body".into(), n.into());
     }
+    if let (Some(n), Some(d)) = (a.retain_jobs, a.retain_for) {
+        out.insert(
+            "retention".into(),
+            json!({"max_jobs": n, "max_age_ms": ms(d)}),
+        );
+    }
     for s in &a.unset {
         out.remove(s.field());
     }
@@ -219,6 +236,14 @@ fn text(topic: &str, v: &Value) -> String {
             v["max_body"].as_u64().map(|n| format!("{n} bytes")),
             "the server's --max-body",
         ),
+        (
+            "retention",
+            v["retention"]["max_jobs"].as_u64().map(|n| {
+                let age = dur(&v["retention"]["max_age_ms"]).unwrap_or_default();
+                format!("up to {n} done jobs, each for {age}")
+            }),
+            "none: acked jobs are removed",
+        ),
     ];
     let mut out = format!("topic {topic}\n");
     for (name, value, default) in rows {
@@ -259,6 +284,28 @@ mod tests {
             merged(json!({"max_attempts": 4, "max_body": 9}), &a),
             json!({"max_body": 9, "backoff": {"kind": "fixed", "base_ms": 10000}})
         );
+        let a = set_args(&["--retain-jobs", "100", "--retain-for", "1h"]);
+        assert_eq!(
+            merged(json!({}), &a),
+            json!({"retention": {"max_jobs": 100, "max_age_ms": 3_600_000}})
+        );
+        let a = set_args(&["--unset", "retention"]);
+        assert_eq!(
+            merged(
+                json!({"retention": {"max_jobs": 1, "max_age_ms": 1000}}),
+                &a
+            ),
+            json!({})
+        );
+    }
+
+    #[test]
+    fn retention_needs_both_bounds() {
+        for args in [&["--retain-jobs", "5"][..], &["--retain-for", "1h"][..]] {
+            let r =
+                crate::cli::Cli::try_parse_from(["delayq", "topic", "set", "t"].iter().chain(args));
+            assert!(r.is_err(), "{args:?}");
+        }
     }
 
     #[test]
@@ -278,5 +325,6 @@ mod tests {
         assert!(t.contains("max attempts  default (3)"), "{t}");
         assert!(t.contains("back-off      fixed 2s"), "{t}");
         assert!(t.contains("max body      8 bytes"), "{t}");
+        assert!(t.contains("retention     default (none"), "{t}");
     }
 }

@@ -152,7 +152,7 @@ impl Ops {
         let mut inv = self.fcall(library::STATS, topic);
         inv.arg(self.tick_batch);
         let r = codec::array(self.conn.call(&inv, "reading stats").await?)?;
-        if r.len() != 8 {
+        if r.len() != 9 {
             return Err(Error::Internal("stats reply has the wrong length".into()));
         }
         let now = codec::uint(&r[0])?;
@@ -161,6 +161,7 @@ impl Ops {
             ready: codec::uint(&r[2])?,
             reserved: codec::uint(&r[3])?,
             dead: codec::uint(&r[4])?,
+            done: codec::uint(&r[8])?,
             oldest_overdue: codec::opt_uint(&r[5])?
                 .map(|due| Duration::from_millis(now.saturating_sub(due))),
             next_due: codec::opt_uint(&r[6])?.map(Timestamp::from_millis),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use delayq_core::{Backoff, Error, Result, Topic, TopicConfig, duration_ms};
+use delayq_core::{Backoff, Error, Result, Retention, Topic, TopicConfig, duration_ms};
 use redis::Value;
 
 use super::Ops;
@@ -11,7 +11,7 @@ use crate::codec::{self, Status};
 use crate::library;
 
 /// The number of settings (lib.lua's `CONFIG_FIELDS`).
-const FIELDS: usize = 7;
+const FIELDS: usize = 9;
 
 /// An optional number as a function argument: its digits, or '' when unset.
 pub(crate) fn opt_arg(v: Option<u64>) -> String {
@@ -58,6 +58,13 @@ pub(crate) fn decode_config(reply: Value) -> Result<TopicConfig> {
         max_attempts: narrow(1)?,
         backoff,
         max_body: f(6)?.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        retention: match (narrow(7)?, f(8)?) {
+            (Some(max_jobs), Some(age)) => Some(Retention {
+                max_jobs,
+                max_age: Duration::from_millis(age),
+            }),
+            _ => None,
+        },
     })
 }
 
@@ -70,7 +77,9 @@ impl Ops {
         for part in backoff_args(c.backoff.as_ref()) {
             inv.arg(part);
         }
-        inv.arg(opt_arg(c.max_body.map(|n| n as u64)));
+        inv.arg(opt_arg(c.max_body.map(|n| n as u64)))
+            .arg(opt_arg(c.retention.map(|r| u64::from(r.max_jobs))))
+            .arg(opt_arg(c.retention.map(|r| duration_ms(r.max_age))));
         let reply = self.conn.call(&inv, "setting a topic's settings").await?;
         match Status::from_code(codec::int(&reply)?)? {
             Status::Ok => Ok(()),

@@ -19,6 +19,7 @@ fn defaults() -> TopicConfig {
         max_attempts: Some(5),
         backoff: Some(Backoff::fixed(secs(2))),
         max_body: None,
+        retention: None,
     }
 }
 
@@ -213,6 +214,27 @@ pub async fn bad_topic_settings_are_refused_and_change_nothing<H: Harness>(h: &H
         },
         TopicConfig {
             max_body: Some(0),
+            ..defaults()
+        },
+        TopicConfig {
+            retention: Some(delayq_core::Retention {
+                max_jobs: 0,
+                max_age: secs(60),
+            }),
+            ..defaults()
+        },
+        TopicConfig {
+            retention: Some(delayq_core::Retention {
+                max_jobs: 100_001,
+                max_age: secs(60),
+            }),
+            ..defaults()
+        },
+        TopicConfig {
+            retention: Some(delayq_core::Retention {
+                max_jobs: 10,
+                max_age: secs(31 * 24 * 3600),
+            }),
             ..defaults()
         },
     ];

@@ -18,10 +18,12 @@ use crate::Harness;
 
 mod config;
 mod refusal;
+mod retention;
 mod settle;
 mod topics;
 pub use config::*;
 pub use refusal::*;
+pub use retention::*;
 pub use settle::*;
 pub use topics::*;
 
@@ -1566,6 +1568,8 @@ macro_rules! conformance_suite {
             topic_settings_fill_what_a_push_leaves_unset,
             topic_body_limit_refuses_before_writing,
             bad_topic_settings_are_refused_and_change_nothing,
+            retention_keeps_acked_jobs_as_done,
+            retention_forgets_done_jobs_after_their_age,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
