@@ -77,12 +77,15 @@ pub enum Command {
     Kick(KickArgs),
     /// Remove every job of a topic, in every state (asks for --yes).
     Purge(PurgeArgs),
+    /// Show or change a topic's settings: the ttr, attempts and back-off of jobs pushed
+    /// without their own, its body limit, and how many acked jobs it keeps, for how long.
+    Topic(crate::cmd::topic::TopicArgs),
     /// Measure an engine directly (your Redis, or an embedded data directory): push a
     /// backlog and drain it, then deliver delayed jobs and report how late they came.
     ///
     /// Talks to the engine, not to a server. On Redis it works in a topic of its own
     /// (bench.<time>) and purges it at the end; nothing else is read or written, and only
-    /// the topic's name (in delayq's topic registry) and its lease-token counter remain. Without --engine it measures a
+    /// the topic's lease-token counter and purge count remain. Without --engine it measures a
     /// temporary embedded engine. Sizes are bounded (at most 1,000,000 jobs per phase).
     Bench(BenchArgs),
     /// Print a shell completion script. For example:

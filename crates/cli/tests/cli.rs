@@ -232,6 +232,84 @@ fn client_subcommands_and_exit_codes() {
 }
 
 /// A port in use fails `serve` before the data directory is created or migrated.
+/// `delayq topic set` changes only the settings given and `delayq topic get` shows them; a
+/// push then takes them; a bad value exits 1 naming the field.
+#[test]
+fn topic_settings_from_the_command_line() {
+    let s = Server::start(&[]);
+    let out = ok(s.run(&["topic", "get", "orders"]));
+    assert!(out.contains("ttr           default (30s)"), "{out}");
+    let out = ok(s.run(&[
+        "topic",
+        "set",
+        "orders",
+        "--ttr",
+        "1m",
+        "--max-attempts",
+        "5",
+        "--backoff-base",
+        "1s",
+        "--backoff-max",
+        "10m",
+    ]));
+    assert!(out.contains("ttr           1m"), "{out}");
+    assert!(
+        out.contains("back-off      from 1s growing x2 up to 10m"),
+        "{out}"
+    );
+    ok(s.run(&[
+        "topic",
+        "set",
+        "orders",
+        "--max-body",
+        "64",
+        "--unset",
+        "ttr",
+    ]));
+    let out = ok(s.run(&["topic", "get", "orders", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (
+            v["ttr_ms"].as_u64(),
+            v["max_attempts"].as_u64(),
+            v["max_body"].as_u64()
+        ),
+        (None, Some(5), Some(64)),
+        "{v}"
+    );
+    ok(s.run(&["push", "orders", "x", "--id", "o1"]));
+    let out = ok(s.run(&["get", "orders", "o1", "--json"]));
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (j["max_attempts"].as_u64(), j["ttr_ms"].as_u64()),
+        (Some(5), Some(30_000))
+    );
+    let bad = s.run(&["topic", "set", "orders", "--ttr", "10ms"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("/ttr_ms"));
+    // With a retention, an acked job stays readable as done.
+    ok(s.run(&[
+        "topic",
+        "set",
+        "orders",
+        "--retain-jobs",
+        "10",
+        "--retain-for",
+        "1h",
+    ]));
+    let out = ok(s.run(&["reserve", "orders", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let token = v["jobs"][0]["token"].as_u64().unwrap().to_string();
+    ok(s.run(&["ack", "orders", "o1", &token]));
+    let out = ok(s.run(&["get", "orders", "o1"]));
+    assert!(out.contains("state: done"), "{out}");
+    let out = ok(s.run(&["topic", "set", "orders", "--reset"]));
+    assert!(out.contains("max attempts  default (3)"), "{out}");
+    assert!(out.contains("retention     default (none"), "{out}");
+    let missing = s.run(&["get", "orders", "o1"]);
+    assert_eq!(missing.status.code(), Some(3), "no retention, no done job");
+}
+
 #[test]
 fn port_in_use_fails_before_the_data_directory_is_made_issue_12() {
     // See: issue 12
@@ -849,7 +927,7 @@ fn a_bare_number_is_not_a_duration_issue_12() {
 }
 
 /// Every subcommand, as `--help`, the completions and the manual page must show them.
-const SUBCOMMANDS: [&str; 20] = [
+const SUBCOMMANDS: [&str; 21] = [
     "serve",
     "push",
     "get",
@@ -870,6 +948,7 @@ const SUBCOMMANDS: [&str; 20] = [
     "bench",
     "completions",
     "man",
+    "topic",
 ];
 
 /// `delayq completions` prints a script for each shell, and bash takes it; `delayq man`
@@ -992,6 +1071,21 @@ fn help_is_complete() {
         .args(["dead", "list", "--help"])
         .output()
         .unwrap());
+    let topic_set = ok(Command::new(BIN)
+        .args(["topic", "set", "--help"])
+        .output()
+        .unwrap());
+    for flag in [
+        "--ttr",
+        "--max-attempts",
+        "--backoff-base",
+        "--max-body",
+        "--retain-jobs",
+        "--retain-for",
+        "--unset",
+    ] {
+        assert!(topic_set.contains(flag), "topic set --help lacks {flag}");
+    }
 }
 
 #[test]
@@ -1109,16 +1203,16 @@ fn bench_measures_an_engine_and_cleans_up() {
         assert_eq!(v["delayed"]["delivered"], 300, "{v}");
         assert_eq!(v["delayed"]["lateness_ms"]["early"], 0, "{v}");
     }
-    // Only the topic registry and the purged topic's token counter (kept so that lease
-    // tokens never repeat) are left on the Redis.
+    // Only the purged topic's token counter (kept so that lease tokens never repeat) and
+    // its config (which counts its purges) are left on the Redis; the purge took the topic
+    // off the registry.
     let keys = ok(Command::new("redis-cli")
         .args(["-p", &redis.port().to_string(), "--scan"])
         .output()
         .expect("redis-cli comes with redis-server"));
     assert!(
-        keys.lines()
-            .all(|k| k == "delayq:topics"
-                || (k.starts_with("delayq:{bench.") && k.ends_with("}:seq"))),
+        keys.lines().all(|k| k.starts_with("delayq:{bench.")
+            && (k.ends_with("}:seq") || k.ends_with("}:config"))),
         "keys left: {keys}"
     );
     let bad = Command::new(BIN)

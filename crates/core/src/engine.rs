@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use crate::limits::MAX_BATCH;
 use crate::limits::{MAX_RESERVE_TOPICS, MAX_WAIT, check_count, check_reason};
 use crate::{Delivery, Error, Job, JobId, JobState, Lease, NackOutcome, NewJob, Pushed, Result};
-use crate::{Schedule, Timestamp, Topic};
+use crate::{Schedule, Timestamp, Topic, TopicConfig};
 
 /// How a reserve hands out jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -233,6 +233,8 @@ pub struct TopicStats {
     pub reserved: u64,
     /// Dead jobs.
     pub dead: u64,
+    /// Done jobs kept by the topic's retention (0 without one).
+    pub done: u64,
     /// How long the longest-waiting due job has been waiting (now minus its due time), or
     /// `None` when no job is due. A growing value means no one is reserving.
     pub oldest_overdue: Option<Duration>,
@@ -251,7 +253,10 @@ pub struct TopicStats {
 #[async_trait]
 pub trait Engine: Send + Sync + 'static {
     /// Pushes one job. Idempotent on `(topic, id)`: if a live job with this id exists
-    /// (delayed, ready, reserved or dead), nothing changes and `created` is false.
+    /// (delayed, ready, reserved or dead), nothing changes and `created` is false. A done job
+    /// is not live: the push replaces it. What the job leaves unset (ttr, max attempts,
+    /// back-off) comes from its topic's settings ([`Engine::topic_config`]), else the
+    /// built-in defaults; a body over the topic's `max_body` is refused.
     /// The default is a batch of one.
     async fn push(&self, job: NewJob) -> Result<Pushed> {
         let mut out = self.push_batch(vec![job]).await?;
@@ -340,8 +345,9 @@ pub trait Engine: Send + Sync + 'static {
         })
     }
 
-    /// Acknowledges a delivery: the job is done and removed.
-    /// [`Error::LeaseLost`] when the token is not the job's live lease.
+    /// Acknowledges a delivery: the job is done and removed, or kept as
+    /// [`JobState::Done`] when its topic retains finished jobs ([`crate::Retention`]).
+    /// [`Error::LeaseLost`] when the token is not the job's live lease (a done job's too).
     /// The default is a batch of one.
     async fn ack(&self, lease: &Lease) -> Result<()> {
         let mut out = self.ack_batch(std::slice::from_ref(lease)).await?;
@@ -378,7 +384,7 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Lists a state page by page (`limit` 1 to 1000). Orders: delayed by (due time, id),
     /// ready by (priority, due time, push order), reserved by (lease deadline, id), dead by
-    /// (time of death, id).
+    /// (time of death, id), done by (time of the ack, id).
     async fn list(
         &self,
         topic: &Topic,
@@ -390,14 +396,41 @@ pub trait Engine: Send + Sync + 'static {
     /// Counts per state and the age of the oldest overdue job.
     async fn stats(&self, topic: &Topic) -> Result<TopicStats>;
 
-    /// Every topic ever pushed to (a purge does not forget it), sorted.
+    /// Every topic pushed to since it was created or last purged, sorted. A purge takes the
+    /// topic off this list; the next push to it puts it back, whichever process pushes.
     async fn topics(&self) -> Result<Vec<Topic>>;
 
-    /// Removes every job of a topic in every state; returns how many.
+    /// Removes every job of a topic in every state (done ones too) and takes the topic off
+    /// [`Engine::topics`]; returns how many jobs. Lease tokens stay fresh across a purge.
     async fn purge(&self, topic: &Topic) -> Result<u64>;
 
     /// The engine's clock.
     async fn now(&self) -> Result<Timestamp>;
+
+    /// A topic's settings: what [`Engine::set_topic_config`] set last, or
+    /// [`TopicConfig::default`] (nothing set). The default implementation answers that,
+    /// for an engine that keeps no settings.
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
+        let _ = topic;
+        Ok(TopicConfig::default())
+    }
+
+    /// Replaces a topic's settings whole (an unset field goes back to the built-in default),
+    /// for every client of the engine. They apply to jobs pushed afterwards: a job keeps the
+    /// ttr, attempts and back-off it was pushed with. A new retention applies at once: the
+    /// done jobs beyond its bounds are removed (all of them when it is unset), and acks
+    /// from then on keep or remove their jobs by it. Settings survive a purge, and setting
+    /// them does not put a topic on [`Engine::topics`]. Validated first
+    /// ([`TopicConfig::validate`]); a refused call changes nothing. The default
+    /// implementation refuses, for an engine that keeps no settings.
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
+        config.validate()?;
+        Err(Error::InvalidConfig {
+            reason: format!(
+                "this engine keeps no topic settings (topic {topic}); use the Redis or the embedded engine"
+            ),
+        })
+    }
 }
 
 /// Acks `leases` (emptying it) with one `ack_batch`, for the default
@@ -527,5 +560,11 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn now(&self) -> Result<Timestamp> {
         (**self).now().await
+    }
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
+        (**self).topic_config(topic).await
+    }
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
+        (**self).set_topic_config(topic, config).await
     }
 }

@@ -84,8 +84,9 @@ pub enum Error {
         id: JobId,
     },
 
-    /// The lease token is not the job's current lease: it expired, the job was acked, nacked,
-    /// released, buried or deleted, or it was redelivered to someone else.
+    /// The lease token is not the job's current lease: it expired, the job was acked (it may
+    /// be kept as done), nacked, released, buried or deleted, or it was redelivered to
+    /// someone else.
     #[error(
         "lease lost on job {id} in topic {topic}: the lease expired or the job moved on (acked, redelivered, deleted); stop working on it, another delivery may already be running; renew long jobs with touch before the ttr runs out"
     )]

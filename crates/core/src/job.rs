@@ -7,15 +7,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::limits::{
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, Limits, MAX_MAX_ATTEMPTS, check_at, check_delay, check_ttr,
-};
+use crate::limits::{Limits, MAX_MAX_ATTEMPTS, check_at, check_delay, check_ttr};
 use crate::{Backoff, Error, JobId, LeaseToken, Schedule, Timestamp, Topic};
 
-/// Where a job is in its life.
+/// Where a job is in its life. An acked job is gone, or [`JobState::Done`] for a while when
+/// its topic keeps finished jobs ([`crate::Retention`]).
 ///
 /// ```text
-/// push ──> Delayed ──(due)──> Ready ──reserve──> Reserved ──ack──> (gone)
+/// push ──> Delayed ──(due)──> Ready ──reserve──> Reserved ──ack──> (gone, or Done)
 ///             ^                 ^                  │  │
 ///             └── nack / lease expired (back-off) ─┘  └─ attempts exhausted / bury ──> Dead
 ///                               └──────────────── kick ─────────────────────────────────┘
@@ -30,24 +29,29 @@ pub enum JobState {
     Reserved,
     /// Failed too often or buried; stays until kicked, deleted or purged.
     Dead,
+    /// Acked, and kept because its topic retains finished jobs: readable until its
+    /// retention runs out. It holds no id: a push of its id creates a new job.
+    Done,
 }
 
 impl JobState {
     /// Every state, in life-cycle order.
-    pub const ALL: [JobState; 4] = [
+    pub const ALL: [JobState; 5] = [
         JobState::Delayed,
         JobState::Ready,
         JobState::Reserved,
         JobState::Dead,
+        JobState::Done,
     ];
 
-    /// The lowercase name (`delayed`, `ready`, `reserved`, `dead`).
+    /// The lowercase name (`delayed`, `ready`, `reserved`, `dead`, `done`).
     pub fn as_str(self) -> &'static str {
         match self {
             JobState::Delayed => "delayed",
             JobState::Ready => "ready",
             JobState::Reserved => "reserved",
             JobState::Dead => "dead",
+            JobState::Done => "done",
         }
     }
 }
@@ -67,14 +71,15 @@ impl FromStr for JobState {
             .ok_or_else(|| {
                 Error::invalid(
                     "state",
-                    format!("{s:?} is not one of delayed, ready, reserved, dead"),
+                    format!("{s:?} is not one of delayed, ready, reserved, dead, done"),
                 )
             })
     }
 }
 
 /// A job to push. Built with [`NewJob::new`] and the `with_*` setters; the defaults are
-/// a generated id, due now, ttr 30 s, 3 attempts, [`Backoff::default`], priority 0.
+/// a generated id, due now, priority 0, and for ttr, max attempts and back-off the topic's
+/// defaults ([`crate::TopicConfig`]), else ttr 30 s, 3 attempts, [`Backoff::default`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -95,12 +100,15 @@ pub struct NewJob {
     pub body: Bytes,
     /// When it becomes due.
     pub schedule: Schedule,
-    /// The lease length (time to run) of each delivery.
-    pub ttr: Duration,
-    /// How many deliveries before it goes dead (1 = no retry).
-    pub max_attempts: u32,
-    /// The delay before each retry.
-    pub backoff: Backoff,
+    /// The lease length (time to run) of each delivery; `None`: the topic's default, else
+    /// 30 s.
+    pub ttr: Option<Duration>,
+    /// How many deliveries before it goes dead (1 = no retry); `None`: the topic's default,
+    /// else 3.
+    pub max_attempts: Option<u32>,
+    /// The delay before each retry; `None`: the topic's default, else
+    /// [`Backoff::default`].
+    pub backoff: Option<Backoff>,
     /// Among due jobs, lower runs first.
     pub priority: u32,
 }
@@ -113,9 +121,9 @@ impl NewJob {
             id: JobId::generate(),
             body: body.into(),
             schedule: Schedule::NOW,
-            ttr: DEFAULT_TTR,
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            backoff: Backoff::default(),
+            ttr: None,
+            max_attempts: None,
+            backoff: None,
             priority: 0,
         }
     }
@@ -142,17 +150,17 @@ impl NewJob {
     }
     /// Sets the lease length (1 s to 24 h).
     pub fn with_ttr(mut self, ttr: Duration) -> Self {
-        self.ttr = ttr;
+        self.ttr = Some(ttr);
         self
     }
     /// Sets the number of deliveries before the job goes dead (1 to 10,000).
     pub fn with_max_attempts(mut self, n: u32) -> Self {
-        self.max_attempts = n;
+        self.max_attempts = Some(n);
         self
     }
     /// Sets the retry back-off.
     pub fn with_backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff;
+        self.backoff = Some(backoff);
         self
     }
     /// Sets the priority (lower runs first among due jobs).
@@ -161,8 +169,9 @@ impl NewJob {
         self
     }
 
-    /// Checks everything that needs no clock. Engines call this before writing anything,
-    /// then check absolute times against their own clock.
+    /// Checks everything that needs no clock and no topic settings. Engines call this
+    /// before writing anything, then check absolute times against their own clock and the
+    /// body against the topic's limit ([`crate::TopicConfig::check_body`]).
     pub fn validate(&self, limits: &Limits) -> Result<(), Error> {
         if self.body.len() > limits.max_body {
             return Err(Error::BodyTooLarge {
@@ -174,9 +183,16 @@ impl NewJob {
             Schedule::Delay(d) => check_delay(d)?,
             Schedule::At(at) => check_at(at)?,
         }
-        check_ttr(self.ttr)?;
-        check_max_attempts(self.max_attempts)?;
-        self.backoff.validate()
+        if let Some(ttr) = self.ttr {
+            check_ttr(ttr)?;
+        }
+        if let Some(n) = self.max_attempts {
+            check_max_attempts(n)?;
+        }
+        match &self.backoff {
+            Some(b) => b.validate(),
+            None => Ok(()),
+        }
     }
 }
 
@@ -212,11 +228,13 @@ pub struct Job {
     pub max_attempts: u32,
     /// The retry back-off.
     pub backoff: Backoff,
-    /// Deliveries so far (a reserve counts one; a release gives it back).
+    /// Deliveries so far (a reserve counts one; a release gives it back); for a done job,
+    /// the delivery that was acked included.
     pub attempts: u32,
     /// When it was pushed.
     pub created_at: Timestamp,
-    /// The lease deadline while reserved; when it went dead while dead.
+    /// The lease deadline while reserved; when it went dead while dead; when it was acked
+    /// while done.
     pub deadline: Option<Timestamp>,
     /// The reason given by the last nack or bury, or "lease expired".
     pub last_error: Option<String>,

@@ -8,6 +8,8 @@
 //! - `backoff`: [`Backoff`], the retry policy and the formula both engines use.
 //! - `limits`: the ranges of the contract and [`Limits`].
 //! - `job`: [`NewJob`], [`Job`], [`JobState`], [`Delivery`], [`Lease`], [`Pushed`].
+//! - `topic`: [`TopicConfig`], a topic's settings (job defaults, body limit, [`Retention`]
+//!   of done jobs).
 //! - `engine`: the [`Engine`] trait and its request and answer types.
 //! - `error`: [`Error`].
 //! - `acks`: [`ack_batcher`], acks of concurrent callers coalesced into `ack_batch` calls
@@ -25,6 +27,7 @@ mod ids;
 mod job;
 pub mod limits;
 mod time;
+mod topic;
 
 pub use acks::{Acker, Acks, ack_batcher, run_acks};
 pub use backoff::Backoff;
@@ -37,6 +40,7 @@ pub use ids::{JobId, LeaseToken, MAX_ID_LEN, MAX_TOPIC_LEN, Topic};
 pub use job::{Delivery, Job, JobState, Lease, NackOutcome, NewJob, Pushed, check_max_attempts};
 pub use limits::Limits;
 pub use time::{Schedule, Timestamp, duration_ms};
+pub use topic::{Retention, TopicConfig};
 
 pub use async_trait::async_trait;
 pub use bytes::Bytes;

@@ -20,6 +20,14 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub const MAX_MAX_ATTEMPTS: u32 = 10_000;
 /// The default largest body.
 pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
+/// The largest body limit a topic may set (Redis keeps strings up to 512 MiB).
+pub const MAX_TOPIC_BODY: usize = 512 * 1024 * 1024;
+/// The most done jobs a topic may keep ([`crate::Retention::max_jobs`]).
+pub const MAX_RETAINED: u32 = 100_000;
+/// The shortest time a topic may keep its done jobs.
+pub const MIN_RETENTION_AGE: Duration = Duration::from_secs(1);
+/// The longest time a topic may keep its done jobs: 30 days.
+pub const MAX_RETENTION_AGE: Duration = Duration::from_secs(30 * 24 * 3600);
 /// The most jobs in one `push_batch`, one `reserve` or one `ack_batch`, and the largest page.
 pub const MAX_BATCH: usize = 1_000;
 /// The most topics one `reserve` may wait on.

@@ -67,7 +67,7 @@ pub use delayq_worker as worker;
 
 pub use delayq_core::{
     Backoff, Delivery, DeliveryMode, Engine, Error, JobId, JobState, Lease, Limits, NewJob, Pushed,
-    Reserve, Result, Schedule, Timestamp, Topic,
+    Reserve, Result, Retention, Schedule, Timestamp, Topic, TopicConfig,
 };
 pub use delayq_sqlite::Synchronous;
 pub use delayq_worker::{

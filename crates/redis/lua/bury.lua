@@ -1,6 +1,6 @@
 -- bury.lua: sends a reserved job to dead at once, whatever attempts it has left.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token   ARGV[3] reason ('' for none)
 --
 -- Returns: { OK, 0 } | a refusal:

@@ -1,6 +1,6 @@
 -- delete.lua: removes a job in any state. A reserved job's lease is lost with it.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] id
 --
 -- Returns: 1 when a job was deleted, 0 when there was none.

@@ -3,7 +3,7 @@
 -- leaves while it knew of an event, or when it pops a signal for a topic no one there waits
 -- on any more.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1]  the event's time in ms on the Redis clock
 --
 -- Returns: 1 when the event was signalled, 0 when the topic holds no job.

@@ -1,7 +1,7 @@
 -- kick.lua: makes dead jobs ready now with attempts reset to 0: one by id, or a bounded
 -- batch of the oldest.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] id, or '' to kick the oldest dead jobs   ARGV[2] the most to kick when ARGV[1] is ''
 --
 -- Returns: by id: { OK } | { NOT_FOUND } | { WRONG_STATE, public state }

@@ -4,7 +4,7 @@
 -- delayq_<version>_<op>, whose parameters are KEYS and ARGV and which first calls
 -- bind(KEYS). Everything here is local (Redis forbids globals).
 --
--- KEYS (the same eight for every function; all carry the topic's hash tag, so one call
+-- KEYS (the same ten for every function; all carry the topic's hash tag, so one call
 -- touches exactly one cluster slot):
 --   KEYS[1] jobs     HASH  id -> record (cmsgpack, see the F_ fields below; codec.rs decodes
 --                          it too, so a change of fields is a change of both), and for each
@@ -16,6 +16,12 @@
 --   KEYS[6] seq      STRING counter: push order and lease tokens
 --   KEYS[7] wake     ZSET  one member "w" scored by the earliest time a waiter should look
 --   KEYS[8] counters HASH  "expired" -> leases that ran out since creation or purge
+--   KEYS[9] config   HASH  the topic's settings (CONFIG_FIELDS below), kept by purge;
+--                          "purges" -> how many times the topic was purged (push answers
+--                          it, so that every process puts the topic back in the registry
+--                          after a purge)
+--   KEYS[10] done    ZSET  id scored by the time of its ack (ms): the done jobs the topic's
+--                          retention keeps, whose records stay in jobs as they were
 --
 -- The lease (token, deadline) is not in the record: it is the job's token field in jobs and
 -- its entry in leases, so settling checks two small fields instead of decoding the record,
@@ -26,22 +32,25 @@
 -- attempt is its lease, so its public attempts are the record's plus one.
 --
 -- Invariants kept by every function:
---   * a job id is in the jobs hash iff it is in exactly one of delayed, ready, leases, dead;
+--   * a job id is in the jobs hash iff it is in exactly one of delayed, ready, leases, dead,
+--     done;
 --   * a job id has a token field in jobs iff it is in leases, so HLEN jobs counts the jobs
 --     plus the leased ones;
---   * the record's state is DEAD iff the job is in dead, else WAITING (delayed, ready or
---     leased: the sets say which);
+--   * the record's state is DEAD iff the job is in dead, else WAITING (delayed, ready, leased
+--     or done: the sets say which; a done job's record is the one it was leased with, so
+--     its public attempts are the record's plus one, as a leased job's);
+--   * done holds at most the retention's max_jobs ids, and none without a retention;
 --   * time comes only from redis.call('TIME'); no argument carries "now";
 --   * every check that can refuse the call runs before the first write.
 
 -- The keys of the current call, set by bind. Redis runs one function at a time, so these
 -- shared upvalues always hold the running call's keys.
-local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS
+local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_CONFIG, K_DONE
 
 -- Binds the helpers to a call's KEYS; every function calls it first.
 local function bind(keys)
-  K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS =
-    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8]
+  K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_CONFIG, K_DONE =
+    keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8], keys[9], keys[10]
 end
 
 -- The field of jobs that holds a leased job's token: a space, then the id. A space is not
@@ -52,13 +61,32 @@ local function token_field(id)
 end
 
 -- Status codes, mirrored by `Status` in codec.rs.
-local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY = 0, 1, 2, 3, 4
+local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY, BODY_TOO_LARGE = 0, 1, 2, 3, 4, 5
+
+-- The topic's settings: fields of the config hash, in the order configure.lua takes them and
+-- config.lua answers them (mirrored by ops::config), at the C_ positions. A missing field is
+-- unset: the built-in default (or the engine's body limit) applies. The four back-off fields
+-- are set together or not at all.
+-- The retention's two fields are set together or not at all too.
+local CONFIG_FIELDS = { 'ttr', 'max_attempts', 'bo_base', 'bo_factor', 'bo_max', 'bo_jitter',
+  'max_body', 'done_max', 'done_age' }
+local C_TTR, C_MAX, C_BO_BASE, C_BO_FACTOR, C_BO_MAX, C_BO_JITTER, C_MAX_BODY = 1, 2, 3, 4, 5, 6, 7
+local C_DONE_MAX, C_DONE_AGE = 8, 9
+
+-- The topic's settings (numbers at the C_ positions, nil when unset) and its purge count,
+-- with one HMGET of the config hash.
+local function settings()
+  local v = redis.call('HMGET', K_CONFIG, 'purges', unpack(CONFIG_FIELDS))
+  local c = {}
+  for i = 1, #CONFIG_FIELDS do c[i] = tonumber(v[i + 1]) end
+  return c, tonumber(v[1]) or 0
+end
 
 -- Stored states: WAITING (delayed, ready or leased) and DEAD. Promotion, reserve and release
 -- then move only sorted-set members and never rewrite a record.
 local WAITING, DEAD = 1, 4
--- Public states, mirrored by codec.rs: 1 delayed, 2 ready, 3 reserved, 4 dead.
-local P_DELAYED, P_READY, P_RESERVED, P_DEAD = 1, 2, 3, 4
+-- Public states, mirrored by codec.rs: 1 delayed, 2 ready, 3 reserved, 4 dead, 5 done.
+local P_DELAYED, P_READY, P_RESERVED, P_DEAD, P_DONE = 1, 2, 3, 4, 5
 
 -- Record fields (positions in the cmsgpack sequence). F_ATTEMPTS counts ended attempts.
 local F_STATE, F_PRIO, F_READY_AT, F_SEQ, F_TTR, F_MAX, F_ATTEMPTS = 1, 2, 3, 4, 5, 6, 7
@@ -183,13 +211,54 @@ local function unplace(id, j)
   if j[F_STATE] == DEAD then
     redis.call('ZREM', K_DEAD, id)
   elseif redis.call('ZREM', K_DELAYED, id) == 0
-    and redis.call('ZREM', K_READY, ready_member(id, j)) == 0 then
+    and redis.call('ZREM', K_READY, ready_member(id, j)) == 0
+    and redis.call('ZREM', K_DONE, id) == 0 then
     drop_lease(id)
   end
 end
 
+-- The topic's retention of done jobs: the most kept and for how long (ms), or nil when it
+-- keeps none. One HMGET: what an ack pays when the topic keeps none.
+local function retention()
+  local v = redis.call('HMGET', K_CONFIG, 'done_max', 'done_age')
+  if not v[1] then return nil end
+  return { tonumber(v[1]), tonumber(v[2]) }
+end
+
+-- The most done jobs that outlived their age an ack removes: a done job is never shown
+-- once it has (reads check its age), so its removal only has to keep pace with the acks.
+local DONE_TRIM = 1000
+
+-- True when a job done at `at` is still kept at `now` under retention `keep` (nil: none).
+local function still_kept(at, now, keep)
+  return keep ~= nil and at > now - keep[2]
+end
+
+-- Removes done jobs beyond retention `keep` at `now` (nil: every one): at most `limit` that
+-- outlived its age (oldest first), then as many of the oldest as are over its count (at most
+-- the ids acked since the last trim, or a configure's lowering). Records and done entries go
+-- together.
+local function trim_done(now, keep, limit)
+  local gone = {}
+  if keep == nil then
+    gone = redis.call('ZRANGE', K_DONE, 0, -1)
+  else
+    local old = redis.call('ZRANGEBYSCORE', K_DONE, '-inf', now - keep[2], 'LIMIT', 0, limit)
+    local over = redis.call('ZCARD', K_DONE) - #old - keep[1]
+    if over > 0 then
+      gone = redis.call('ZRANGE', K_DONE, 0, #old + over - 1)
+    else
+      gone = old
+    end
+  end
+  if #gone == 0 then return end
+  -- The oldest are exactly the first #gone ranks.
+  redis.call('ZREMRANGEBYRANK', K_DONE, 0, #gone - 1)
+  call_many('HDEL', K_JOBS, gone, 1)
+end
+
 -- The public state of a stored job, and its deadline: the lease's while reserved, the time
--- of death while dead, else 0.
+-- of death while dead, the time of its ack while done, else 0.
 local function describe(id, j)
   if j[F_STATE] == DEAD then
     return P_DEAD, tonumber(redis.call('ZSCORE', K_DEAD, id) or '0')
@@ -197,6 +266,8 @@ local function describe(id, j)
   local deadline = redis.call('ZSCORE', K_LEASES, id)
   if deadline then return P_RESERVED, tonumber(deadline) end
   if redis.call('ZSCORE', K_DELAYED, id) then return P_DELAYED, 0 end
+  local done = redis.call('ZSCORE', K_DONE, id)
+  if done then return P_DONE, tonumber(done) end
   return P_READY, 0
 end
 
@@ -291,14 +362,16 @@ local function same_token(stored, given)
 end
 
 -- Why a lease of `id` that is not live was refused, as a status and a value: NOT_FOUND (no
--- such job), LEASE_LOST (the job is leased under another token or past its deadline, or it
--- has been delivered since it was pushed, released or kicked: the caller's lease existed and
--- is gone) or WRONG_STATE with the job's public state (it has no delivery to settle). Only
--- refusals come here, so reading and decoding the record costs nothing on the hot path.
+-- such job), LEASE_LOST (the job is leased under another token or past its deadline, it is
+-- done (acked), or it has been delivered since it was pushed, released or kicked: the
+-- caller's lease existed and is gone) or WRONG_STATE with the job's public state (it has no
+-- delivery to settle). Only refusals come here, so reading and decoding the record costs
+-- nothing on the hot path.
 local function refusal(id)
   local rec = redis.call('HGET', K_JOBS, id)
   if not rec then return NOT_FOUND, 0 end
   if redis.call('ZSCORE', K_LEASES, id) then return LEASE_LOST, 0 end
+  if redis.call('ZSCORE', K_DONE, id) then return LEASE_LOST, 0 end
   local _, state, _, _, _, _, _, attempts = cmsgpack.unpack_limit(rec, F_ATTEMPTS)
   if attempts > 0 then return LEASE_LOST, 0 end
   if state == DEAD then return WRONG_STATE, P_DEAD end
@@ -369,9 +442,26 @@ local function check_acks(argv, at, count, now, out, m)
 end
 
 -- Removes the jobs of acks that check_acks found live (the same argv, at, count and its
--- answer): out of leases (one ZREM), record and token field out of jobs (one HDEL).
-local function drop_acked(argv, at, count, acked)
+-- answer): out of leases (one ZREM), record and token field out of jobs (one HDEL). When the
+-- topic keeps done jobs (one HMGET of its retention: all a topic without one pays), only the
+-- token fields leave jobs: the jobs go into done at `now`, and done is trimmed to the
+-- retention (at most DONE_TRIM jobs that outlived its age, and those over its count).
+local function drop_acked(argv, at, count, acked, now)
   if count == 0 then return end
+  local keep = retention()
+  if keep then
+    local ids = acked or { unpack(argv, at + 1, at + count) }
+    local fields, done = {}, {}
+    for i = 1, #ids do
+      fields[i] = token_field(ids[i])
+      done[2 * i - 1], done[2 * i] = now, ids[i]
+    end
+    call_many('ZREM', K_LEASES, ids, 1)
+    call_many('HDEL', K_JOBS, fields, 1)
+    call_many('ZADD', K_DONE, done, 2)
+    trim_done(now, keep, DONE_TRIM)
+    return
+  end
   if acked then
     local fields = {}
     for i = 1, #acked do

@@ -1,7 +1,7 @@
 -- list.lua: one page of the jobs in a state, after applying what is due.
 --
--- KEYS: the eight topic keys of lib.lua.
--- ARGV[1] public state (1 delayed, 2 ready, 3 reserved, 4 dead)
+-- KEYS: the topic keys of lib.lua.
+-- ARGV[1] public state (1 delayed, 2 ready, 3 reserved, 4 dead, 5 done)
 -- ARGV[2] cursor score   ARGV[3] cursor member ('' = first page)
 -- ARGV[4] page size (1..1000)   ARGV[5] the most expired leases and due jobs to move first
 --
@@ -9,7 +9,8 @@
 --            (emit, with the record as stored; lease token 0) }
 --
 -- Orders (those of the sorted sets): delayed by (due, id), ready by (priority, due, push
--- order), reserved by (deadline, id), dead by (time of death, id).
+-- order), reserved by (deadline, id), dead by (time of death, id), done by (time of the
+-- ack, id): only the done jobs the topic's retention still keeps (none without one).
 --
 -- Invariants: a cursor stays valid when its job leaves the set in between (the page starts
 -- after the cursor's position); members are compared bytewise, never with the locale.
@@ -17,7 +18,7 @@
 local now = clock()
 tick(now, tonumber(ARGV[5]))
 local state = tonumber(ARGV[1])
-local key = ({ K_DELAYED, K_READY, K_LEASES, K_DEAD })[state]
+local key = ({ K_DELAYED, K_READY, K_LEASES, K_DEAD, K_DONE })[state]
 local after_score, after_member, limit = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 
 -- True when a <= b bytewise (Lua's own comparison follows the server's locale).
@@ -54,15 +55,23 @@ if after_member ~= '' then
   end
 end
 
+if state == P_DONE then
+  -- The done jobs that outlived the retention's age are the first ranks: skipped.
+  local keep = retention()
+  if not keep then return { 0, '', '' } end
+  start = math.max(start, redis.call('ZCOUNT', K_DONE, '-inf', now - keep[2]))
+end
+
 local page = redis.call('ZRANGE', key, start, start + limit - 1, 'WITHSCORES')
 local out = { 0, '', '' }
 for k = 1, #page, 2 do
   local id = page[k]
   if state == P_READY then id = id_of_member(page[k]) end
   local rec = redis.call('HGET', K_JOBS, id)
-  -- The score is the deadline of a reserved job and the time of death of a dead one.
+  -- The score is the deadline of a reserved job, the time of death of a dead one, the time
+  -- of the ack of a done one.
   local deadline = 0
-  if state == P_RESERVED or state == P_DEAD then deadline = tonumber(page[k + 1]) end
+  if state >= P_RESERVED then deadline = tonumber(page[k + 1]) end
   if rec then emit(out, #out, id, rec, state, 0, deadline) end
 end
 if #page == 2 * limit and redis.call('ZCARD', key) > start + limit then

@@ -1,7 +1,7 @@
 -- nack.lua: reports a failed delivery. The job is retried after the given delay or its
 -- back-off, or goes dead when it has used every attempt.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token   ARGV[3] delay ms, or -1 for the job's back-off
 -- ARGV[4] reason ('' for none)
 --

@@ -1,7 +1,7 @@
 -- release.lua: gives a delivery back without counting it: the job is ready again at once,
 -- at its original due time, the attempt not counted (graceful shutdown uses this).
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token
 --
 -- Returns: { OK, 0 } | a refusal:

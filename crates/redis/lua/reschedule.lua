@@ -1,7 +1,7 @@
 -- reschedule.lua: moves a delayed or ready job to a new due time, keeping its id, push
 -- order and attempts.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] kind (0 = delay ms, 1 = absolute ms)   ARGV[3] value
 --
 -- Returns: { OK, new due time ms, public state } | { NOT_FOUND } | { WRONG_STATE, public state }

@@ -3,7 +3,7 @@
 -- lowest priority number first, then the earliest due time, then push order. A worker's
 -- cycle (settle what it finished, take the next jobs) is this one call.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1]  N, the most jobs to take (0..1000; 0 = settle only)
 -- ARGV[2]  mode: 0 = at-least-once (lease each job), 1 = at-most-once (remove each job)
 -- ARGV[3]  the most expired leases and due jobs to move first (bounded work per call)
@@ -32,7 +32,7 @@
 -- bury.lua, release.lua): a lease that is not live answers its refusal (LEASE_LOST,
 -- NOT_FOUND, WRONG_STATE) and changes nothing, and never stops the others or the reserve. They refuse nothing as a whole (their arguments were
 -- validated by delayq-core), so there is no check to run first. The acked jobs are removed
--- after the reserve's writes, so that a worker's steady cycle (ack a batch, lease the next)
+-- (or moved into done, as ack.lua does) after the reserve's writes, so that a worker's steady cycle (ack a batch, lease the next)
 -- keeps the topic's leases and tokens near one size instead of emptying and refilling
 -- them (which costs Redis a re-encoding and rehashing of both at every call).
 --
@@ -62,7 +62,7 @@ end
 -- A topic with no job at all (the idle case): nothing to do, nothing to wait for. (Jobs
 -- acked by this call are still there, so a call that acks never stops here.)
 if n == 0 or redis.call('EXISTS', K_JOBS) == 0 then
-  drop_acked(ARGV, 4, a, acked)
+  drop_acked(ARGV, 4, a, acked, now)
   return out
 end
 
@@ -102,7 +102,7 @@ if taken > 0 then
   call_many('ZADD', K_LEASES, leases, 2)
   call_many('HSET', K_JOBS, tokens, 2)
 end
-drop_acked(ARGV, 4, a, acked)
+drop_acked(ARGV, 4, a, acked, now)
 -- Fewer than n taken means ready is now empty. The heads tick read are stale when acks
 -- left leases since.
 local wake

@@ -1,10 +1,11 @@
 -- stats.lua: counts per state and the age of the oldest overdue job, after applying what is due.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] the most expired leases and due jobs to move first
 --
 -- Returns: { now ms, delayed, ready, reserved, dead, oldest due time among due jobs (-1 =
---            none), earliest due time among delayed jobs (-1 = none), expired leases }
+--            none), earliest due time among delayed jobs (-1 = none), expired leases, done
+--            jobs the retention still keeps }
 --
 -- Invariants: writes only what any reserve would have written (tick). The oldest ready job
 -- is the head of one priority band; at most 64 bands are looked at, so with more distinct
@@ -27,10 +28,14 @@ if delayed_head and delayed_head <= now and (oldest == nil or delayed_head < old
   oldest = delayed_head
 end
 
+local keep, done = retention(), 0
+if keep then done = redis.call('ZCOUNT', K_DONE, '(' .. (now - keep[2]), '+inf') end
+
 return {
   now,
   redis.call('ZCARD', K_DELAYED), redis.call('ZCARD', K_READY),
   redis.call('ZCARD', K_LEASES), redis.call('ZCARD', K_DEAD),
   oldest or -1, delayed_head or -1,
   tonumber(redis.call('HGET', K_COUNTERS, 'expired') or '0'),
+  done,
 }

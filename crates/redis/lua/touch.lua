@@ -1,6 +1,6 @@
 -- touch.lua: extends a live lease to now + ttr.
 --
--- KEYS: the eight topic keys of lib.lua.
+-- KEYS: the topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token   ARGV[3] ttr ms, or -1 for the job's own ttr
 --
 -- Returns: { OK, new deadline ms } | a refusal:

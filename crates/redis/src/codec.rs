@@ -14,6 +14,7 @@ pub(crate) enum Status {
     LeaseLost,
     WrongState,
     InvalidDelay,
+    BodyTooLarge,
 }
 
 impl Status {
@@ -24,6 +25,7 @@ impl Status {
             2 => Status::LeaseLost,
             3 => Status::WrongState,
             4 => Status::InvalidDelay,
+            5 => Status::BodyTooLarge,
             other => return Err(Error::Internal(format!("unknown function status {other}"))),
         })
     }
@@ -41,13 +43,14 @@ pub(crate) fn settle_status(v: &Value) -> Result<(Status, i64)> {
     }
 }
 
-/// The public state codes of lib.lua (1 delayed, 2 ready, 3 reserved, 4 dead).
+/// The public state codes of lib.lua (1 delayed, 2 ready, 3 reserved, 4 dead, 5 done).
 pub(crate) fn state_from_code(code: i64) -> Result<JobState> {
     Ok(match code {
         1 => JobState::Delayed,
         2 => JobState::Ready,
         3 => JobState::Reserved,
         4 => JobState::Dead,
+        5 => JobState::Done,
         other => return Err(Error::Internal(format!("unknown job state code {other}"))),
     })
 }
@@ -59,6 +62,7 @@ pub(crate) fn state_code(state: JobState) -> u8 {
         JobState::Ready => 2,
         JobState::Reserved => 3,
         JobState::Dead => 4,
+        JobState::Done => 5,
     }
 }
 
@@ -79,6 +83,14 @@ pub(crate) fn int(v: &Value) -> Result<i64> {
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| unexpected("an integer", v)),
         other => Err(unexpected("an integer", other)),
+    }
+}
+
+/// A non-negative integer as u64, or `None` for a nil (a missing field of an `HMGET`).
+pub(crate) fn opt_field(v: &Value) -> Result<Option<u64>> {
+    match v {
+        Value::Nil => Ok(None),
+        v => uint(v).map(Some),
     }
 }
 
@@ -114,7 +126,8 @@ pub(crate) const JOB_VALUES: usize = 5;
 
 /// Decodes the 5 values of lib.lua's `emit` (id, public state, lease token, deadline, the
 /// stored record) into the job and its lease token (0 when it holds none). The record's
-/// attempts count the attempts that ended; a reserved job's current one is its lease.
+/// attempts count the attempts that ended; a reserved job's current one is its lease, and a
+/// done job's record is the one it was leased with (the ack does not rewrite it).
 pub(crate) fn decode_job(
     topic: &Topic,
     vals: &mut impl Iterator<Item = Value>,
@@ -131,7 +144,7 @@ pub(crate) fn decode_job(
     let rec = Bytes::from(bytes(next()?)?);
     let r = Record::decode(&rec)
         .map_err(|e| Error::Internal(format!("stored record of job {id} is invalid: {e}")))?;
-    let attempts = r.attempts + u32::from(state == JobState::Reserved);
+    let attempts = r.attempts + u32::from(matches!(state, JobState::Reserved | JobState::Done));
     let job = Job {
         topic: topic.clone(),
         id,

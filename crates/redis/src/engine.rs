@@ -2,7 +2,7 @@
 //! dispatches to `ops` (one module per group of operations); `conn` owns the connection
 //! and the functions library.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,8 +10,8 @@ use std::time::Duration;
 use delayq_core::limits::{check_count, check_reason, check_ttr};
 use delayq_core::{
     Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page,
-    Pushed, Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic, TopicStats,
-    async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve,
+    Pushed, Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic, TopicConfig,
+    TopicStats, async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve,
 };
 use tokio::sync::oneshot;
 
@@ -74,7 +74,7 @@ impl RedisEngine {
                 safety_wake: config.safety_wake,
                 waiters,
                 rotate: AtomicUsize::new(0),
-                registered: Mutex::new(HashSet::new()),
+                registered: Mutex::new(HashMap::new()),
                 _stop: stop_tx,
             }),
         })
@@ -174,5 +174,14 @@ impl Engine for RedisEngine {
 
     async fn now(&self) -> Result<Timestamp> {
         self.ops.now().await
+    }
+
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
+        self.ops.config(topic).await
+    }
+
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
+        config.validate()?;
+        self.ops.set_config(topic, config).await
     }
 }

@@ -7,8 +7,8 @@
 use delayq_core::{Error, Topic};
 
 /// The names of a topic's keys, in the order every function receives them as KEYS.
-pub(crate) const TOPIC_KEY_NAMES: [&str; 8] = [
-    "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters",
+pub(crate) const TOPIC_KEY_NAMES: [&str; 10] = [
+    "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters", "config", "done",
 ];
 
 /// Builds keys under one prefix (default `delayq`).
@@ -30,14 +30,19 @@ impl KeySpace {
         })
     }
 
-    /// The eight keys of a topic, in function KEYS order.
-    pub(crate) fn topic(&self, topic: &Topic) -> [String; 8] {
+    /// The keys of a topic, in function KEYS order.
+    pub(crate) fn topic(&self, topic: &Topic) -> [String; TOPIC_KEY_NAMES.len()] {
         TOPIC_KEY_NAMES.map(|name| format!("{}:{{{}}}:{name}", self.prefix, topic.as_str()))
     }
 
     /// The wake key of a topic (a blocked waiter's BZPOPMIN target).
     pub(crate) fn wake(&self, topic: &Topic) -> String {
         format!("{}:{{{}}}:wake", self.prefix, topic.as_str())
+    }
+
+    /// The `jobs` hash of a topic (a topic holds jobs iff it exists).
+    pub(crate) fn jobs(&self, topic: &Topic) -> String {
+        format!("{}:{{{}}}:jobs", self.prefix, topic.as_str())
     }
 
     /// The topic registry: a SET of topic names, not tied to any topic's slot.
@@ -77,9 +82,12 @@ mod tests {
                 "delayq:{orders.cancel}:seq",
                 "delayq:{orders.cancel}:wake",
                 "delayq:{orders.cancel}:counters",
+                "delayq:{orders.cancel}:config",
+                "delayq:{orders.cancel}:done",
             ]
         );
         assert_eq!(ks.wake(&topic("orders.cancel")), keys[6]);
+        assert_eq!(ks.jobs(&topic("orders.cancel")), keys[0]);
         assert_eq!(ks.registry(), "delayq:topics");
     }
 

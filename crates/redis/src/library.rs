@@ -2,7 +2,7 @@
 //! from `lua/lib.lua` (the helpers, defined once per load) and one `lua/<op>.lua` per
 //! function. `conn` loads it (`FUNCTION LOAD REPLACE`); `ops` call it (`FCALL`).
 //!
-//! The library's name carries a version (`delayq_4`), and so does every function's name (Redis wants
+//! The library's name carries a version (`delayq_5`), and so does every function's name (Redis wants
 //! function names unique across libraries): two delayq versions can share one Redis during a
 //! rolling upgrade, each calling its own functions. The version is bumped whenever the
 //! stored format (keys, records) or a function's arguments or reply change.
@@ -34,7 +34,7 @@ macro_rules! library {
 }
 
 library! {
-    version "4";
+    version "5";
     PUSH => "push",
     RESERVE => "reserve",
     ACK => "ack",
@@ -50,6 +50,8 @@ library! {
     STATS => "stats",
     PURGE => "purge",
     HANDBACK => "handback",
+    CONFIGURE => "configure",
+    CONFIG => "config",
 }
 
 #[cfg(test)]
@@ -64,7 +66,7 @@ mod tests {
         assert!(SOURCE.starts_with(&format!("#!lua name={NAME}\n")));
         for f in [
             PUSH, RESERVE, ACK, NACK, RELEASE, TOUCH, BURY, KICK, RESCHEDULE, DELETE, GET, LIST,
-            STATS, PURGE, HANDBACK,
+            STATS, PURGE, HANDBACK, CONFIGURE, CONFIG,
         ] {
             assert!(
                 SOURCE.contains(&format!(

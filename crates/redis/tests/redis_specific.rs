@@ -439,6 +439,78 @@ async fn key_layout_matches_architecture() {
     );
     let topics: Vec<String> = conn.smembers("delayq:topics").await.unwrap();
     assert_eq!(topics, vec!["layout"]);
+
+    // The settings: one field per setting set; a purge keeps them and counts itself.
+    let settings = delayq_core::TopicConfig {
+        ttr: Some(Duration::from_secs(45)),
+        backoff: Some(delayq_core::Backoff::fixed(Duration::from_secs(2))),
+        max_body: Some(100),
+        ..Default::default()
+    };
+    e.set_topic_config(&t, &settings).await.unwrap();
+    let config: std::collections::BTreeMap<String, String> =
+        conn.hgetall("delayq:{layout}:config").await.unwrap();
+    let expected = [
+        ("bo_base", "2000"),
+        ("bo_factor", "1"),
+        ("bo_jitter", "0"),
+        ("bo_max", "2000"),
+        ("max_body", "100"),
+        ("ttr", "45000"),
+    ];
+    let as_map = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    assert_eq!(config, as_map(&expected));
+
+    // A retention: an acked job's record stays in jobs, its id goes into done at its ack.
+    let keep = delayq_core::TopicConfig {
+        retention: Some(delayq_core::Retention {
+            max_jobs: 10,
+            max_age: Duration::from_secs(60),
+        }),
+        ..settings
+    };
+    e.set_topic_config(&t, &keep).await.unwrap();
+    e.push(NewJob::new(t.clone(), "c").with_id(id("c")))
+        .await
+        .unwrap();
+    let d = e.reserve(&Reserve::new(t.clone())).await.unwrap().remove(0);
+    e.ack(d.lease.as_ref().unwrap()).await.unwrap();
+    let acked = e
+        .get(&t, &id("c"))
+        .await
+        .unwrap()
+        .unwrap()
+        .deadline
+        .unwrap();
+    let done: Vec<(String, f64)> = conn
+        .zrange_withscores("delayq:{layout}:done", 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(done, vec![("c".to_string(), acked.as_millis() as f64)]);
+    let fields: Vec<String> = conn.hkeys("delayq:{layout}:jobs").await.unwrap();
+    assert!(fields.contains(&"c".to_string()) && !fields.contains(&" c".to_string()));
+    let config: std::collections::BTreeMap<String, String> =
+        conn.hgetall("delayq:{layout}:config").await.unwrap();
+    assert_eq!(
+        (config.get("done_max"), config.get("done_age")),
+        (Some(&"10".to_string()), Some(&"60000".to_string()))
+    );
+    e.set_topic_config(&t, &settings).await.unwrap();
+    let done: u64 = conn.zcard("delayq:{layout}:done").await.unwrap();
+    assert_eq!(done, 0, "no retention, no done job");
+    e.purge(&t).await.unwrap();
+    let config: std::collections::BTreeMap<String, String> =
+        conn.hgetall("delayq:{layout}:config").await.unwrap();
+    let mut after = expected.to_vec();
+    after.push(("purges", "1"));
+    assert_eq!(config, as_map(&after));
+    let topics: Vec<String> = conn.smembers("delayq:topics").await.unwrap();
+    assert!(topics.is_empty(), "{topics:?}");
 }
 
 /// 20 reservers on empty topics, each reserving again as soon as its 5 s long-poll ends (as a

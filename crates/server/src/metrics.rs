@@ -298,12 +298,7 @@ impl Metrics {
             self.lateness.remove(&label);
             self.reserved_time.remove(&label);
             self.oldest_overdue.remove(&label);
-            for state in [
-                JobState::Delayed,
-                JobState::Ready,
-                JobState::Reserved,
-                JobState::Dead,
-            ] {
+            for state in JobState::ALL {
                 self.jobs.remove(&StateLabel {
                     topic: topic.to_string(),
                     state: state.to_string(),
@@ -351,6 +346,7 @@ impl Metrics {
                 (JobState::Ready, s.ready),
                 (JobState::Reserved, s.reserved),
                 (JobState::Dead, s.dead),
+                (JobState::Done, s.done),
             ] {
                 let label = StateLabel {
                     topic: topic.to_string(),

@@ -440,7 +440,7 @@ async fn every_error_code(setup: Setup) {
             "/v1/topics/t/jobs?state=zombie",
             None,
             400,
-            "invalid_request",
+            "invalid_argument",
         ),
         (
             "GET",
@@ -636,6 +636,195 @@ async fn metrics_follow_the_session(setup: Setup) {
         "delayq_lease_expirations_total{topic=\"mx\"} 0",
     ] {
         assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+}
+
+/// A purged topic leaves `GET /v1/topics` and its series leave `/metrics`; the next push
+/// brings both back.
+// See: issue 12 (a purged topic stayed listed, and its series stayed, forever).
+async fn purged_topic_leaves_topics_and_metrics_issue_12(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    for topic in ["gone", "kept"] {
+        let (st, v) = s
+            .post(&format!("/v1/topics/{topic}/jobs"), json!({"body": "x"}))
+            .await;
+        assert_eq!(st, 201, "{v}");
+    }
+    let names = |v: &Value| -> Vec<String> {
+        v["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["topic"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let series = "delayq_jobs_pushed_total{topic=\"gone\"}";
+    assert_eq!(names(&s.get("/v1/topics").await.1), ["gone", "kept"]);
+    assert!(s.text("/metrics").await.1.contains(series));
+
+    let (st, v) = s.delete("/v1/topics/gone").await;
+    assert_eq!((st, v["count"].as_u64()), (200, Some(1)), "{v}");
+    assert_eq!(names(&s.get("/v1/topics").await.1), ["kept"]);
+    let (st, text) = s.text("/metrics").await;
+    assert_eq!(st, 200);
+    assert!(!text.contains("topic=\"gone\""), "{text}");
+    assert!(
+        text.contains("delayq_jobs_pushed_total{topic=\"kept\"} 1"),
+        "{text}"
+    );
+
+    s.post("/v1/topics/gone/jobs", json!({"body": "again"}))
+        .await;
+    assert_eq!(names(&s.get("/v1/topics").await.1), ["gone", "kept"]);
+    assert!(s.text("/metrics").await.1.contains(series));
+}
+
+/// `GET` and `PUT /v1/topics/{topic}`: a topic's settings fill what a push leaves unset,
+/// its body limit answers 413 at `/body`, bad settings are refused naming the field, and
+/// setting them does not list the topic.
+async fn topic_settings_over_http(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let unset = json!({"ttr_ms": null, "max_attempts": null, "backoff": null, "max_body": null, "retention": null});
+    assert_eq!(s.get("/v1/topics/cfg").await, (200, unset.clone()));
+    let settings = json!({"ttr_ms": 60000, "max_attempts": 5, "backoff": {"kind": "fixed", "base_ms": 2000}, "max_body": 8});
+    let (st, v) = s.call("PUT", "/v1/topics/cfg", Some(settings)).await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (v["ttr_ms"].as_u64(), v["max_body"].as_u64()),
+        (Some(60000), Some(8))
+    );
+    assert_eq!(v["backoff"]["kind"], "fixed");
+    assert_eq!(s.get("/v1/topics/cfg").await, (200, v));
+
+    let (st, _) = s
+        .post("/v1/topics/cfg/jobs", json!({"id": "a", "body": "x"}))
+        .await;
+    assert_eq!(st, 201);
+    let (_, a) = s.get("/v1/topics/cfg/jobs/a").await;
+    assert_eq!(
+        (
+            a["ttr_ms"].as_u64(),
+            a["max_attempts"].as_u64(),
+            a["backoff"]["base_ms"].as_u64()
+        ),
+        (Some(60000), Some(5), Some(2000)),
+        "{a}"
+    );
+    let (st, _) = s
+        .post(
+            "/v1/topics/cfg/jobs",
+            json!({"id": "b", "body": "x", "ttr_ms": 1000}),
+        )
+        .await;
+    assert_eq!(st, 201);
+    assert_eq!(s.get("/v1/topics/cfg/jobs/b").await.1["ttr_ms"], 1000);
+    let (st, v) = s
+        .post("/v1/topics/cfg/jobs", json!({"body": "9 bytes!!"}))
+        .await;
+    assert_eq!((st, code(&v)), (413, "body_too_large"), "{v}");
+    assert_eq!(v["error"]["field"], "/body");
+
+    for (body, status, error, field) in [
+        (json!({"ttr_ms": 10}), 400, "invalid_ttr", "/ttr_ms"),
+        (
+            json!({"max_attempts": 0}),
+            400,
+            "invalid_argument",
+            "/max_attempts",
+        ),
+        (json!({"max_body": 0}), 400, "invalid_argument", "/max_body"),
+        (
+            json!({"backoff": {"kind": "exponential", "base_ms": 5000, "max_ms": 1000}}),
+            400,
+            "invalid_argument",
+            "/backoff",
+        ),
+        (
+            json!({"max_body": -1}),
+            400,
+            "invalid_argument",
+            "/max_body",
+        ),
+        (json!({"ttl_ms": 5}), 400, "invalid_request", "/ttl_ms"),
+    ] {
+        let (st, v) = s.call("PUT", "/v1/topics/cfg", Some(body.clone())).await;
+        assert_eq!((st, code(&v)), (status, error), "{body}: {v}");
+        assert_eq!(v["error"]["field"], field, "{body}: {v}");
+    }
+    assert_eq!(s.get("/v1/topics/cfg").await.1["ttr_ms"], 60000);
+
+    let (st, _) = s.call("PUT", "/v1/topics/quiet", Some(json!({}))).await;
+    assert_eq!(st, 200);
+    let (_, topics) = s.get("/v1/topics").await;
+    assert_eq!(topics["topics"].as_array().unwrap().len(), 1, "{topics}");
+    assert_eq!(topics["topics"][0]["topic"], "cfg");
+    assert_eq!(
+        s.call("PUT", "/v1/topics/cfg", Some(json!({}))).await,
+        (200, unset)
+    );
+    let (_, doc) = s.get("/v1/openapi.json").await;
+    let path = &doc["paths"]["/v1/topics/{topic}"];
+    for method in ["get", "put", "delete"] {
+        assert!(path[method].is_object(), "{method} missing: {path}");
+    }
+}
+
+/// A topic's retention over HTTP: an acked job reads as `done` with the time of its ack,
+/// `state=done` lists it, the stats and `/metrics` count it; a bad retention names its field.
+async fn done_jobs_over_http(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let retention = json!({"retention": {"max_jobs": 10, "max_age_ms": 3_600_000}});
+    let (st, v) = s.call("PUT", "/v1/topics/kept", Some(retention)).await;
+    assert_eq!(
+        (st, v["retention"]["max_jobs"].as_u64()),
+        (200, Some(10)),
+        "{v}"
+    );
+    s.post("/v1/topics/kept/jobs", json!({"id": "a", "body": "x"}))
+        .await;
+    let (_, v) = s.post("/v1/reserve", json!({"topics": ["kept"]})).await;
+    let receipt = v["jobs"][0]["receipt"].as_str().unwrap().to_string();
+    let (st, v) = s
+        .post("/v1/topics/kept/jobs/a/ack", json!({"receipt": receipt}))
+        .await;
+    assert_eq!(st, 204, "{v}");
+    let (st, j) = s.get("/v1/topics/kept/jobs/a").await;
+    assert_eq!(
+        (st, j["state"].as_str(), j["attempts"].as_u64()),
+        (200, Some("done"), Some(1)),
+        "{j}"
+    );
+    assert!(j["deadline"].as_str().unwrap().ends_with("+00:00"), "{j}");
+    let (st, page) = s.get("/v1/topics/kept/jobs?state=done").await;
+    assert_eq!(st, 200, "{page}");
+    assert_eq!(page["jobs"][0]["id"], "a");
+    assert_eq!(s.get("/v1/topics/kept/stats").await.1["done"], 1);
+    let (_, text) = s.text("/metrics").await;
+    assert!(
+        text.contains("delayq_jobs{topic=\"kept\",state=\"done\"} 1"),
+        "{text}"
+    );
+    let (st, v) = s
+        .post("/v1/topics/kept/jobs/a/ack", json!({"receipt": receipt}))
+        .await;
+    assert_eq!((st, code(&v)), (409, "lease_lost"), "{v}");
+    for (bad, field) in [
+        (
+            json!({"retention": {"max_jobs": 0, "max_age_ms": 60000}}),
+            "/retention",
+        ),
+        (
+            json!({"retention": {"max_jobs": 5}}),
+            "/retention/max_age_ms",
+        ),
+        (
+            json!({"retention": {"max_jobs": 5, "max_age_ms": -1}}),
+            "/retention/max_age_ms",
+        ),
+    ] {
+        let (st, v) = s.call("PUT", "/v1/topics/kept", Some(bad.clone())).await;
+        assert_eq!((st, code(&v)), (400, "invalid_argument"), "{bad}: {v}");
+        assert_eq!(v["error"]["field"], field, "{bad}: {v}");
     }
 }
 
@@ -1464,6 +1653,21 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn metrics_follow_the_session() {
                 super::metrics_follow_the_session($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn done_jobs_over_http() {
+                super::done_jobs_over_http($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn topic_settings_over_http() {
+                super::topic_settings_over_http($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn purged_topic_leaves_topics_and_metrics_issue_12() {
+                super::purged_topic_leaves_topics_and_metrics_issue_12(
+                    $setup(Limits::default()).await,
+                )
+                .await;
             }
         }
     };

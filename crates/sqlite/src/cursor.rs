@@ -3,7 +3,7 @@
 //! moves to another state between pages.
 //!
 //! Forms: `d:<due>:<id>` (delayed), `r:<priority>:<due>:<seq>` (ready), `l:<deadline>:<id>`
-//! (reserved), `x:<died>:<id>` (dead). Ids may hold ':', so the id is everything after the
+//! (reserved), `x:<died>:<id>` (dead), `c:<acked>:<id>` (done). Ids may hold ':', so the id is everything after the
 //! last fixed field.
 
 use delayq_core::{Error, JobState, Result};
@@ -11,7 +11,7 @@ use delayq_core::{Error, JobState, Result};
 /// The sort key a listing resumes after.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Key {
-    /// Delayed, reserved and dead jobs: (time, id).
+    /// Delayed, reserved, dead and done jobs: (time, id).
     TimeId(u64, String),
     /// Ready jobs: (priority, due time, push order).
     Ready(u32, u64, u64),
@@ -76,6 +76,7 @@ fn tag(state: JobState) -> &'static str {
         JobState::Ready => "r",
         JobState::Reserved => "l",
         JobState::Dead => "x",
+        JobState::Done => "c",
     }
 }
 

@@ -13,9 +13,9 @@ use delayq_core::limits::{
 };
 use delayq_core::{
     Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Limits, Nack, NackOutcome,
-    NewJob, Page, Pushed, Reserve, Result, Schedule, Settle, Settled, SettledAndReserved,
-    Timestamp, Topic, TopicStats, async_trait, check_ack_batch, check_push_batch,
-    check_settle_and_reserve, duration_ms,
+    NewJob, Page, Pushed, Reserve, Result, Retention, Schedule, Settle, Settled,
+    SettledAndReserved, Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch,
+    check_push_batch, check_settle_and_reserve, duration_ms,
 };
 use rusqlite::Connection;
 use tokio::sync::{Notify, oneshot};
@@ -156,6 +156,11 @@ impl SqliteEngine {
 
     fn clock(&self) -> Clock {
         self.inner.shared.clock
+    }
+
+    /// The retention of a topic's done jobs, for the reads to show only those it keeps.
+    fn retention(&self, topic: &Topic) -> Option<Retention> {
+        self.inner.shared.registry.config_of(topic).retention
     }
 
     fn send(&self, r: Request) -> Result<()> {
@@ -299,8 +304,10 @@ fn stopped() -> Error {
 impl Engine for SqliteEngine {
     async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
         check_push_batch(&jobs, &self.limits)?;
+        let registry = &self.inner.shared.registry;
         for j in &jobs {
             self.check_not_too_far(j.schedule)?;
+            registry.config_of(&j.topic).check_body(j, &self.limits)?;
         }
         self.write(move |tx| push::push(tx, &jobs)).await
     }
@@ -308,7 +315,8 @@ impl Engine for SqliteEngine {
     async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
         let (topic, id) = (topic.clone(), id.clone());
         let clock = self.clock();
-        self.read(move |conn| read::get(conn, &topic, &id, clock.now_ms()))
+        let keep = self.retention(&topic);
+        self.read(move |conn| read::get(conn, &topic, &id, clock.now_ms(), keep))
             .await
     }
 
@@ -430,14 +438,16 @@ impl Engine for SqliteEngine {
         };
         let topic = topic.clone();
         let clock = self.clock();
-        self.read(move |conn| read::list(conn, &topic, state, limit, key, clock.now_ms()))
+        let keep = self.retention(&topic);
+        self.read(move |conn| read::list(conn, &topic, (state, keep), limit, key, clock.now_ms()))
             .await
     }
 
     async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
         let topic = topic.clone();
         let clock = self.clock();
-        self.read(move |conn| read::stats(conn, &topic, clock.now_ms()))
+        let keep = self.retention(&topic);
+        self.read(move |conn| read::stats(conn, &topic, clock.now_ms(), keep))
             .await
     }
 
@@ -452,5 +462,16 @@ impl Engine for SqliteEngine {
 
     async fn now(&self) -> Result<Timestamp> {
         Ok(self.clock().now())
+    }
+
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
+        Ok(self.inner.shared.registry.config_of(topic))
+    }
+
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
+        config.validate()?;
+        let (topic, config) = (topic.clone(), *config);
+        self.write(move |tx| admin::set_config(tx, &topic, &config))
+            .await
     }
 }

@@ -19,7 +19,8 @@
 //! - `open`, `schema` and `migrations/*.sql`: the data directory and its lock, WAL and
 //!   `synchronous`, schema migrations, recovery at open; `readers`: the read connections.
 //! - `clock`: the engine clock (wall clock at open + monotonic time).
-//! - `row`: the `jobs` row and its decoding; `error`: SQLite and I/O errors onto
+//! - `row`: the `jobs` row and its decoding; `settings`: a topic's settings in its
+//!   `topics` row; `error`: SQLite and I/O errors onto
 //!   [`delayq_core::Error`]; `config`: [`SqliteConfig`].
 #![deny(missing_docs)]
 
@@ -38,6 +39,7 @@ mod readers;
 mod registry;
 mod row;
 mod schema;
+mod settings;
 mod shared;
 mod timers;
 mod tx;

@@ -6,12 +6,13 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use delayq_core::{Error, Result, Topic};
+use delayq_core::{Error, Result, Topic, TopicConfig};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::config::{SqliteConfig, Storage};
 use crate::error::{dir_err, open_err};
 use crate::schema;
+use crate::settings::{self, CONFIG_COLS};
 use crate::shared::Shared;
 use crate::timers::Kind;
 
@@ -159,20 +160,24 @@ pub(crate) fn stable_plans(conn: &Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Rebuilds the in-memory state from the tables: every topic, and per topic its earliest
+/// Rebuilds the in-memory state from the tables: every topic with its settings, and per
+/// topic its earliest
 /// due time and lease deadline. Jobs themselves stay on disk; the writer's first tick
 /// applies whatever fell due while the engine was closed.
 pub(crate) fn recover(conn: &Connection, shared: &Shared, path: &Path) -> Result<()> {
     let err = |e| open_err(path, e);
-    let topics: Vec<(i64, String)> = conn
-        .prepare("SELECT tid, name FROM topics")
-        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+    let topics: Vec<(i64, String, TopicConfig)> = conn
+        .prepare(&format!("SELECT tid, name, {CONFIG_COLS} FROM topics"))
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, settings::decode(r, 2)?)))?
+                .collect()
+        })
         .map_err(err)?;
     let mut next_lease = conn
         .prepare("SELECT min(deadline) FROM jobs WHERE tid = ?1 AND state = 3")
         .map_err(err)?;
     let mut timers = shared.timers();
-    for (tid, name) in topics {
+    for (tid, name, config) in topics {
         let topic = Topic::new(name).map_err(|e| Error::InvalidConfig {
             reason: format!(
                 "{} holds an invalid topic name ({e}); it was not written by this delayq",
@@ -180,6 +185,7 @@ pub(crate) fn recover(conn: &Connection, shared: &Shared, path: &Path) -> Result
             ),
         })?;
         shared.registry.add(tid, topic);
+        shared.registry.set_config(tid, config);
         let due = crate::waiting::earliest(conn, tid).map_err(err)?;
         let lease: Option<u64> = next_lease.query_row([tid], |r| r.get(0)).map_err(err)?;
         timers.set(tid, Kind::Due, due);

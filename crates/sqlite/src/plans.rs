@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use delayq_core::{DeliveryMode, JobId, JobState, Lease, NewJob, Schedule, Topic};
+use delayq_core::{
+    DeliveryMode, JobId, JobState, Lease, NewJob, Retention, Schedule, Topic, TopicConfig,
+};
 use rusqlite::Connection;
 use rusqlite::trace::{TraceEvent, TraceEventCodes};
 
@@ -56,6 +58,17 @@ fn every_operation(conn: &Connection, shared: &Shared) {
     .expect("reserve");
     let leases: Vec<Lease> = got.iter().filter_map(|d| d.lease.clone()).collect();
     lease::ack_batch(&mut tx, &leases[..1]).expect("ack");
+    // From here acks keep their jobs (done), one at most: the second trims the first.
+    let keep = Retention {
+        max_jobs: 1,
+        max_age: Duration::from_secs(60),
+    };
+    let config = TopicConfig {
+        retention: Some(keep),
+        ..TopicConfig::default()
+    };
+    admin::set_config(&mut tx, &t, &config).expect("set config");
+    shared.registry.set_config(1, config);
     let settled = settle(
         &mut tx,
         &[
@@ -66,6 +79,16 @@ fn every_operation(conn: &Connection, shared: &Shared) {
     )
     .expect("settle");
     assert!(settled[0].is_ok() && settled[1].is_err() && settled[2].is_ok());
+    let got = reserve::reserve(
+        &mut tx,
+        std::slice::from_ref(&t),
+        1,
+        DeliveryMode::AtLeastOnce,
+    )
+    .expect("reserve");
+    let more: Vec<Lease> = got.iter().filter_map(|d| d.lease.clone()).collect();
+    lease::ack_batch(&mut tx, &more).expect("ack into done, trimming the first");
+    let done_id = more[0].id.clone();
     tick::expire_leases(&mut tx, 1, u64::MAX / 4, 100).expect("expire");
     tick::fall_due(&mut tx, 1, 0, u64::MAX / 4, 100).expect("fall due");
     admin::kick_some(&mut tx, &t, 10).expect("kick_some");
@@ -81,20 +104,34 @@ fn every_operation(conn: &Connection, shared: &Shared) {
     tx.flush().expect("flush");
     let now = shared.clock.now_ms();
     for state in JobState::ALL {
-        read::list(conn, &t, state, 1, Key::first(state), now).expect("list");
+        read::list(conn, &t, (state, Some(keep)), 1, Key::first(state), now).expect("list");
     }
-    read::list(conn, &t, JobState::Ready, 1, Key::Ready(1, 2, 3), now).expect("list");
     read::list(
         conn,
         &t,
-        JobState::Delayed,
+        (JobState::Ready, None),
+        1,
+        Key::Ready(1, 2, 3),
+        now,
+    )
+    .expect("list");
+    read::list(
+        conn,
+        &t,
+        (JobState::Delayed, None),
         1,
         Key::TimeId(1, "x".into()),
         now,
     )
     .expect("list");
-    read::get(conn, &t, &id("a"), now).expect("get");
-    read::stats(conn, &t, now).expect("stats");
+    read::get(conn, &t, &id("a"), now, Some(keep)).expect("get");
+    let kept = read::get(conn, &t, &done_id, now, Some(keep)).expect("get done");
+    assert_eq!(kept.map(|j| j.state), Some(JobState::Done));
+    read::stats(conn, &t, now, Some(keep)).expect("stats");
+    let mut tx = Tx::new(conn, shared, 100);
+    push::push(&mut tx, &[NewJob::new(t.clone(), "again").with_id(done_id)]).expect("push");
+    admin::set_config(&mut tx, &t, &TopicConfig::default()).expect("reset config");
+    tx.flush().expect("flush");
     read::topics(conn).expect("topics");
     open::recover(conn, shared, Path::new(":memory:")).expect("recover");
     let mut tx = Tx::new(conn, shared, 100);

@@ -1,15 +1,19 @@
 //! The reads: get, list, stats and topics, on any connection (a reader's, or the writer's
 //! in memory mode), each in one read transaction so it sees one committed state. A waiting
-//! job is reported ready or delayed by its due time against the engine's now.
+//! job is reported ready or delayed by its due time against the engine's now; a done job
+//! only while the topic's retention (`keep`, from the registry) still keeps it.
 
 use std::time::Duration;
 
-use delayq_core::{Cursor, Job, JobId, JobState, Page, Result, Timestamp, Topic, TopicStats};
+use delayq_core::{
+    Cursor, Job, JobId, JobState, Page, Result, Retention, Timestamp, Topic, TopicStats,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::cursor::Key;
 use crate::error::db_err;
-use crate::row::{DEAD, JOB_COLS, RESERVED, RawJob, job};
+use crate::ops::done::kept_after;
+use crate::row::{DEAD, DONE, JOB_COLS, RESERVED, RawJob, job};
 use crate::waiting;
 
 fn tid(conn: &Connection, topic: &Topic) -> Result<Option<i64>> {
@@ -23,8 +27,14 @@ fn read_tx(conn: &Connection) -> Result<rusqlite::Transaction<'_>> {
         .map_err(|e| db_err("starting a read", e))
 }
 
-/// One job in its state at `now`, or `None`.
-pub(crate) fn get(conn: &Connection, topic: &Topic, id: &JobId, now: u64) -> Result<Option<Job>> {
+/// One job in its state at `now`, or `None` (a done job that `keep` no longer keeps too).
+pub(crate) fn get(
+    conn: &Connection,
+    topic: &Topic,
+    id: &JobId,
+    now: u64,
+    keep: Option<Retention>,
+) -> Result<Option<Job>> {
     let tx = read_tx(conn)?;
     let Some(tid) = tid(&tx, topic)? else {
         return Ok(None);
@@ -38,24 +48,37 @@ pub(crate) fn get(conn: &Connection, topic: &Topic, id: &JobId, now: u64) -> Res
                 .optional()
         })
         .map_err(|e| db_err("reading a job", e))?;
-    raw.map(|r| r.into_stored_job(topic, now)).transpose()
+    raw.filter(|r| r.state != DONE || keep.is_some_and(|k| r.deadline > kept_after(now, &k)))
+        .map(|r| r.into_stored_job(topic, now))
+        .transpose()
 }
 
-/// One page of the jobs in `state` at `now`, after `after`, in the state's order.
+/// One page of the jobs in `state` at `now`, after `after`, in the state's order (done: only
+/// those `keep` keeps).
 pub(crate) fn list(
     conn: &Connection,
     topic: &Topic,
-    state: JobState,
+    (state, keep): (JobState, Option<Retention>),
     limit: usize,
     after: Key,
     now: u64,
 ) -> Result<Page> {
     let tx = read_tx(conn)?;
+    let empty = Page {
+        jobs: Vec::new(),
+        next: None,
+    };
     let Some(tid) = tid(&tx, topic)? else {
-        return Ok(Page {
-            jobs: Vec::new(),
-            next: None,
-        });
+        return Ok(empty);
+    };
+    let after = match (state, keep, after) {
+        (JobState::Done, None, _) => return Ok(empty),
+        // Done means kept: start after the jobs that outlived the age as well as after the
+        // cursor. (deadline, id) > (t, "") is deadline > t, ids being non-empty.
+        (JobState::Done, Some(k), Key::TimeId(t, _)) if t <= kept_after(now, &k) => {
+            Key::TimeId(kept_after(now, &k) + 1, String::new())
+        }
+        (_, _, after) => after,
     };
     let fetch = limit + 1;
     let rows: Vec<RawJob> = match (&after, state) {
@@ -73,10 +96,10 @@ pub(crate) fn list(
         (Key::TimeId(t, id), _) => {
             // The state is a literal in the text so that the planner uses the state's own
             // partial index, which holds this order.
-            let st = if state == JobState::Reserved {
-                RESERVED
-            } else {
-                DEAD
+            let st = match state {
+                JobState::Reserved => RESERVED,
+                JobState::Done => DONE,
+                _ => DEAD,
             };
             tx.prepare_cached(&format!(
                 "SELECT {JOB_COLS} FROM jobs WHERE tid = ?1 AND state = {st} \
@@ -176,8 +199,14 @@ fn list_ready(
     }
 }
 
-/// Counts per state, the age of the oldest due job and the next due time, at `now`.
-pub(crate) fn stats(conn: &Connection, topic: &Topic, now: u64) -> Result<TopicStats> {
+/// Counts per state (done: those `keep` keeps), the age of the oldest due job and the next
+/// due time, at `now`.
+pub(crate) fn stats(
+    conn: &Connection,
+    topic: &Topic,
+    now: u64,
+    keep: Option<Retention>,
+) -> Result<TopicStats> {
     let tx = read_tx(conn)?;
     let Some(tid) = tid(&tx, topic)? else {
         return Ok(TopicStats::default());
@@ -192,6 +221,15 @@ pub(crate) fn stats(conn: &Connection, topic: &Topic, now: u64) -> Result<TopicS
     let ready = count_in(&tx, tid, JobState::Ready, now)?;
     let reserved = count_in(&tx, tid, JobState::Reserved, now)?;
     let dead = count_in(&tx, tid, JobState::Dead, now)?;
+    let done = match keep {
+        Some(k) => tx
+            .prepare_cached(
+                "SELECT count(*) FROM jobs WHERE tid = ?1 AND state = 5 AND deadline > ?2",
+            )
+            .and_then(|mut s| s.query_row(params![tid, kept_after(now, &k)], |r| r.get(0)))
+            .map_err(|e| db_err("counting done jobs", e))?,
+        None => 0,
+    };
     let next_due = waiting::next_after(&tx, tid, now).map_err(read)?;
     let expired_leases = one("SELECT expired FROM topics WHERE tid = ?1")?.unwrap_or(0);
     // The oldest due job is the waiting job with the earliest due time, when that has passed.
@@ -203,6 +241,7 @@ pub(crate) fn stats(conn: &Connection, topic: &Topic, now: u64) -> Result<TopicS
         ready,
         reserved,
         dead,
+        done,
         oldest_overdue: oldest.map(|due| Duration::from_millis(now.saturating_sub(due))),
         next_due: next_due.map(Timestamp::from_millis),
         expired_leases,
@@ -232,16 +271,18 @@ fn count_in(conn: &Connection, tid: i64, state: JobState, now: u64) -> Result<u6
         }
         JobState::Reserved => "SELECT count(*) FROM jobs WHERE tid = ?1 AND state = 3",
         JobState::Dead => "SELECT count(*) FROM jobs WHERE tid = ?1 AND state = 4",
+        JobState::Done => "SELECT count(*) FROM jobs WHERE tid = ?1 AND state = 5",
     };
     conn.prepare_cached(sql)
         .and_then(|mut s| s.query_row([tid], |r| r.get(0)))
         .map_err(err)
 }
 
-/// Every topic ever pushed to, sorted bytewise.
+/// Every topic on the topic list (pushed to since it was created or last purged), sorted
+/// bytewise.
 pub(crate) fn topics(conn: &Connection) -> Result<Vec<Topic>> {
     let names: Vec<String> = conn
-        .prepare_cached("SELECT name FROM topics ORDER BY name")
+        .prepare_cached("SELECT name FROM topics WHERE listed = 1 ORDER BY name")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .map_err(|e| db_err("listing topics", e))?;
     names

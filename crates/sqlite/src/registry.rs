@@ -1,10 +1,10 @@
-//! The topic registry: every topic's name and numeric id (`topics.tid`), loaded at open and
-//! extended by the writer after each commit that created a topic.
+//! The topic registry: every topic's name, numeric id (`topics.tid`) and settings, loaded at
+//! open and updated by the writer after each commit that created a topic or set its settings.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use delayq_core::Topic;
+use delayq_core::{Retention, Topic, TopicConfig};
 
 /// Topic names and ids, shared by the writer and the engine handles.
 #[derive(Default)]
@@ -16,6 +16,8 @@ pub(crate) struct Registry {
 struct Maps {
     by_name: HashMap<Topic, i64>,
     by_tid: HashMap<i64, Topic>,
+    /// The settings of the topics that have any.
+    configs: HashMap<i64, TopicConfig>,
 }
 
 impl Registry {
@@ -34,6 +36,36 @@ impl Registry {
         let mut maps = self.maps.write().unwrap_or_else(|e| e.into_inner());
         maps.by_name.insert(topic.clone(), tid);
         maps.by_tid.insert(tid, topic);
+    }
+
+    /// The settings of a committed topic (none set: the default).
+    pub(crate) fn config(&self, tid: i64) -> TopicConfig {
+        self.read().configs.get(&tid).copied().unwrap_or_default()
+    }
+
+    /// The retention of a committed topic, if it has one (what an ack asks).
+    pub(crate) fn retention(&self, tid: i64) -> Option<Retention> {
+        self.read().configs.get(&tid).and_then(|c| c.retention)
+    }
+
+    /// The settings of a topic by name (none set, or no such topic: the default).
+    pub(crate) fn config_of(&self, topic: &Topic) -> TopicConfig {
+        let maps = self.read();
+        maps.by_name
+            .get(topic)
+            .and_then(|tid| maps.configs.get(tid))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Records a topic's committed settings.
+    pub(crate) fn set_config(&self, tid: i64, config: TopicConfig) {
+        let mut maps = self.maps.write().unwrap_or_else(|e| e.into_inner());
+        if config == TopicConfig::default() {
+            maps.configs.remove(&tid);
+        } else {
+            maps.configs.insert(tid, config);
+        }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Maps> {

@@ -12,6 +12,8 @@ use rusqlite::Row;
 pub(crate) const WAITING: i64 = 1;
 pub(crate) const RESERVED: i64 = 3;
 pub(crate) const DEAD: i64 = 4;
+/// An acked job its topic keeps (`0006_done.sql`).
+pub(crate) const DONE: i64 = 5;
 
 /// The state of a stored code at `now`: a waiting job is ready when due, delayed before.
 pub(crate) fn state_of(code: i64, ready_at: u64, now: u64) -> Result<JobState> {
@@ -20,6 +22,7 @@ pub(crate) fn state_of(code: i64, ready_at: u64, now: u64) -> Result<JobState> {
         WAITING => JobState::Delayed,
         RESERVED => JobState::Reserved,
         DEAD => JobState::Dead,
+        DONE => JobState::Done,
         other => return Err(Error::Internal(format!("unknown stored job state {other}"))),
     })
 }

@@ -16,6 +16,9 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expired_leases.sql"),
     include_str!("../migrations/0003_waiting.sql"),
+    include_str!("../migrations/0004_listed.sql"),
+    include_str!("../migrations/0005_topic_config.sql"),
+    include_str!("../migrations/0006_done.sql"),
 ];
 
 /// The schema version this build writes.

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use delayq_core::Topic;
+use delayq_core::{Topic, TopicConfig};
 
 use crate::clock::Clock;
 use crate::registry::Registry;
@@ -29,6 +29,8 @@ pub(crate) struct Shared {
 pub(crate) enum Effect {
     /// A topic was created.
     NewTopic(i64, Topic),
+    /// A topic's settings were set.
+    Config(i64, TopicConfig),
     /// A topic's timer entry may be earlier now.
     Note(i64, Kind, u64),
     /// A topic's timer entry is now exactly this (or none).
@@ -66,6 +68,7 @@ impl Shared {
             for e in effects {
                 match e {
                     Effect::NewTopic(tid, topic) => self.registry.add(tid, topic),
+                    Effect::Config(tid, config) => self.registry.set_config(tid, config),
                     Effect::Note(tid, kind, ms) => timers.note(tid, kind, ms),
                     Effect::Set(tid, kind, ms) => timers.set(tid, kind, ms),
                     Effect::Clear(tid) => timers.clear(tid),

@@ -26,6 +26,8 @@ pub(crate) struct Tx<'a> {
     effects: Vec<Effect>,
     /// The `topics.seq` counters this request read or advanced: (tid, value, advanced).
     seqs: Vec<(i64, u64, bool)>,
+    /// The topics this request put back on the topic list.
+    listed: Vec<i64>,
 }
 
 impl<'a> Tx<'a> {
@@ -36,6 +38,7 @@ impl<'a> Tx<'a> {
             tick_batch,
             effects: Vec::new(),
             seqs: Vec::new(),
+            listed: Vec::new(),
         }
     }
 
@@ -65,18 +68,34 @@ impl<'a> Tx<'a> {
             .map_err(|e| db_err("looking up a topic", e))
     }
 
-    /// The id of a topic, creating it when it is new.
-    pub(crate) fn topic_or_create(&mut self, topic: &Topic) -> Result<i64> {
+    /// The id of a topic, creating it when it is new (on the topic list when `listed`: a
+    /// push creates a listed topic, setting its settings an unlisted one).
+    pub(crate) fn topic_or_create(&mut self, topic: &Topic, listed: bool) -> Result<i64> {
         if let Some(tid) = self.topic(topic)? {
             return Ok(tid);
         }
         self.conn
-            .prepare_cached("INSERT INTO topics (name, seq) VALUES (?1, 0)")
-            .and_then(|mut s| s.execute([topic.as_str()]))
+            .prepare_cached("INSERT INTO topics (name, seq, listed) VALUES (?1, 0, ?2)")
+            .and_then(|mut s| s.execute(params![topic.as_str(), listed]))
             .map_err(|e| db_err("creating a topic", e))?;
         let tid = self.conn.last_insert_rowid();
         self.effects.push(Effect::NewTopic(tid, topic.clone()));
         Ok(tid)
+    }
+
+    /// Puts a topic back on the topic list when a purge took it off (once per topic per
+    /// request). It reads the table, not the registry, so a purge earlier in the same group
+    /// transaction is seen.
+    pub(crate) fn list_topic(&mut self, tid: i64) -> Result<()> {
+        if self.listed.contains(&tid) {
+            return Ok(());
+        }
+        self.conn
+            .prepare_cached("UPDATE topics SET listed = 1 WHERE tid = ?1 AND listed = 0")
+            .and_then(|mut s| s.execute([tid]))
+            .map_err(|e| db_err("listing a topic", e))?;
+        self.listed.push(tid);
+        Ok(())
     }
 
     /// The value the topic's counter would take next, without taking it.
@@ -130,13 +149,14 @@ impl<'a> Tx<'a> {
     /// This gives what a savepoint per step would, without SQLite copying every page the
     /// step writes into a statement journal.
     pub(crate) fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Scoped<T> {
-        let (effects, seqs) = (self.effects.len(), self.seqs.clone());
+        let (effects, seqs, listed) = (self.effects.len(), self.seqs.clone(), self.listed.len());
         let changes = self.conn.total_changes();
         match f(self) {
             Ok(v) => Scoped::Done(Ok(v)),
             Err(e) if self.conn.total_changes() == changes => {
                 self.effects.truncate(effects);
                 self.seqs = seqs;
+                self.listed.truncate(listed);
                 Scoped::Done(Err(e))
             }
             Err(e) => Scoped::Abort(e),

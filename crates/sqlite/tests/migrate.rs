@@ -190,13 +190,25 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
         .expect("push");
     assert!(!again.created);
     assert_eq!(again.state, JobState::Dead);
+    // Topics of an older version stay on the topic list (0004), with no settings (0005, 0006).
+    assert_eq!(e.topics().await.expect("topics"), vec![t.clone()]);
+    assert_eq!(
+        e.topic_config(&t).await.expect("settings"),
+        delayq_core::TopicConfig::default()
+    );
     drop(e);
 
     let (version, indexes, states) = schema_facts(dir.path());
-    assert_eq!(version, 3);
+    assert_eq!(version, 6);
     assert_eq!(
         indexes,
-        vec!["jobs_dead", "jobs_id", "jobs_reserved", "jobs_waiting"]
+        vec![
+            "jobs_dead",
+            "jobs_done",
+            "jobs_id",
+            "jobs_reserved",
+            "jobs_waiting"
+        ]
     );
     assert!(
         !states.contains(&2),

@@ -37,6 +37,8 @@ pub enum StateArg {
     Reserved,
     /// Out of attempts or buried, oldest death first.
     Dead,
+    /// Acked and kept by the topic's retention, oldest ack first.
+    Done,
 }
 
 impl StateArg {
@@ -47,6 +49,7 @@ impl StateArg {
             StateArg::Ready => "ready",
             StateArg::Reserved => "reserved",
             StateArg::Dead => "dead",
+            StateArg::Done => "done",
         }
     }
 }

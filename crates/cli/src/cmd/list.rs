@@ -41,6 +41,7 @@ pub async fn page(
             StateArg::Delayed | StateArg::Ready => format!("due {}", text("ready_at")),
             StateArg::Reserved => format!("lease until {}", text("deadline")),
             StateArg::Dead => format!("died {}", text("deadline")),
+            StateArg::Done => format!("acked {}", text("deadline")),
         };
         let line = format!(
             "{}  {when}  attempts {}/{}  {}",

@@ -10,4 +10,5 @@ pub mod push;
 pub mod reserve;
 pub mod serve;
 pub mod stats;
+pub mod topic;
 pub mod topics;

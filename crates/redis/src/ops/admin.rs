@@ -152,7 +152,7 @@ impl Ops {
         let mut inv = self.fcall(library::STATS, topic);
         inv.arg(self.tick_batch);
         let r = codec::array(self.conn.call(&inv, "reading stats").await?)?;
-        if r.len() != 8 {
+        if r.len() != 9 {
             return Err(Error::Internal("stats reply has the wrong length".into()));
         }
         let now = codec::uint(&r[0])?;
@@ -161,6 +161,7 @@ impl Ops {
             ready: codec::uint(&r[2])?,
             reserved: codec::uint(&r[3])?,
             dead: codec::uint(&r[4])?,
+            done: codec::uint(&r[8])?,
             oldest_overdue: codec::opt_uint(&r[5])?
                 .map(|due| Duration::from_millis(now.saturating_sub(due))),
             next_due: codec::opt_uint(&r[6])?.map(Timestamp::from_millis),
@@ -181,10 +182,35 @@ impl Ops {
         Ok(topics)
     }
 
-    /// `Engine::purge`, its input already checked by `engine.rs`.
+    /// `Engine::purge`, its input already checked by `engine.rs`: the function removes the
+    /// jobs and raises the topic's purge count, then the topic leaves the registry.
+    ///
+    /// In that order, no push is left unlisted: a push after the function answers the new
+    /// count, so its process registers the topic after its push (after the `SREM` or not: if
+    /// before, the check below sees its jobs); a push before it had its jobs purged. The
+    /// `SREM` and the check go in one pipeline, in that order, and only a topic that holds
+    /// jobs again costs the third command.
     pub(crate) async fn purge(&self, topic: &Topic) -> Result<u64> {
         let inv = self.fcall(library::PURGE, topic);
-        codec::uint(&self.conn.call(&inv, "purging a topic").await?)
+        let n = codec::uint(&self.conn.call(&inv, "purging a topic").await?)?;
+        self.registered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(topic);
+        let mut srem = redis::cmd("SREM");
+        srem.arg(self.keys.registry()).arg(topic.as_str());
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(self.keys.jobs(topic));
+        let replies = self
+            .conn
+            .pipeline(&[srem, exists], "removing a purged topic from the registry")
+            .await?;
+        if codec::int(replies.get(1).unwrap_or(&Value::Nil))? == 1 {
+            let mut sadd = redis::cmd("SADD");
+            sadd.arg(self.keys.registry()).arg(topic.as_str());
+            let _: i64 = self.conn.query(&sadd, "registering a topic").await?;
+        }
+        Ok(n)
     }
 
     /// `Engine::now`, its input already checked by `engine.rs`.

@@ -6,15 +6,17 @@
 //! - `reserve`: reserve and settle-and-reserve (settlements, deliveries, the long-poll).
 //! - `lease`: ack, nack, release, touch, bury.
 //! - `admin`: get, delete, reschedule, kick, list, stats, topics, purge, now.
+//! - `config`: a topic's settings (set, read), and their encoding as function arguments.
 //!
 //! Each status a function answers becomes an error in one place, below.
 
 pub(crate) mod admin;
+pub(crate) mod config;
 pub(crate) mod lease;
 pub(crate) mod push;
 pub(crate) mod reserve;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
@@ -39,8 +41,9 @@ pub(crate) struct Ops {
     pub(crate) waiters: Waiters,
     /// The first topic of the next multi-topic reserve.
     pub(crate) rotate: AtomicUsize,
-    /// Topics this process has put in the registry (or seen there).
-    pub(crate) registered: Mutex<HashSet<Topic>>,
+    /// Topics this process has put in the registry, each with the topic's purge count when
+    /// it did: a push that answers another count registers the topic again.
+    pub(crate) registered: Mutex<HashMap<Topic, u64>>,
     /// Dropping it stops the waker task.
     pub(crate) _stop: oneshot::Sender<()>,
 }

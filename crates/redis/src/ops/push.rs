@@ -3,12 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use delayq_core::limits::{MAX_DELAY, at_too_far, delay_ms_ceil};
+use delayq_core::limits::{
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, MAX_DELAY, at_too_far, delay_ms_ceil,
+};
 use delayq_core::{
-    Error, JobState, NewJob, Pushed, Result, Schedule, Timestamp, Topic, duration_ms,
+    Backoff, Error, JobState, NewJob, Pushed, Result, Schedule, Timestamp, Topic, TopicConfig,
+    duration_ms,
 };
 use redis::{Cmd, Value};
 
+use super::config::{backoff_args, decode_config, opt_arg};
 use super::{Ops, unexpected};
 use crate::codec::{self, Status, state_from_code};
 use crate::library;
@@ -50,14 +54,19 @@ impl Ops {
             chunks.push((topic, cur));
         }
         if chunks.len() > 1 {
-            self.check_batch_times(&jobs).await?;
+            self.check_batch(&jobs, by_topic.keys().copied()).await?;
         }
 
         let invs: Vec<Cmd> = chunks
             .iter()
             .map(|(topic, idx)| {
                 let mut inv = self.fcall(library::PUSH, topic);
-                inv.arg(idx.len());
+                inv.arg(idx.len())
+                    .arg(duration_ms(DEFAULT_TTR))
+                    .arg(DEFAULT_MAX_ATTEMPTS);
+                for part in backoff_args(Some(&Backoff::default())) {
+                    inv.arg(part);
+                }
                 for &i in idx {
                     let j = &jobs[i];
                     let (kind, value) = schedule_args(j.schedule);
@@ -66,12 +75,11 @@ impl Ops {
                         .arg(kind)
                         .arg(value)
                         .arg(j.priority)
-                        .arg(duration_ms(j.ttr))
-                        .arg(j.max_attempts)
-                        .arg(j.backoff.base_ms())
-                        .arg(j.backoff.factor())
-                        .arg(j.backoff.max_ms())
-                        .arg(j.backoff.jitter_permille());
+                        .arg(opt_arg(j.ttr.map(duration_ms)))
+                        .arg(opt_arg(j.max_attempts.map(u64::from)));
+                    for part in backoff_args(j.backoff.as_ref()) {
+                        inv.arg(part);
+                    }
                 }
                 inv
             })
@@ -79,6 +87,7 @@ impl Ops {
         let replies = self.conn.pipeline(&invs, "pushing").await?;
 
         let mut answers: Vec<Option<Pushed>> = vec![None; jobs.len()];
+        let mut purges: BTreeMap<&Topic, u64> = BTreeMap::new();
         for ((topic, idx), reply) in chunks.iter().zip(replies) {
             let reply = codec::array(reply)?;
             let status = Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)?;
@@ -93,9 +102,18 @@ impl Ops {
                     };
                     return Err(self.too_far(at).await);
                 }
+                Status::BodyTooLarge => {
+                    let k = codec::uint(reply.get(1).unwrap_or(&Value::Nil))? as usize;
+                    let limit = codec::uint(reply.get(2).unwrap_or(&Value::Nil))? as usize;
+                    let size = idx
+                        .get(k.saturating_sub(1))
+                        .map_or(0, |&i| jobs[i].body.len());
+                    return Err(Error::BodyTooLarge { size, limit });
+                }
                 other => return Err(unexpected("push", other)),
             }
-            let vals = &reply[1..];
+            purges.insert(topic, codec::uint(reply.get(1).unwrap_or(&Value::Nil))?);
+            let vals = reply.get(2..).unwrap_or_default();
             if vals.len() != idx.len() * 3 {
                 return Err(Error::Internal("push reply has the wrong length".into()));
             }
@@ -119,24 +137,31 @@ impl Ops {
             .into_iter()
             .map(|a| a.ok_or_else(|| Error::Internal("a pushed job got no answer".into())))
             .collect::<Result<Vec<_>>>()?;
-        self.register(by_topic.keys().copied()).await?;
+        self.register(purges).await?;
         Ok(answers)
     }
 
-    /// Adds topics this process has not registered yet to the topic registry. Runs after the
-    /// push succeeded, so a refused push never registers a topic; the registry key has no
-    /// topic's hash tag, so no function may write it.
-    pub(crate) async fn register<'t>(&self, topics: impl Iterator<Item = &'t Topic>) -> Result<()> {
-        let new: Vec<Topic> = {
+    /// Puts topics in the registry that this process has not registered since their last
+    /// purge: each push answers the topic's purge count, and the process remembers the count
+    /// it registered each topic under, so a busy topic costs nothing here and a purge (by
+    /// any process) costs each pushing process one `SADD`. Runs after the push succeeded, so
+    /// a refused push never registers a topic; the registry key has no topic's hash tag, so
+    /// no function may write it.
+    pub(crate) async fn register(&self, purges: BTreeMap<&Topic, u64>) -> Result<()> {
+        let new: Vec<(Topic, u64)> = {
             let known = self.registered.lock().unwrap_or_else(|e| e.into_inner());
-            topics.filter(|t| !known.contains(*t)).cloned().collect()
+            purges
+                .into_iter()
+                .filter(|(t, n)| known.get(*t) != Some(n))
+                .map(|(t, n)| (t.clone(), n))
+                .collect()
         };
         if new.is_empty() {
             return Ok(());
         }
         let mut cmd = redis::cmd("SADD");
         cmd.arg(self.keys.registry());
-        for t in &new {
+        for (t, _) in &new {
             cmd.arg(t.as_str());
         }
         let _: i64 = self.conn.query(&cmd, "registering a topic").await?;
@@ -147,20 +172,40 @@ impl Ops {
         Ok(())
     }
 
-    /// Checks absolute times of a multi-call batch against Redis's clock before any call
-    /// writes, so that a batch is refused whole rather than half written.
-    pub(crate) async fn check_batch_times(&self, jobs: &[NewJob]) -> Result<()> {
-        let latest = jobs
-            .iter()
-            .filter_map(|j| match j.schedule {
-                Schedule::At(at) => Some(at),
-                Schedule::Delay(_) => None,
-            })
-            .max();
-        if let Some(at) = latest {
-            let now = self.now().await?;
-            if at > now.plus(MAX_DELAY) {
+    /// Checks a batch that takes several calls before any call writes, so that it is
+    /// refused whole rather than half written: absolute times against Redis's clock, bodies
+    /// against their topics' limits (read in the same round trip). Each call checks its own
+    /// jobs again, against the settings of that moment.
+    pub(crate) async fn check_batch<'t>(
+        &self,
+        jobs: &[NewJob],
+        topics: impl Iterator<Item = &'t Topic>,
+    ) -> Result<()> {
+        let topics: Vec<&Topic> = topics.collect();
+        let mut cmds = vec![redis::cmd("TIME")];
+        cmds.extend(topics.iter().map(|t| self.fcall(library::CONFIG, t)));
+        let mut replies = self
+            .conn
+            .pipeline(&cmds, "checking a batch push")
+            .await?
+            .into_iter();
+        let (sec, usec) = match codec::array(replies.next().unwrap_or(Value::Nil))?.as_slice() {
+            [sec, usec] => (codec::uint(sec)?, codec::uint(usec)?),
+            _ => return Err(Error::Internal("TIME answered something else".into())),
+        };
+        let now = Timestamp::from_millis(sec * 1000 + usec / 1000);
+        let mut configs: BTreeMap<&Topic, TopicConfig> = BTreeMap::new();
+        for (t, reply) in topics.into_iter().zip(replies) {
+            configs.insert(t, decode_config(reply)?);
+        }
+        for j in jobs {
+            if let Schedule::At(at) = j.schedule
+                && at > now.plus(MAX_DELAY)
+            {
                 return Err(at_too_far(at, now));
+            }
+            if let Some(c) = configs.get(&j.topic) {
+                c.check_body(j, &self.limits)?;
             }
         }
         Ok(())

@@ -6,7 +6,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use delayq_core::limits::MAX_REASON;
 use delayq_core::{
-    Backoff, Bytes, Delivery, Job, JobState, NackOutcome, Pushed, Schedule, Timestamp, TopicStats,
+    Backoff, Bytes, Delivery, Job, JobState, NackOutcome, Pushed, Retention, Schedule, Timestamp,
+    TopicConfig, TopicStats, duration_ms,
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -42,6 +43,8 @@ pub enum StateDto {
     Reserved,
     /// Failed too often or buried.
     Dead,
+    /// Acked, and kept by its topic's retention until it runs out.
+    Done,
 }
 
 impl From<JobState> for StateDto {
@@ -51,6 +54,7 @@ impl From<JobState> for StateDto {
             JobState::Ready => StateDto::Ready,
             JobState::Reserved => StateDto::Reserved,
             JobState::Dead => StateDto::Dead,
+            JobState::Done => StateDto::Done,
         }
     }
 }
@@ -62,6 +66,7 @@ impl From<StateDto> for JobState {
             StateDto::Ready => JobState::Ready,
             StateDto::Reserved => JobState::Reserved,
             StateDto::Dead => JobState::Dead,
+            StateDto::Done => JobState::Done,
         }
     }
 }
@@ -221,8 +226,8 @@ pub struct JobDto {
     pub backoff: BackoffDto,
     /// When it was pushed, RFC 3339.
     pub created_at: String,
-    /// The lease deadline while reserved, the time of death while dead (RFC 3339); absent
-    /// otherwise.
+    /// The lease deadline while reserved, the time of death while dead, the time of the ack
+    /// while done (RFC 3339); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
     /// `deadline` in ms since the Unix epoch.
@@ -529,6 +534,8 @@ pub struct StatsDto {
     pub reserved: u64,
     /// Dead jobs.
     pub dead: u64,
+    /// Done jobs the topic's retention keeps (0 without one).
+    pub done: u64,
     /// How long the longest-waiting due job has waited, in ms.
     pub oldest_overdue_ms: Option<u64>,
     /// The earliest due time among delayed jobs, RFC 3339.
@@ -549,6 +556,79 @@ pub struct TopicsResponse {
 pub struct CountResponse {
     /// How many.
     pub count: u64,
+}
+
+/// A topic's settings, shared by every server of the engine: the defaults of the jobs
+/// pushed to it without their own (a push's own fields win) and the largest body it takes.
+/// A `PUT` replaces them whole: an absent or null field is unset (the built-in default, or
+/// the server's limit). A purge keeps them; jobs keep what they were pushed with.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TopicConfigDto {
+    /// The lease length in ms of jobs pushed without `ttr_ms` (1 s to 24 h); null: 30 s.
+    #[schema(minimum = 1000, maximum = 86_400_000)]
+    pub ttr_ms: Option<u64>,
+    /// The deliveries allowed to jobs pushed without `max_attempts` (1 to 10,000); null: 3.
+    #[schema(minimum = 1, maximum = 10_000)]
+    pub max_attempts: Option<u32>,
+    /// The retry back-off of jobs pushed without one; null: exponential from 1 s, doubling,
+    /// up to 1 h, 10 % jitter.
+    pub backoff: Option<BackoffDto>,
+    /// The largest body of this topic's jobs in bytes (1 to 536870912); the server's
+    /// `--max-body` stays in force when it is smaller. null: the server's.
+    #[schema(minimum = 1, maximum = 536_870_912)]
+    pub max_body: Option<u64>,
+    /// Keep acked jobs, in state `done` (listed with `state=done`, read by id), within these
+    /// bounds; null: an acked job is removed at once. A change applies at once: the done
+    /// jobs beyond the new bounds go (all of them when it is null).
+    pub retention: Option<RetentionDto>,
+}
+
+/// How many acked jobs a topic keeps, and for how long: a done job stays until `max_age_ms`
+/// after its ack, or until `max_jobs` later ones were acked, whichever comes first.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionDto {
+    /// The most done jobs kept (1 to 100,000); the oldest go first.
+    #[schema(minimum = 1, maximum = 100_000)]
+    pub max_jobs: u32,
+    /// How long after its ack a done job is kept, in ms (1 s to 30 days).
+    #[schema(minimum = 1000, maximum = 2_592_000_000_u64)]
+    pub max_age_ms: u64,
+}
+
+impl TopicConfigDto {
+    /// The settings, checked; an error names the field at fault.
+    pub fn into_core(self) -> Result<TopicConfig, ApiError> {
+        let config = TopicConfig {
+            ttr: self.ttr_ms.map(Duration::from_millis),
+            max_attempts: self.max_attempts,
+            backoff: self.backoff.map(BackoffDto::into_core),
+            max_body: self
+                .max_body
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            retention: self.retention.map(|r| Retention {
+                max_jobs: r.max_jobs,
+                max_age: Duration::from_millis(r.max_age_ms),
+            }),
+        };
+        config.validate().map_err(|e| locate(e, "/ttr_ms"))?;
+        Ok(config)
+    }
+
+    /// The wire form of `c`.
+    pub fn from_core(c: &TopicConfig) -> Self {
+        TopicConfigDto {
+            ttr_ms: c.ttr.map(duration_ms),
+            max_attempts: c.max_attempts,
+            backoff: c.backoff.as_ref().map(BackoffDto::from_core),
+            max_body: c.max_body.map(|n| n as u64),
+            retention: c.retention.map(|r| RetentionDto {
+                max_jobs: r.max_jobs,
+                max_age_ms: duration_ms(r.max_age),
+            }),
+        }
+    }
 }
 
 /// Formats engine milliseconds as RFC 3339, always UTC with millisecond precision and a
@@ -751,6 +831,7 @@ impl StatsDto {
             ready: s.ready,
             reserved: s.reserved,
             dead: s.dead,
+            done: s.done,
             oldest_overdue_ms: s.oldest_overdue.map(|d| d.as_millis() as u64),
             next_due: s.next_due.map(rfc3339),
             expired_leases: s.expired_leases,

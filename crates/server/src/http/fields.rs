@@ -42,6 +42,19 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
         ),
         "encoding" => ("invalid_argument", "\"utf8\" (the default) or \"base64\""),
         "max_attempts" => ("invalid_argument", "a whole number from 1 to 10000"),
+        "retention" => (
+            "invalid_argument",
+            "null, or an object {\"max_jobs\": 1 to 100000, \"max_age_ms\": 1000 (1 s) to 2592000000 (30 days)}",
+        ),
+        "max_jobs" => ("invalid_argument", "a whole number from 1 to 100000"),
+        "max_age_ms" => (
+            "invalid_argument",
+            "a whole number of milliseconds from 1000 (1 s) to 2592000000 (30 days)",
+        ),
+        "max_body" => (
+            "invalid_argument",
+            "a whole number of bytes from 1 to 536870912 (the server's --max-body stays in force when it is smaller)",
+        ),
         "priority" => (
             "invalid_argument",
             "a whole number from 0 to 4294967295 (lower runs first; default 0)",

@@ -227,8 +227,10 @@ pub async fn reschedule(
 
 /// List the jobs of a topic in one state, page by page.
 ///
+/// `done` lists the acked jobs a topic's retention keeps (none without one).
+///
 /// Orders: delayed by (due time, id), ready by (priority, due time, push order), reserved by
-/// (lease deadline, id), dead by (time of death, id).
+/// (lease deadline, id), dead by (time of death, id), done by (time of the ack, id).
 #[utoipa::path(
     get,
     path = "/v1/topics/{topic}/jobs",

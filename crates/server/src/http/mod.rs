@@ -42,7 +42,7 @@ use crate::auth::require_token;
     tags(
         (name = "jobs", description = "Push, read, delete, reschedule and list jobs"),
         (name = "leases", description = "Reserve jobs and answer for their deliveries"),
-        (name = "topics", description = "Topics: stats, dead jobs, purge")
+        (name = "topics", description = "Topics: stats, settings, dead jobs, purge")
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
     modifiers(&BearerAuth)
@@ -83,7 +83,11 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(topics::stats))
         .routes(routes!(topics::kick))
         .routes(routes!(topics::kick_all))
-        .routes(routes!(topics::purge))
+        .routes(routes!(
+            topics::get_config,
+            topics::set_config,
+            topics::purge
+        ))
         .split_for_parts()
 }
 

@@ -1,11 +1,11 @@
-//! Topics: the list with stats, one topic's stats, kicking dead jobs, purging.
+//! Topics: the list with stats, one topic's stats and settings, kicking dead jobs, purging.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::dto::{CountResponse, StatsDto, TopicsResponse};
+use super::dto::{CountResponse, StatsDto, TopicConfigDto, TopicsResponse};
 use super::error::ApiError;
-use super::extract::Path;
+use super::extract::{Json, Path};
 use super::params::{CommonErrors, JobPath, NotFound, TopicPath, WrongState, topic};
 use crate::AppState;
 
@@ -44,6 +44,49 @@ pub async fn stats(
     Ok(axum::Json(StatsDto::new(&t, &s)))
 }
 
+/// A topic's settings: the defaults of jobs pushed without their own, its body limit.
+///
+/// Null fields are unset (the built-in default applies). Any valid topic name answers, used
+/// or not.
+#[utoipa::path(
+    get,
+    path = "/v1/topics/{topic}",
+    tag = "topics",
+    params(TopicPath),
+    responses((status = 200, description = "The settings", body = TopicConfigDto), CommonErrors)
+)]
+pub async fn get_config(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+) -> Result<axum::Json<TopicConfigDto>, ApiError> {
+    let t = topic(&path.topic)?;
+    let c = state.engine.topic_config(&t).await?;
+    Ok(axum::Json(TopicConfigDto::from_core(&c)))
+}
+
+/// Replace a topic's settings whole, for every server of the engine.
+///
+/// An absent or null field is unset. They apply to jobs pushed from now on (a push's own
+/// fields win); a purge keeps them; setting them does not add the topic to `/v1/topics`.
+#[utoipa::path(
+    put,
+    path = "/v1/topics/{topic}",
+    tag = "topics",
+    params(TopicPath),
+    request_body = TopicConfigDto,
+    responses((status = 200, description = "The settings now in force", body = TopicConfigDto), CommonErrors)
+)]
+pub async fn set_config(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+    Json(req): Json<TopicConfigDto>,
+) -> Result<axum::Json<TopicConfigDto>, ApiError> {
+    let t = topic(&path.topic)?;
+    let config = req.into_core()?;
+    state.engine.set_topic_config(&t, &config).await?;
+    Ok(axum::Json(TopicConfigDto::from_core(&config)))
+}
+
 /// Make a dead job ready now, with its attempts reset.
 #[utoipa::path(
     post,
@@ -78,7 +121,8 @@ pub async fn kick_all(
     Ok(axum::Json(CountResponse { count }))
 }
 
-/// Remove every job of a topic, in every state.
+/// Remove every job of a topic, in every state, and take it off `/v1/topics` (the next push
+/// puts it back). Its settings stay.
 #[utoipa::path(
     delete,
     path = "/v1/topics/{topic}",

@@ -1,14 +1,15 @@
 //! The operations on jobs by id and on whole topics, as the Redis engine's `kick.lua`,
-//! `reschedule.lua`, `delete.lua` and `purge.lua`.
+//! `reschedule.lua`, `delete.lua`, `purge.lua` and `configure.lua`.
 
-use delayq_core::{Error, JobId, Result, Schedule, Timestamp, Topic};
+use delayq_core::{Error, JobId, Result, Schedule, Timestamp, Topic, TopicConfig};
 use rusqlite::{OptionalExtension, params};
 
-use super::exec;
 use super::place::place;
 use super::push::due_time;
+use super::{done, exec};
 use crate::error::db_err;
 use crate::row::{DEAD, META_COLS, Meta, WAITING, meta, state_of};
+use crate::settings;
 use crate::shared::Effect;
 use crate::tx::Tx;
 
@@ -111,11 +112,15 @@ pub(crate) fn reschedule(
     Ok(Timestamp::from_millis(ready_at))
 }
 
-/// Deletes a job in any state. Returns whether there was one.
+/// Deletes a job in any state (a done one is counted out of the topic's done jobs). Returns
+/// whether there was one.
 pub(crate) fn delete(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<bool> {
     let Some(tid) = tx.topic(topic)? else {
         return Ok(false);
     };
+    if done::forget(tx, tid, id.as_str())? {
+        return Ok(true);
+    }
     let n = exec(
         tx,
         "deleting a job",
@@ -125,7 +130,8 @@ pub(crate) fn delete(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<bool>
     Ok(n > 0)
 }
 
-/// Deletes every job of a topic; the topic and its counter stay. Returns how many.
+/// Deletes every job of a topic and takes it off the topic list; its row and counter stay.
+/// Returns how many jobs.
 pub(crate) fn purge(tx: &mut Tx<'_>, topic: &Topic) -> Result<u64> {
     let Some(tid) = tx.topic(topic)? else {
         return Ok(0);
@@ -136,13 +142,26 @@ pub(crate) fn purge(tx: &mut Tx<'_>, topic: &Topic) -> Result<u64> {
         "DELETE FROM jobs WHERE tid = ?1",
         [tid],
     )?;
-    // The counters restart; the seq counter stays, so lease tokens stay fresh.
+    // The counters restart and the topic leaves the topic list; the row and its seq counter
+    // stay, so lease tokens stay fresh.
     exec(
         tx,
         "purging a topic",
-        "UPDATE topics SET expired = 0 WHERE tid = ?1",
+        "UPDATE topics SET expired = 0, listed = 0, done = 0 WHERE tid = ?1",
         [tid],
     )?;
     tx.effect(Effect::Clear(tid));
     Ok(n as u64)
+}
+
+/// Replaces a topic's settings (creating the topic, off the topic list, when it is new), and
+/// trims its done jobs to the new retention at once (removes them all without one). The
+/// caller validated them.
+pub(crate) fn set_config(tx: &mut Tx<'_>, topic: &Topic, config: &TopicConfig) -> Result<()> {
+    let now = tx.now_ms();
+    let tid = tx.topic_or_create(topic, false)?;
+    settings::write(tx, tid, config)?;
+    done::trim(tx, tid, now, config.retention.as_ref(), 0, -1)?;
+    tx.effect(Effect::Config(tid, *config));
+    Ok(())
 }

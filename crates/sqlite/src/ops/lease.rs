@@ -3,15 +3,15 @@
 //! token and now is before its deadline; otherwise nothing changes and the answer says why
 //! (as the Redis engine's `refusal`): [`Error::NotFound`] when there is no such job,
 //! [`Error::WrongState`] when it has had no delivery since it was pushed, released or kicked,
-//! else [`Error::LeaseLost`].
+//! else [`Error::LeaseLost`] (a done job's lease too: it was acked).
 
 use delayq_core::{Error, Lease, NackOutcome, Result, Timestamp};
 use rusqlite::{OptionalExtension, params};
 
-use super::exec;
 use super::place::{fail, place};
+use super::{done, exec};
 use crate::error::db_err;
-use crate::row::{META_COLS, Meta, RESERVED, WAITING, meta, state_of};
+use crate::row::{DONE, META_COLS, Meta, RESERVED, WAITING, meta, state_of};
 use crate::tx::Tx;
 
 /// The job `id` of topic `tid`, as state changes need it.
@@ -37,7 +37,7 @@ fn refusal(lease: &Lease, job: Option<&Meta>, now: u64, operation: &'static str)
             topic: lease.topic.clone(),
             id: lease.id.clone(),
         },
-        Some(j) if j.state == RESERVED || j.attempts > 0 => Error::LeaseLost {
+        Some(j) if j.state == RESERVED || j.state == DONE || j.attempts > 0 => Error::LeaseLost {
             topic: lease.topic.clone(),
             id: lease.id.clone(),
         },
@@ -78,8 +78,10 @@ pub(crate) fn ack_batch(tx: &mut Tx<'_>, leases: &[Lease]) -> Result<Vec<Result<
     Ok(out)
 }
 
-/// Acknowledges one delivery: its job is removed. One statement checks the lease and
-/// deletes the row (through `jobs_id`), so an ack reads no row first.
+/// Acknowledges one delivery: its job is removed, or kept as done when its topic has a
+/// retention (`done::retire`; the registry's settings tell, in memory). One statement checks
+/// the lease and deletes (or marks) the row (through `jobs_id`), so an ack reads no row
+/// first.
 pub(crate) fn ack(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
     let now = tx.now_ms();
     let Some(tid) = tx.topic(&lease.topic)? else {
@@ -87,15 +89,19 @@ pub(crate) fn ack(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
     };
     // Tokens come from the topic's counter, an SQLite integer: one past i64 was never issued
     // (and cannot be bound as a parameter), so it matches no lease.
-    let deleted = match i64::try_from(lease.token.0) {
-        Ok(token) => exec(
+    let deleted = match (
+        i64::try_from(lease.token.0),
+        tx.shared.registry.retention(tid),
+    ) {
+        (Ok(token), None) => exec(
             tx,
             "acking a job",
             "DELETE FROM jobs WHERE tid = ?1 AND id = ?2 AND state = 3 AND token = ?3 \
              AND deadline > ?4",
             params![tid, lease.id.as_str(), token, now],
         )?,
-        Err(_) => 0,
+        (Ok(token), Some(keep)) => usize::from(done::retire(tx, (tid, token), lease, now, &keep)?),
+        (Err(_), _) => 0,
     };
     if deleted == 0 {
         // The refused ack, rare, reads the job to say why.

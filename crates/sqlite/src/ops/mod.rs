@@ -6,9 +6,11 @@
 //! - `place`: the shared steps `place` and `fail` of `lib.lua`.
 //! - `tick`: what time does (expired leases fail; jobs that fell due wake their waiters).
 //! - `push`, `reserve`, `lease` (ack, nack, release, touch, bury), `admin` (kick,
-//!   reschedule, delete, purge), `settle` (a worker's settlements before its reserve).
+//!   reschedule, delete, purge, settings), `settle` (a worker's settlements before its
+//!   reserve), `done` (the done jobs a topic's retention keeps).
 
 pub(crate) mod admin;
+pub(crate) mod done;
 pub(crate) mod lease;
 pub(crate) mod place;
 pub(crate) mod push;

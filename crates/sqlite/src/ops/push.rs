@@ -1,11 +1,11 @@
 //! Push, as the Redis engine's `lua/push.lua`: creates jobs, idempotent on `(topic, id)`.
 
 use delayq_core::limits::delay_ms_ceil;
-use delayq_core::{NewJob, Pushed, Result, Schedule, Timestamp, duration_ms};
+use delayq_core::{NewJob, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms};
 use rusqlite::{OptionalExtension, params};
 
-use super::exec;
 use super::place::place;
+use super::{done, exec};
 use crate::error::db_err;
 use crate::row::{WAITING, state_of};
 use crate::tx::Tx;
@@ -19,43 +19,62 @@ pub(crate) fn due_time(schedule: Schedule, now: u64) -> u64 {
     }
 }
 
-/// Creates each job whose id is free in its topic and answers in order. A job whose id
-/// exists (in any state, or earlier in the same batch) is left untouched and answered with
+/// Creates each job whose id is free (or a done job's) in its topic and answers in order; what a job leaves
+/// unset comes from its topic's committed settings (the registry's), else the built-in
+/// defaults. A job whose id
+/// exists (in any state but done, or earlier in the same batch) is left untouched and answered with
 /// `created: false`, its state and due time. The caller validated the batch, absolute times
 /// included, so nothing here refuses a job.
 pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
     let now = tx.now_ms();
     let mut out = Vec::with_capacity(jobs.len());
+    // The settings of the topic of the previous job (jobs of a batch mostly share one).
+    let mut config: Option<(i64, TopicConfig)> = None;
     for job in jobs {
-        let tid = tx.topic_or_create(&job.topic)?;
+        let tid = tx.topic_or_create(&job.topic, true)?;
+        let topic = match &config {
+            Some((t, c)) if *t == tid => c,
+            _ => &config.insert((tid, tx.shared.registry.config(tid))).1,
+        };
+        let (ttr, max_attempts, backoff) = (
+            topic.ttr_of(job),
+            topic.max_attempts_of(job),
+            topic.backoff_of(job),
+        );
         let ready_at = due_time(job.schedule, now);
         let seq = tx.peek_seq(tid)?;
-        let created = exec(
-            tx,
-            "inserting a job",
-            "INSERT INTO jobs (tid, id, state, priority, ready_at, seq, ttr_ms, max_attempts, \
-             attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, created_at, token, \
-             deadline, last_error, body) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, 0, 0, '', ?14) \
-             ON CONFLICT (tid, id) DO NOTHING",
-            params![
-                tid,
-                job.id.as_str(),
-                WAITING,
-                job.priority,
-                ready_at,
-                seq,
-                duration_ms(job.ttr),
-                job.max_attempts,
-                job.backoff.base_ms(),
-                job.backoff.factor(),
-                job.backoff.max_ms(),
-                job.backoff.jitter_permille(),
-                now,
-                job.body.as_ref(),
-            ],
-        )? == 1;
+        let insert = |tx: &Tx<'_>| {
+            exec(
+                tx,
+                "inserting a job",
+                "INSERT INTO jobs (tid, id, state, priority, ready_at, seq, ttr_ms, max_attempts, \
+                 attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, created_at, token, \
+                 deadline, last_error, body) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, 0, 0, '', ?14) \
+                 ON CONFLICT (tid, id) DO NOTHING",
+                params![
+                    tid,
+                    job.id.as_str(),
+                    WAITING,
+                    job.priority,
+                    ready_at,
+                    seq,
+                    duration_ms(ttr),
+                    max_attempts,
+                    backoff.base_ms(),
+                    backoff.factor(),
+                    backoff.max_ms(),
+                    backoff.jitter_permille(),
+                    now,
+                    job.body.as_ref(),
+                ],
+            )
+            .map(|n| n == 1)
+        };
+        // A done job holds no id: when the id is a done job's, it goes and the push creates.
+        let created = insert(tx)? || (done::forget(tx, tid, job.id.as_str())? && insert(tx)?);
         if created {
+            tx.list_topic(tid)?;
             tx.next_seq(tid)?;
             place(tx, tid, ready_at, now);
             out.push(Pushed {

@@ -16,10 +16,16 @@ use delayq_core::{
 
 use crate::Harness;
 
+mod config;
 mod refusal;
+mod retention;
 mod settle;
+mod topics;
+pub use config::*;
 pub use refusal::*;
+pub use retention::*;
 pub use settle::*;
+pub use topics::*;
 
 fn topic(name: &str) -> Topic {
     Topic::new(name).expect("test topic is valid")
@@ -996,7 +1002,7 @@ pub async fn list_pages_in_order<H: Harness>(h: &H) {
     }
 }
 
-/// Topics that held jobs are listed, sorted.
+/// Topics that held jobs are listed, sorted (a purge takes one off: `topics.rs`).
 pub async fn topics_are_listed<H: Harness>(h: &H) {
     let e = h.open().await;
     assert!(ok(e.topics().await, "topics").is_empty());
@@ -1558,6 +1564,12 @@ macro_rules! conformance_suite {
             settle_and_reserve_bad_input_changes_nothing,
             token_beyond_any_issued_is_lease_lost,
             refusals_say_why_issue_12,
+            purge_takes_the_topic_off_the_list_issue_12,
+            topic_settings_fill_what_a_push_leaves_unset,
+            topic_body_limit_refuses_before_writing,
+            bad_topic_settings_are_refused_and_change_nothing,
+            retention_keeps_acked_jobs_as_done,
+            retention_forgets_done_jobs_after_their_age,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {

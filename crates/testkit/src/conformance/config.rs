@@ -1,0 +1,256 @@
+//! Conformance cases of a topic's settings ([`TopicConfig`]): the defaults of the jobs
+//! pushed without their own, the topic's body limit, and their checks.
+
+use std::time::Duration;
+
+use delayq_core::{Backoff, Engine, Error, Limits, NackOutcome, NewJob, Topic, TopicConfig};
+
+use super::{get, id, job, lease_of, ok, reserve_one, topic};
+use crate::Harness;
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// The settings of these cases: every job default set.
+fn defaults() -> TopicConfig {
+    TopicConfig {
+        ttr: Some(secs(45)),
+        max_attempts: Some(5),
+        backoff: Some(Backoff::fixed(secs(2))),
+        max_body: None,
+        retention: None,
+    }
+}
+
+/// What a job was stored with: (ttr, max attempts, back-off).
+async fn settings_of<E: Engine>(e: &E, t: &Topic, name: &str) -> (Duration, u32, Backoff) {
+    let j = get(e, t, name).await;
+    (j.ttr, j.max_attempts, j.backoff)
+}
+
+/// A job pushed without ttr, max attempts or back-off takes its topic's settings, else the
+/// built-in defaults; a push's own fields win. Settings are shared by every instance, apply
+/// to later pushes only, survive a purge, and do not put a topic on the topic list.
+pub async fn topic_settings_fill_what_a_push_leaves_unset<H: Harness>(h: &H) {
+    let (e, other_instance) = (h.open().await, h.open().await);
+    let (t, plain) = (topic("cfg"), topic("cfg-plain"));
+    let built_in = (secs(30), 3, Backoff::default());
+    assert_eq!(
+        ok(e.topic_config(&t).await, "config"),
+        TopicConfig::default()
+    );
+
+    ok(e.push(job(&t, "before")).await, "push");
+    ok(e.set_topic_config(&t, &defaults()).await, "set config");
+    assert_eq!(
+        ok(other_instance.topic_config(&t).await, "config"),
+        defaults()
+    );
+    assert_eq!(settings_of(&e, &t, "before").await, built_in);
+
+    let own = Backoff::exponential(Duration::from_millis(100), secs(9));
+    ok(
+        other_instance
+            .push_batch(vec![
+                job(&t, "unset"),
+                job(&t, "own")
+                    .with_ttr(secs(10))
+                    .with_max_attempts(2)
+                    .with_backoff(own),
+                job(&plain, "elsewhere"),
+            ])
+            .await,
+        "push",
+    );
+    assert_eq!(
+        settings_of(&e, &t, "unset").await,
+        (secs(45), 5, Backoff::fixed(secs(2)))
+    );
+    assert_eq!(settings_of(&e, &t, "own").await, (secs(10), 2, own));
+    assert_eq!(settings_of(&e, &plain, "elsewhere").await, built_in);
+
+    // Only what is set is taken: one default set, the others built in.
+    let only_ttr = TopicConfig {
+        ttr: Some(secs(90)),
+        ..TopicConfig::default()
+    };
+    ok(e.set_topic_config(&t, &only_ttr).await, "set config");
+    ok(e.push(job(&t, "ttr-only")).await, "push");
+    assert_eq!(
+        settings_of(&e, &t, "ttr-only").await,
+        (secs(90), 3, Backoff::default())
+    );
+
+    // The job's back-off is the topic's: a nack without a delay retries after it.
+    let retry = topic("cfg-retry");
+    ok(e.set_topic_config(&retry, &defaults()).await, "set config");
+    ok(e.push(job(&retry, "retry")).await, "push");
+    let d = reserve_one(&e, &retry, Duration::ZERO).await;
+    let before = ok(e.now().await, "now");
+    let out = ok(e.nack(&lease_of(&d), Default::default()).await, "nack");
+    let after = ok(e.now().await, "now");
+    match out {
+        NackOutcome::Retry { ready_at } => assert!(
+            ready_at >= before.plus(secs(2)) && ready_at <= after.plus(secs(2)),
+            "{ready_at:?} is not 2 s after the nack ({before:?} to {after:?})"
+        ),
+        NackOutcome::Dead => panic!("a job with 5 attempts died at its first"),
+    }
+
+    // A purge keeps the settings; settings alone do not list a topic.
+    ok(e.purge(&t).await, "purge");
+    assert_eq!(ok(e.topic_config(&t).await, "config"), only_ttr);
+    let fresh = topic("cfg-only");
+    ok(e.set_topic_config(&fresh, &defaults()).await, "set config");
+    let listed = ok(e.topics().await, "topics");
+    assert!(
+        !listed.contains(&fresh) && !listed.contains(&t),
+        "{listed:?}"
+    );
+
+    // Setting them whole: the default settings put every field back to built in.
+    ok(
+        other_instance
+            .set_topic_config(&t, &TopicConfig::default())
+            .await,
+        "reset",
+    );
+    assert_eq!(
+        ok(e.topic_config(&t).await, "config"),
+        TopicConfig::default()
+    );
+    ok(e.push(job(&t, "after-reset")).await, "push");
+    assert_eq!(settings_of(&e, &t, "after-reset").await, built_in);
+}
+
+/// A topic's body limit refuses a larger body before anything is written, in a batch too
+/// (a large one the Redis engine sends in several calls); the engine's own limit stays in
+/// force when the topic's is higher.
+pub async fn topic_body_limit_refuses_before_writing<H: Harness>(h: &H) {
+    let e = h.open_with(Limits { max_body: 16 }).await;
+    let (t, other) = (topic("small"), topic("small-not"));
+    let limit = |n| TopicConfig {
+        max_body: Some(n),
+        ..TopicConfig::default()
+    };
+    ok(e.set_topic_config(&t, &limit(8)).await, "set config");
+    ok(
+        e.push(NewJob::new(t.clone(), "8 bytes!").with_id(id("fits")))
+            .await,
+        "push",
+    );
+    let before = h.snapshot().await;
+    let too_big = || NewJob::new(t.clone(), "9 bytes!!").with_id(id("big"));
+    let r = e.push(too_big()).await;
+    assert!(
+        matches!(r, Err(Error::BodyTooLarge { size: 9, limit: 8 })),
+        "{r:?}"
+    );
+    let r = e
+        .push_batch(vec![
+            NewJob::new(t.clone(), "x").with_id(id("small")),
+            too_big(),
+        ])
+        .await;
+    assert!(matches!(r, Err(Error::BodyTooLarge { .. })), "{r:?}");
+    let mut many: Vec<NewJob> = (0..150)
+        .map(|i| NewJob::new(t.clone(), "x").with_id(id(&format!("m{i}"))))
+        .collect();
+    many.push(NewJob::new(other.clone(), "x").with_id(id("other")));
+    many.push(too_big());
+    let r = e.push_batch(many).await;
+    assert!(matches!(r, Err(Error::BodyTooLarge { .. })), "{r:?}");
+    assert!(
+        before == h.snapshot().await,
+        "a refused push changed the store"
+    );
+
+    // Another topic has the engine's limit; a topic's higher limit does not raise it.
+    ok(
+        e.push(NewJob::new(other.clone(), "sixteen bytes!!!")).await,
+        "push",
+    );
+    ok(e.set_topic_config(&t, &limit(1000)).await, "set config");
+    let r = e.push(NewJob::new(t.clone(), "seventeen bytes!!")).await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::BodyTooLarge {
+                size: 17,
+                limit: 16
+            })
+        ),
+        "{r:?}"
+    );
+}
+
+/// Settings out of range are refused with the field's error and change nothing.
+pub async fn bad_topic_settings_are_refused_and_change_nothing<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let t = topic("cfg-bad");
+    ok(e.set_topic_config(&t, &defaults()).await, "set config");
+    let before = h.snapshot().await;
+    let bad = [
+        TopicConfig {
+            ttr: Some(Duration::from_millis(999)),
+            ..defaults()
+        },
+        TopicConfig {
+            ttr: Some(Duration::from_secs(24 * 3600 + 1)),
+            ..defaults()
+        },
+        TopicConfig {
+            max_attempts: Some(0),
+            ..defaults()
+        },
+        TopicConfig {
+            max_attempts: Some(10_001),
+            ..defaults()
+        },
+        TopicConfig {
+            backoff: Some(Backoff::exponential(secs(2), secs(1))),
+            ..defaults()
+        },
+        TopicConfig {
+            max_body: Some(0),
+            ..defaults()
+        },
+        TopicConfig {
+            retention: Some(delayq_core::Retention {
+                max_jobs: 0,
+                max_age: secs(60),
+            }),
+            ..defaults()
+        },
+        TopicConfig {
+            retention: Some(delayq_core::Retention {
+                max_jobs: 100_001,
+                max_age: secs(60),
+            }),
+            ..defaults()
+        },
+        TopicConfig {
+            retention: Some(delayq_core::Retention {
+                max_jobs: 10,
+                max_age: secs(31 * 24 * 3600),
+            }),
+            ..defaults()
+        },
+    ];
+    for config in bad {
+        let r = e.set_topic_config(&t, &config).await;
+        assert!(
+            matches!(
+                r,
+                Err(Error::InvalidTtr { .. } | Error::InvalidArgument { .. })
+            ),
+            "{config:?}: {r:?}"
+        );
+    }
+    assert!(
+        before == h.snapshot().await,
+        "refused settings changed the store"
+    );
+    assert_eq!(ok(e.topic_config(&t).await, "config"), defaults());
+}

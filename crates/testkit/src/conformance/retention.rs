@@ -1,0 +1,199 @@
+//! Conformance cases of the retention of done jobs ([`Retention`]): what an ack keeps, how
+//! many and for how long, and what a done job answers.
+
+use std::time::{Duration, Instant};
+
+use delayq_core::{
+    Engine, Error, JobState, Lease, Nack, Reserve, Retention, Schedule, Settle, Topic, TopicConfig,
+};
+
+use super::{get, id, job, lease_of, ok, topic};
+use crate::Harness;
+
+/// Settings that keep up to `max_jobs` done jobs for `secs` seconds.
+fn keep(max_jobs: u32, secs: u64) -> TopicConfig {
+    TopicConfig {
+        retention: Some(Retention {
+            max_jobs,
+            max_age: Duration::from_secs(secs),
+        }),
+        ..TopicConfig::default()
+    }
+}
+
+/// The ids of the done jobs of `t`, in listing order, read in pages of `per_page`.
+async fn done_ids<E: Engine>(e: &E, t: &Topic, per_page: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = ok(
+            e.list(t, JobState::Done, per_page, cursor.as_ref()).await,
+            "list done",
+        );
+        for j in &page.jobs {
+            assert_eq!(j.state, JobState::Done, "{j:?}");
+        }
+        out.extend(page.jobs.iter().map(|j| j.id.to_string()));
+        match page.next {
+            Some(c) => cursor = Some(c),
+            None => return out,
+        }
+    }
+}
+
+/// Pushes `names` to `t` and reserves them all; answers their leases by name order.
+async fn leased<E: Engine>(e: &E, t: &Topic, names: &[&str]) -> Vec<Lease> {
+    for name in names {
+        ok(e.push(job(t, name)).await, "push");
+    }
+    let got = ok(
+        e.reserve(&Reserve::new(t.clone()).max(names.len())).await,
+        "reserve",
+    );
+    let mut leases: Vec<Lease> = got.iter().map(lease_of).collect();
+    leases.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(leases.len(), names.len());
+    leases
+}
+
+/// With a retention, an acked job stays, done, whichever way it was acked (one, a batch, a
+/// worker's cycle): readable by id and listed with its ack time, the newest `max_jobs` only.
+/// Its lease is lost, it can be neither kicked nor rescheduled, its id is free for a new
+/// push, and delete, a new retention and purge remove it. Without one, an ack removes.
+pub async fn retention_keeps_acked_jobs_as_done<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let (t, plain) = (topic("kept"), topic("kept-not"));
+    ok(e.set_topic_config(&t, &keep(3, 3600)).await, "set config");
+    let l = leased(&e, &t, &["a", "b", "c", "d", "e"]).await;
+    let before = ok(e.now().await, "now");
+    ok(e.ack(&l[0]).await, "ack");
+    for r in ok(e.ack_batch(&l[1..3]).await, "ack_batch") {
+        ok(r, "ack in a batch");
+    }
+    let cycle = ok(
+        e.settle_and_reserve(
+            &[Settle::Ack(l[3].clone()), Settle::Ack(l[4].clone())],
+            &Reserve::new(t.clone()).max(0),
+        )
+        .await,
+        "settle",
+    );
+    for r in cycle.settled {
+        ok(r, "ack in a cycle");
+    }
+    let after = ok(e.now().await, "now");
+
+    // The newest three are kept, in (ack time, id) order.
+    assert_eq!(done_ids(&e, &t, 2).await, ["c", "d", "e"]);
+    assert_eq!(ok(e.get(&t, &id("a")).await, "get"), None);
+    let c = get(&e, &t, "c").await;
+    assert_eq!(
+        (c.state, c.attempts, c.body.as_ref()),
+        (JobState::Done, 1, &b"body of c"[..])
+    );
+    let acked = c.deadline.expect("a done job has its ack time");
+    assert!(
+        acked >= before && acked <= after,
+        "{acked:?} not in {before:?}..{after:?}"
+    );
+    let s = ok(e.stats(&t).await, "stats");
+    assert_eq!(
+        (s.delayed, s.ready, s.reserved, s.dead, s.done),
+        (0, 0, 0, 0, 3)
+    );
+
+    // A done job's lease is lost; it is neither kicked nor rescheduled.
+    let r = e.ack(&l[4]).await;
+    assert!(matches!(r, Err(Error::LeaseLost { .. })), "{r:?}");
+    let r = e.nack(&l[4], Nack::default()).await;
+    assert!(matches!(r, Err(Error::LeaseLost { .. })), "{r:?}");
+    let r = e.kick(&t, &id("e")).await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::WrongState {
+                state: JobState::Done,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    let r = e.reschedule(&t, &id("e"), Schedule::NOW).await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::WrongState {
+                state: JobState::Done,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+
+    // Its id is free: a push creates a new job, and the done one is gone.
+    let again = ok(e.push(job(&t, "e")).await, "push");
+    assert!(again.created && again.state == JobState::Ready, "{again:?}");
+    assert_eq!(done_ids(&e, &t, 10).await, ["c", "d"]);
+    assert!(ok(e.delete(&t, &id("c")).await, "delete"));
+    assert_eq!(done_ids(&e, &t, 10).await, ["d"]);
+    assert_eq!(ok(e.stats(&t).await, "stats").done, 1);
+
+    // A lower retention trims at once; none removes every done job.
+    let l = leased(&e, &t, &["e", "f", "g"]).await;
+    for r in ok(e.ack_batch(&l).await, "ack_batch") {
+        ok(r, "ack");
+    }
+    assert_eq!(done_ids(&e, &t, 10).await, ["e", "f", "g"]);
+    ok(e.set_topic_config(&t, &keep(1, 3600)).await, "set config");
+    assert_eq!(done_ids(&e, &t, 10).await, ["g"]);
+    ok(
+        e.set_topic_config(&t, &TopicConfig::default()).await,
+        "set config",
+    );
+    assert!(done_ids(&e, &t, 10).await.is_empty());
+    assert_eq!(ok(e.get(&t, &id("g")).await, "get"), None);
+    assert_eq!(ok(e.stats(&t).await, "stats").done, 0);
+
+    // A purge removes done jobs too.
+    ok(e.set_topic_config(&t, &keep(10, 3600)).await, "set config");
+    let l = leased(&e, &t, &["h"]).await;
+    ok(e.ack(&l[0]).await, "ack");
+    assert_eq!(ok(e.purge(&t).await, "purge"), 1);
+    assert!(done_ids(&e, &t, 10).await.is_empty());
+
+    // Without a retention an ack removes the job: nothing is done.
+    let l = leased(&e, &plain, &["x"]).await;
+    ok(e.ack(&l[0]).await, "ack");
+    assert_eq!(ok(e.get(&plain, &id("x")).await, "get"), None);
+    assert!(done_ids(&e, &plain, 10).await.is_empty());
+    assert_eq!(ok(e.stats(&plain).await, "stats").done, 0);
+}
+
+/// A done job is kept until `max_age` after its ack (on the engine's clock), then neither
+/// read, listed nor counted; a later ack removes it.
+pub async fn retention_forgets_done_jobs_after_their_age<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let t = topic("aging");
+    ok(e.set_topic_config(&t, &keep(100, 1)).await, "set config");
+    let l = leased(&e, &t, &["a"]).await;
+    ok(e.ack(&l[0]).await, "ack");
+    let a = get(&e, &t, "a").await;
+    assert_eq!(a.state, JobState::Done);
+    let acked = a.deadline.expect("ack time");
+    let start = Instant::now();
+    while ok(e.now().await, "now") <= acked.plus(Duration::from_secs(1)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the engine clock stands still"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(ok(e.get(&t, &id("a")).await, "get"), None);
+    assert!(done_ids(&e, &t, 10).await.is_empty());
+    assert_eq!(ok(e.stats(&t).await, "stats").done, 0);
+    let l = leased(&e, &t, &["b"]).await;
+    ok(e.ack(&l[0]).await, "ack");
+    assert_eq!(done_ids(&e, &t, 10).await, ["b"]);
+    // The expired one is gone for good: its id is free, as any done job's.
+    assert!(ok(e.push(job(&t, "a")).await, "push").created);
+}
