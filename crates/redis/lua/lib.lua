@@ -28,8 +28,9 @@
 -- and a reserve writes no record. The token lives in jobs rather than in a hash of its own:
 -- an ack then deletes the record and the token with one HDEL, and the tokens never sit in a
 -- small hash, which Redis keeps as a listpack (up to hash-max-listpack-entries, 512 on Redis
--- 8) where every lookup and insert scans the whole list. The record counts the attempts that have ended; a leased job's current
--- attempt is its lease, so its public attempts are the record's plus one.
+-- 8) where every lookup and insert scans the whole list. The record counts the attempts
+-- that have ended; a leased job's current attempt is its lease, so its public attempts are
+-- the record's plus one.
 --
 -- Invariants kept by every function:
 --   * a job id is in the jobs hash iff it is in exactly one of delayed, ready, leases, dead,

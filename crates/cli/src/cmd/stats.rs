@@ -35,6 +35,7 @@ pub fn table(rows: &[Value]) -> String {
         "READY",
         "RESERVED",
         "DEAD",
+        "DONE",
         "OLDEST OVERDUE",
         "NEXT DUE",
     ];
@@ -51,6 +52,7 @@ pub fn table(rows: &[Value]) -> String {
             n("ready"),
             n("reserved"),
             n("dead"),
+            n("done"),
             r["oldest_overdue_ms"]
                 .as_u64()
                 .map(|ms| format!("{ms} ms"))
@@ -88,12 +90,16 @@ mod tests {
     #[test]
     fn table_aligns() {
         let t = table(&[
-            json!({"topic": "orders", "delayed": 12, "ready": 0, "reserved": 3, "dead": 1, "oldest_overdue_ms": null, "next_due": "2026-01-01T00:00:00Z"}),
+            json!({"topic": "orders", "delayed": 12, "ready": 0, "reserved": 3, "dead": 1, "done": 7, "oldest_overdue_ms": null, "next_due": "2026-01-01T00:00:00Z"}),
         ]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("TOPIC "));
+        assert!(lines[0].contains(" DEAD  DONE "), "{t}");
         assert!(lines[1].starts_with("orders "));
         assert!(lines[1].contains("12"));
+        // The retained (done) count sits under its header.
+        let col = lines[0].find("DONE").unwrap_or(0) + "DONE".len();
+        assert_eq!(&lines[1][col - 1..col], "7", "{t}");
     }
 }
