@@ -311,7 +311,8 @@ pub trait Engine: Send + Sync + 'static {
     /// `req.max` may be 0: then it settles only, and never waits. Every argument is checked
     /// first ([`check_settle_and_reserve`]); a refused call changes nothing. When the engine
     /// fails (`Unavailable`) some settlements may have applied; settling again is safe (a
-    /// settled lease answers `LeaseLost`).
+    /// settled lease is refused and changes nothing: `LeaseLost`, or `NotFound` once an ack
+    /// removed the job; see [`Error::ends_delivery`]).
     ///
     /// The default runs the single operations one after the other (a run of acks as one
     /// `ack_batch`); engines override it to make the whole call one round trip.
