@@ -157,7 +157,7 @@ end
 -- A job's member in ready: its due time and push order as fixed-width digits, then its id,
 -- so that members of one priority sort by due time, then push order.
 local function member_of(id, ready_at, seq)
-  return string.format('%013d%016d', ready_at, seq) .. id
+  return string.format('%013d%016d%s', ready_at, seq, id)
 end
 
 local function ready_member(id, j)

@@ -5,11 +5,14 @@
 -- ARGV[1]  N, the number of jobs
 -- ARGV[2 .. 7]  the built-in defaults: ttr ms, max attempts, back-off base ms, factor, max ms,
 --               jitter permille (delayq-core's, sent so that they live in one place)
--- then 11 values per job i (base = 7 + (i-1)*11):
---   +1 id   +2 body   +3 schedule kind (0 = delay ms, 1 = absolute ms)   +4 schedule value
---   +5 priority   +6 ttr ms   +7 max attempts
---   +8 backoff base ms   +9 backoff factor   +10 backoff max ms   +11 backoff jitter permille
---   ('' for ttr, max attempts or the back-off's four: unset, the topic's default applies)
+-- ARGV[8]  T, the number of distinct per-job settings in this call (0 when every job leaves
+--          them to the topic), then 6 values per settings t (base = 8 + (t-1)*6): +1 ttr ms
+--          +2 max attempts  +3 back-off base ms  +4 factor  +5 max ms  +6 jitter permille
+--          ('' for ttr, max attempts or the back-off's four: unset, the topic's default applies)
+-- then 5 values per job i (base = 8 + 6T + (i-1)*5):
+--   +1 id   +2 body   +3 when: a delay in ms when >= 0, else the absolute due time -1 - when ms
+--   +4 priority   +5 settings: t (1..T), or 0 for none
+--   (so a job costs five arguments: most batches share one set of settings, sent once)
 --
 -- Returns: { OK, the topic's purge count (config "purges"), then per job: created (1|0),
 --            public state, due time ms }
@@ -30,17 +33,24 @@
 
 local now = clock()
 local n = tonumber(ARGV[1])
+local t = tonumber(ARGV[8])
+local jobs_at = 8 + 6 * t
 local config, purges = settings()
 local max_body = config[C_MAX_BODY]
 
+-- The due time of job i's `when` argument (a delay, or an absolute time encoded below -1),
+-- and whether it was absolute.
+local whens = {}
 for i = 1, n do
-  local b = 7 + (i - 1) * 11
-  if ARGV[b + 3] == '1' and tonumber(ARGV[b + 4]) > now + MAX_DELAY_MS then
+  local b = jobs_at + (i - 1) * 5
+  local when = tonumber(ARGV[b + 3])
+  if when < 0 and -1 - when > now + MAX_DELAY_MS then
     return { INVALID_DELAY, i }
   end
   if max_body and #ARGV[b + 2] > max_body then
     return { BODY_TOO_LARGE, i, max_body }
   end
+  whens[i] = when
 end
 
 -- What a job that leaves a setting unset gets: the topic's, else the built-in default.
@@ -50,9 +60,21 @@ local backoff = { tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonum
 if config[C_BO_BASE] then
   backoff = { config[C_BO_BASE], config[C_BO_FACTOR], config[C_BO_MAX], config[C_BO_JITTER] }
 end
+-- The call's distinct per-job settings, resolved once: { ttr, max attempts, back-off }.
+local own = {}
+for k = 1, t do
+  local b = 8 + (k - 1) * 6
+  local bo = backoff
+  if ARGV[b + 3] ~= '' then
+    bo = { tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
+      tonumber(ARGV[b + 6]) }
+  end
+  own[k] = { tonumber(ARGV[b + 1]) or ttr, tonumber(ARGV[b + 2]) or max_attempts, bo }
+end
+local plain = { ttr, max_attempts, backoff }
 
 local ids = {}
-for i = 1, n do ids[i] = ARGV[8 + (i - 1) * 11] end
+for i = 1, n do ids[i] = ARGV[jobs_at + 1 + (i - 1) * 5] end
 local existing = load_many(ids)
 -- A done job holds no id: the new job takes its place (only ids that exist are looked at).
 local revived = {}
@@ -76,62 +98,64 @@ end
 local seq = 0
 if fresh > 0 then seq = redis.call('INCRBY', K_SEQ, fresh) - fresh end
 local records, delayed, ready, seen = {}, {}, {}, {}
+local r, d, w = 0, 0, 0
 -- The public state of a job created by this call.
 local function new_state(j)
   if j[F_READY_AT] <= now then return P_READY end
   return P_DELAYED
 end
-local out = { OK, purges }
+local out, m = { OK, purges }, 2
 for i = 1, n do
-  local b = 7 + (i - 1) * 11
+  local b = jobs_at + (i - 1) * 5
   local id = ids[i]
   local j = seen[id] or existing[i]
   if j then
-    out[#out + 1] = 0
+    out[m + 1] = 0
     if seen[id] then
-      out[#out + 1] = new_state(j)
+      out[m + 2] = new_state(j)
     else
-      out[#out + 1] = public_state(id, j)
+      out[m + 2] = public_state(id, j)
     end
-    out[#out + 1] = j[F_READY_AT]
+    out[m + 3] = j[F_READY_AT]
   else
-    local value = tonumber(ARGV[b + 4])
+    local when = whens[i]
     local ready_at
-    if ARGV[b + 3] == '1' then ready_at = math.max(value, now) else ready_at = now + value end
-    local bo = backoff
-    if ARGV[b + 8] ~= '' then
-      bo = { tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]), tonumber(ARGV[b + 10]),
-        tonumber(ARGV[b + 11]) }
-    end
+    if when < 0 then ready_at = math.max(-1 - when, now) else ready_at = now + when end
+    local s = own[tonumber(ARGV[b + 5])] or plain
+    local bo = s[3]
+    seq = seq + 1
     j = {
-      WAITING, tonumber(ARGV[b + 5]), ready_at, seq + 1,
-      tonumber(ARGV[b + 6]) or ttr, tonumber(ARGV[b + 7]) or max_attempts, 0,
+      WAITING, tonumber(ARGV[b + 4]), ready_at, seq,
+      s[1], s[2], 0,
       bo[1], bo[2], bo[3], bo[4],
       now, '', ARGV[b + 2],
     }
-    seq = seq + 1
     seen[id] = j
     if ready_at <= now then
       if ready_empty then
         signal(now)
         ready_empty = false
       end
-      ready[#ready + 1] = j[F_PRIO]
-      ready[#ready + 1] = ready_member(id, j)
+      ready[r + 1] = j[F_PRIO]
+      ready[r + 2] = ready_member(id, j)
+      r = r + 2
     else
       if head == nil or ready_at < head then
         signal(ready_at)
         head = ready_at
       end
-      delayed[#delayed + 1] = ready_at
-      delayed[#delayed + 1] = id
+      delayed[d + 1] = ready_at
+      delayed[d + 2] = id
+      d = d + 2
     end
-    records[#records + 1] = id
-    records[#records + 1] = pack(j)
-    out[#out + 1] = 1
-    out[#out + 1] = new_state(j)
-    out[#out + 1] = ready_at
+    records[w + 1] = id
+    records[w + 2] = pack(j)
+    w = w + 2
+    out[m + 1] = 1
+    out[m + 2] = new_state(j)
+    out[m + 3] = ready_at
   end
+  m = m + 3
 end
 call_many('ZREM', K_DONE, revived, 1)
 call_many('ZADD', K_READY, ready, 2)

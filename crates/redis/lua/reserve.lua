@@ -16,9 +16,10 @@
 --
 -- Returns: { now µs, next wake ms (-1 = none), more (1|0), A, S, then a status per ack (OK
 --            or lib.lua's refusal_value), then 2 values per other settlement (status, value
---            as lib.lua's settle), then 5 values per job (emit: id, state reserved, lease token (0
---            at-most-once), deadline (0 at-most-once), the record as stored, whose attempts
---            count ended attempts) }
+--            as lib.lua's settle), then 3 values per job taken (id, lease token (0 at most
+--            once), the record as stored, whose attempts count ended attempts) }
+--   Each job's state is reserved and its lease deadline is now (in ms: now µs / 1000,
+--   rounded down) + its record's ttr, so neither is sent (codec.rs decode_deliveries).
 --   next wake is when a waiter should call again: now if jobs are still ready, else the
 --   earliest due time or lease deadline (-1 when N = 0: nothing was looked at). more = 1
 --   when jobs are left ready (or due work was left by the bound), so the caller can wake
@@ -88,13 +89,15 @@ if taken > 0 then
       if at_most_once then
         g = g + 1
         gone[g] = id
-        m = emit(out, m, id, rec, P_RESERVED, 0, 0)
+        out[m + 1], out[m + 2], out[m + 3] = id, 0, rec
+        m = m + 3
       else
         local deadline = now + ttr_of(rec)
         leases[k + 1], leases[k + 2] = deadline, id
         tokens[k + 1], tokens[k + 2] = token_field(id), base + i
         k = k + 2
-        m = emit(out, m, id, rec, P_RESERVED, base + i, deadline)
+        out[m + 1], out[m + 2], out[m + 3] = id, base + i, rec
+        m = m + 3
       end
     end
   end

@@ -136,16 +136,64 @@ pub(crate) fn decode_job(
         vals.next()
             .ok_or_else(|| Error::Internal("a job reply ended early".into()))
     };
-    let id = JobId::new(string(next()?)?)
-        .map_err(|e| Error::Internal(format!("stored job id is invalid: {e}")))?;
+    let id = job_id(next()?)?;
     let state = state_from_code(int(&next()?)?)?;
     let token = uint(&next()?)?;
     let deadline = uint(&next()?)?;
-    let rec = Bytes::from(bytes(next()?)?);
+    let job = job_of(topic, id, state, next()?, |_| deadline)?;
+    Ok((job, token))
+}
+
+/// The number of values reserve.lua writes per delivered job.
+pub(crate) const DELIVERY_VALUES: usize = 3;
+
+/// Decodes the jobs of a reserve reply, 3 values each (id, lease token, the stored record),
+/// into each reserved job and its lease token (0 at most once, where the job is gone and has
+/// no deadline). The lease deadline is not sent: it is the call's clock `now_ms` (the
+/// reply's, in whole ms as the function reads it) plus the job's ttr, as the function sets it.
+pub(crate) fn decode_deliveries(
+    topic: &Topic,
+    now_ms: u64,
+    leased: bool,
+    rest: Vec<Value>,
+) -> Result<Vec<(Job, u64)>> {
+    if !rest.len().is_multiple_of(DELIVERY_VALUES) {
+        return Err(Error::Internal(format!(
+            "a reserve reply has {} job values, not a multiple of {DELIVERY_VALUES}",
+            rest.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(rest.len() / DELIVERY_VALUES);
+    let mut it = rest.into_iter();
+    while let (Some(id), Some(token), Some(rec)) = (it.next(), it.next(), it.next()) {
+        let token = uint(&token)?;
+        let job = job_of(topic, job_id(id)?, JobState::Reserved, rec, |ttr| {
+            if leased { now_ms + ttr } else { 0 }
+        })?;
+        out.push((job, token));
+    }
+    Ok(out)
+}
+
+fn job_id(v: Value) -> Result<JobId> {
+    JobId::new(string(v)?).map_err(|e| Error::Internal(format!("stored job id is invalid: {e}")))
+}
+
+/// The job `id` in `state` from its stored record; `deadline` answers the deadline in ms (0:
+/// none) from the record's ttr in ms.
+fn job_of(
+    topic: &Topic,
+    id: JobId,
+    state: JobState,
+    rec: Value,
+    deadline: impl FnOnce(u64) -> u64,
+) -> Result<Job> {
+    let rec = Bytes::from(bytes(rec)?);
     let r = Record::decode(&rec)
         .map_err(|e| Error::Internal(format!("stored record of job {id} is invalid: {e}")))?;
     let attempts = r.attempts + u32::from(matches!(state, JobState::Reserved | JobState::Done));
-    let job = Job {
+    let deadline = deadline(r.ttr);
+    Ok(Job {
         topic: topic.clone(),
         id,
         body: r.body,
@@ -159,8 +207,7 @@ pub(crate) fn decode_job(
         created_at: Timestamp::from_millis(r.created),
         deadline: (deadline > 0).then(|| Timestamp::from_millis(deadline)),
         last_error: (!r.last_error.is_empty()).then_some(r.last_error),
-    };
-    Ok((job, token))
+    })
 }
 
 /// A stored job record: the msgpack values lib.lua's `pack` writes (`cmsgpack.pack` of the
@@ -335,5 +382,33 @@ mod tests {
         rmp::encode::write_f64(&mut frac, 1.5).unwrap();
         let err = decode_job(&t, &mut reply(2, frac).into_iter()).unwrap_err();
         assert!(err.to_string().contains("field priority"), "{err}");
+    }
+
+    #[test]
+    fn a_delivery_has_its_lease_deadline_from_the_clock_and_its_ttr() {
+        let t = Topic::new("t").unwrap();
+        let vals = |token: i64| {
+            vec![
+                Value::BulkString(b"j1".to_vec()),
+                Value::Int(token),
+                Value::BulkString(record("b")),
+            ]
+        };
+        let got = decode_deliveries(&t, 1_700_000_000_123, true, vals(42)).unwrap();
+        let (job, token) = &got[0];
+        assert_eq!(*token, 42);
+        assert_eq!(job.state, JobState::Reserved);
+        assert_eq!(job.attempts, 3);
+        assert_eq!(
+            job.deadline,
+            Some(Timestamp::from_millis(1_700_000_030_123))
+        );
+
+        let (gone, token) = &decode_deliveries(&t, 1_700_000_000_123, false, vals(0)).unwrap()[0];
+        assert_eq!((*token, gone.deadline), (0, None));
+
+        let mut cut = vals(1);
+        cut.pop();
+        assert!(decode_deliveries(&t, 0, true, cut).is_err());
     }
 }

@@ -30,7 +30,74 @@ pub(crate) fn schedule_args(s: Schedule) -> (u8, u64) {
     }
 }
 
+/// The one `when` argument push takes for a schedule: a delay in ms (>= 0), or an absolute
+/// due time `at` as `-1 - at` ms, so that a job costs one argument for it.
+fn when_arg(s: Schedule) -> i64 {
+    match s {
+        Schedule::Delay(d) => i64::try_from(delay_ms_ceil(d)).unwrap_or(i64::MAX),
+        Schedule::At(at) => -1 - i64::try_from(at.as_millis()).unwrap_or(i64::MAX - 1),
+    }
+}
+
+/// A job's own settings as push's six settings arguments (ttr, max attempts, the back-off's
+/// four), or `None` when it leaves them all to the topic.
+fn own_settings(j: &NewJob) -> Option<[String; 6]> {
+    if j.ttr.is_none() && j.max_attempts.is_none() && j.backoff.is_none() {
+        return None;
+    }
+    let [a, b, c, d] = backoff_args(j.backoff.as_ref());
+    Some([
+        opt_arg(j.ttr.map(duration_ms)),
+        opt_arg(j.max_attempts.map(u64::from)),
+        a,
+        b,
+        c,
+        d,
+    ])
+}
+
 impl Ops {
+    /// One `push` call for `jobs` of `topic`: the built-in defaults, the distinct settings
+    /// the jobs carry (each sent once), then five arguments per job.
+    fn push_invocation<'a>(&self, topic: &Topic, jobs: impl Iterator<Item = &'a NewJob>) -> Cmd {
+        let jobs: Vec<&NewJob> = jobs.collect();
+        let mut distinct: Vec<[String; 6]> = Vec::new();
+        let refs: Vec<usize> = jobs
+            .iter()
+            .map(|j| match own_settings(j) {
+                None => 0,
+                Some(s) => match distinct.iter().position(|d| *d == s) {
+                    Some(k) => k + 1,
+                    None => {
+                        distinct.push(s);
+                        distinct.len()
+                    }
+                },
+            })
+            .collect();
+        let mut inv = self.fcall(library::PUSH, topic);
+        inv.arg(jobs.len())
+            .arg(duration_ms(DEFAULT_TTR))
+            .arg(DEFAULT_MAX_ATTEMPTS);
+        for part in backoff_args(Some(&Backoff::default())) {
+            inv.arg(part);
+        }
+        inv.arg(distinct.len());
+        for s in &distinct {
+            for part in s {
+                inv.arg(part);
+            }
+        }
+        for (j, r) in jobs.iter().zip(refs) {
+            inv.arg(j.id.as_str())
+                .arg(j.body.as_ref())
+                .arg(when_arg(j.schedule))
+                .arg(j.priority)
+                .arg(r);
+        }
+        inv
+    }
+
     /// `Engine::push_batch`, its input already checked by `engine.rs`.
     pub(crate) async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
         // Group by topic (keeping each job's index), then cut into bounded function calls.
@@ -59,30 +126,7 @@ impl Ops {
 
         let invs: Vec<Cmd> = chunks
             .iter()
-            .map(|(topic, idx)| {
-                let mut inv = self.fcall(library::PUSH, topic);
-                inv.arg(idx.len())
-                    .arg(duration_ms(DEFAULT_TTR))
-                    .arg(DEFAULT_MAX_ATTEMPTS);
-                for part in backoff_args(Some(&Backoff::default())) {
-                    inv.arg(part);
-                }
-                for &i in idx {
-                    let j = &jobs[i];
-                    let (kind, value) = schedule_args(j.schedule);
-                    inv.arg(j.id.as_str())
-                        .arg(j.body.as_ref())
-                        .arg(kind)
-                        .arg(value)
-                        .arg(j.priority)
-                        .arg(opt_arg(j.ttr.map(duration_ms)))
-                        .arg(opt_arg(j.max_attempts.map(u64::from)));
-                    for part in backoff_args(j.backoff.as_ref()) {
-                        inv.arg(part);
-                    }
-                }
-                inv
-            })
+            .map(|(topic, idx)| self.push_invocation(topic, idx.iter().map(|&i| &jobs[i])))
             .collect();
         let replies = self.conn.pipeline(&invs, "pushing").await?;
 
@@ -209,5 +253,23 @@ impl Ops {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn when_is_a_delay_or_an_absolute_time_below_minus_one() {
+        assert_eq!(when_arg(Schedule::Delay(Duration::from_millis(1500))), 1500);
+        assert_eq!(when_arg(Schedule::Delay(Duration::ZERO)), 0);
+        assert_eq!(when_arg(Schedule::At(Timestamp::from_millis(0))), -1);
+        assert_eq!(
+            when_arg(Schedule::At(Timestamp::from_millis(1_700_000_000_000))),
+            -1_700_000_000_001
+        );
     }
 }

@@ -16,7 +16,7 @@ use redis::{Cmd, Value};
 
 use super::lease::ack_args;
 use super::{Ops, refused, settle_calls};
-use crate::codec::{self, Status, decode_jobs};
+use crate::codec::{self, Status, decode_deliveries};
 use crate::library;
 
 /// What one reserve call said of its topic: Redis's clock and the next event.
@@ -148,7 +148,12 @@ impl Ops {
             };
             settled[i] = Some(answer(&settle[i], status, value)?);
         }
-        let jobs = decode_jobs(topic, reply.into_iter().skip(jobs_at).collect())?;
+        let jobs = decode_deliveries(
+            topic,
+            now_us / 1000,
+            mode == DeliveryMode::AtLeastOnce,
+            reply.into_iter().skip(jobs_at).collect(),
+        )?;
         let deliveries = jobs
             .into_iter()
             .map(|(job, token)| {
