@@ -678,6 +678,89 @@ pub async fn renewal_keeps_a_long_handler_alive<B: Backend>(_name: &str) {
     assert_eq!((report.acked, report.failed), (1, 0), "{report:?}");
 }
 
+/// Deleting a job while its handler runs cancels the handler (issue 14, item 5): the delete
+/// ends the lease, so the worker's next renewal (every third of the 3 s ttr) is answered
+/// "lease lost" and fires the job's token with [`CancelReason::LeaseLost`]; the job is
+/// neither acked nor nacked (it is gone), never delivered again, and the worker carries on
+/// with the next job.
+// See: issue 14
+pub async fn deleting_a_running_job_cancels_its_handler_issue_14<B: Backend>(_name: &str) {
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("cancel");
+    let ttr = Duration::from_secs(3);
+    e.push(
+        NewJob::new(t.clone(), "x")
+            .with_id(id("doomed"))
+            .with_ttr(ttr),
+    )
+    .await
+    .unwrap();
+
+    let probe = Probe::default();
+    let cancelled_at: Arc<Mutex<Option<std::time::Instant>>> = Arc::default();
+    let (p, at) = (probe.clone(), cancelled_at.clone());
+    let handler = move |job: Job<Bytes>| {
+        let (p, at) = (p.clone(), at.clone());
+        async move {
+            p.begin(&job);
+            if job.id().as_str() == "doomed" {
+                tokio::select! {
+                    () = tokio::time::sleep(LONG) => {}
+                    () = job.cancelled() => {
+                        *at.lock().unwrap() = Some(std::time::Instant::now());
+                        p.cancelled(&job);
+                    }
+                }
+            }
+            p.end();
+            Ok::<(), JobError>(())
+        }
+    };
+    let worker =
+        Running::start(Worker::with_config(e.clone(), [t.clone()], config(2), handler).unwrap());
+    eventually(LONG, "the handler to start", || async {
+        !probe.calls().is_empty()
+    })
+    .await;
+    let deleted = std::time::Instant::now();
+    assert!(
+        e.delete(&t, &id("doomed")).await.unwrap(),
+        "the job was there"
+    );
+    eventually(LONG, "the handler to see its cancellation", || async {
+        probe.finished() == 1
+    })
+    .await;
+    let noticed = cancelled_at.lock().unwrap().expect("cancelled") - deleted;
+    assert_eq!(
+        probe.0.cancelled.lock().unwrap().clone(),
+        vec![Some(CancelReason::LeaseLost)]
+    );
+    // Renewals come every ttr / 3 = 1 s: the delete is noticed at the next one, long before
+    // the lease the worker last renewed would have run out (up to 3 s after a renewal).
+    assert!(
+        noticed < ttr * 2 / 3 + Duration::from_millis(500),
+        "the cancellation came {noticed:?} after the delete"
+    );
+
+    // The worker carries on: the next job is handled and acked.
+    push_ids(&e, &t, ["after".to_string()]).await;
+    eventually(LONG, "the next job to be handled", || async {
+        probe.finished() == 2
+    })
+    .await;
+    all_acked(&e, &t).await;
+    let report = worker.stop().await;
+    assert_eq!(
+        probe.calls(),
+        vec![("doomed".to_string(), 1), ("after".to_string(), 1)],
+        "the deleted job was delivered again"
+    );
+    assert_eq!(e.get(&t, &id("doomed")).await.unwrap(), None);
+    assert_eq!((report.acked, report.failed), (1, 1), "{report:?}");
+}
+
 /// Shutdown waits the grace period, fires the tokens of the handlers still running and
 /// releases their jobs; another worker gets them at once, on attempt 1 (a lease that ran
 /// out would count an attempt, and would take the 30 s ttr).

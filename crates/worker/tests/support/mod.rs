@@ -50,6 +50,7 @@ macro_rules! worker_suite {
             renewal_keeps_a_long_handler_alive,
             shutdown_releases_jobs_to_another_worker_at_once,
             killed_worker_jobs_come_back_after_the_ttr,
+            deleting_a_running_job_cancels_its_handler_issue_14,
         );
     };
     (@cases $backend:ty; $($case:ident),* $(,)?) => {
