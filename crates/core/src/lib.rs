@@ -6,6 +6,8 @@
 //! - `ids`: [`Topic`], [`JobId`], [`LeaseToken`], validated on construction.
 //! - `time`: [`Timestamp`] (engine-clock milliseconds) and [`Schedule`] (delay or absolute).
 //! - `backoff`: [`Backoff`], the retry policy and the formula both engines use.
+//! - `cron`: [`JobSchedule`], a recurring job (cron expression, time zone, misfire policy),
+//!   its fire times and what a scheduler pushes at a tick ([`Plan`]).
 //! - `limits`: the ranges of the contract and [`Limits`].
 //! - `job`: [`NewJob`], [`Job`], [`JobState`], [`Delivery`], [`Lease`], [`Pushed`].
 //! - `topic`: [`TopicConfig`], a topic's settings (job defaults, body limit, [`Retention`]
@@ -21,6 +23,7 @@
 
 mod acks;
 mod backoff;
+mod cron;
 mod engine;
 mod error;
 mod ids;
@@ -31,6 +34,10 @@ mod topic;
 
 pub use acks::{Acker, Acks, ack_batcher, run_acks};
 pub use backoff::Backoff;
+pub use cron::{
+    JobSchedule, JobTemplate, MAX_JITTER, MAX_MISFIRE_LIMIT, MAX_SCHEDULE_NAME_LEN, Misfire, Plan,
+    ScheduleName,
+};
 pub use engine::{
     Cursor, DeliveryMode, Engine, Nack, Page, Reserve, Settle, Settled, SettledAndReserved,
     TopicStats, check_ack_batch, check_push_batch, check_settle_and_reserve,
