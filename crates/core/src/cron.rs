@@ -33,6 +33,11 @@ pub const MAX_SCHEDULE_NAME_LEN: usize = 100;
 pub const MAX_JITTER: Duration = Duration::from_secs(3600);
 /// The most missed fires [`Misfire::Each`] pushes at once.
 pub const MAX_MISFIRE_LIMIT: u32 = 1000;
+/// A fire whose time passed less than this before the tick that finds it unpushed is late,
+/// not missed: it is pushed (due now) whatever the misfire policy (as Quartz's misfire
+/// threshold). A scheduler that ticks a little late (a busy machine, a restart) then loses
+/// nothing.
+pub const MISFIRE_GRACE: Duration = Duration::from_secs(60);
 /// How far ahead a fire is looked for. Cron has no year field, so an expression that matches
 /// at all matches within 28 years; one that matches nothing (e.g. `0 0 30 2 *`, the 30th of
 /// February) is refused.
@@ -170,6 +175,40 @@ impl PartialEq for JobSchedule {
             && (self.start, self.end, self.jitter, self.misfire)
                 == (o.start, o.end, o.jitter, o.misfire)
     }
+}
+
+/// A [`JobSchedule`] as plain values, for an engine to store and read back
+/// ([`JobSchedule::parts`], [`JobSchedule::from_parts`]): durations and times in ms, the
+/// back-off as its four parts, the misfire policy as a code (0 skip, 1 once, 2 each) and
+/// its limit (0 unless each).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleParts {
+    /// The cron expression.
+    pub cron: String,
+    /// The time zone's name.
+    pub time_zone: String,
+    /// The topic's name.
+    pub topic: String,
+    /// The job's body.
+    pub body: Bytes,
+    /// The job's priority.
+    pub priority: u32,
+    /// The job's ttr in ms.
+    pub ttr_ms: Option<u64>,
+    /// The job's attempts.
+    pub max_attempts: Option<u32>,
+    /// The job's back-off: base ms, factor, max ms, jitter permille.
+    pub backoff: Option<(u64, u32, u64, u32)>,
+    /// The window's start, ms.
+    pub start_ms: Option<u64>,
+    /// The window's end, ms.
+    pub end_ms: Option<u64>,
+    /// The jitter, ms.
+    pub jitter_ms: u64,
+    /// The misfire policy's code.
+    pub misfire: u8,
+    /// The misfire policy's limit.
+    pub misfire_limit: u32,
 }
 
 /// What a scheduler does at one tick for one schedule ([`JobSchedule::plan`]).
@@ -350,6 +389,67 @@ impl JobSchedule {
         self.misfire
     }
 
+    /// The schedule as plain values, for storage.
+    pub fn parts(&self) -> ScheduleParts {
+        let t = &self.template;
+        let (misfire, misfire_limit) = match self.misfire {
+            Misfire::Skip => (0, 0),
+            Misfire::Once => (1, 0),
+            Misfire::Each(n) => (2, n),
+        };
+        ScheduleParts {
+            cron: self.cron.clone(),
+            time_zone: self.time_zone.clone(),
+            topic: self.topic.as_str().to_string(),
+            body: t.body.clone(),
+            priority: t.priority,
+            ttr_ms: t.ttr.map(crate::duration_ms),
+            max_attempts: t.max_attempts,
+            backoff: t
+                .backoff
+                .map(|b| (b.base_ms(), b.factor(), b.max_ms(), b.jitter_permille())),
+            start_ms: self.start.map(Timestamp::as_millis),
+            end_ms: self.end.map(Timestamp::as_millis),
+            jitter_ms: crate::duration_ms(self.jitter),
+            misfire,
+            misfire_limit,
+        }
+    }
+
+    /// A schedule from what [`JobSchedule::parts`] gave, checked as [`JobSchedule::new`]
+    /// and the setters check (a stored schedule that no longer passes is an error).
+    pub fn from_parts(name: ScheduleName, p: ScheduleParts) -> Result<Self, Error> {
+        let misfire = match (p.misfire, p.misfire_limit) {
+            (0, _) => Misfire::Skip,
+            (1, _) => Misfire::Once,
+            (2, n) => Misfire::Each(n),
+            (k, _) => {
+                return Err(Error::invalid(
+                    "misfire",
+                    format!("unknown misfire policy code {k}"),
+                ));
+            }
+        };
+        let template = JobTemplate {
+            body: p.body,
+            priority: p.priority,
+            ttr: p.ttr_ms.map(Duration::from_millis),
+            max_attempts: p.max_attempts,
+            backoff: p
+                .backoff
+                .map(|(base, factor, max, jitter)| Backoff::from_parts(base, factor, max, jitter)),
+        };
+        let s = JobSchedule::new(name, &p.cron, &p.time_zone, Topic::new(p.topic)?, template)?
+            .with_window(
+                p.start_ms.map(Timestamp::from_millis),
+                p.end_ms.map(Timestamp::from_millis),
+            )?
+            .with_jitter(Duration::from_millis(p.jitter_ms))?
+            .with_misfire(misfire);
+        s.validate()?;
+        Ok(s)
+    }
+
     /// The first cron match strictly after `t`, within `years`, ignoring the window.
     fn raw_next(&self, t: Timestamp, years: i16) -> Option<Timestamp> {
         let ms = i64::try_from(t.as_millis()).ok()?;
@@ -465,26 +565,34 @@ impl JobSchedule {
                 Misfire::Each(n) => n as usize,
             };
             // The missed fires, counted up to a bound, keeping the latest `keep`.
+            // Fires within the grace are late, not missed: all of them are pushed.
+            let late_from = Timestamp::from_millis(
+                now.as_millis()
+                    .saturating_sub(crate::duration_ms(MISFIRE_GRACE)),
+            );
             let mut missed: std::collections::VecDeque<Timestamp> =
                 std::collections::VecDeque::new();
+            let mut late = Vec::new();
             let mut t = last;
             while let Some(f) = self.next_fire_after(t) {
                 if f > now || skipped > 1_000_000 {
                     break;
                 }
-                missed.push_back(f);
-                if missed.len() > keep {
-                    missed.pop_front();
-                    skipped += 1;
+                if f >= late_from {
+                    late.push(f);
+                } else {
+                    missed.push_back(f);
+                    if missed.len() > keep {
+                        missed.pop_front();
+                        skipped += 1;
+                    }
                 }
                 t = f;
             }
-            if let Some(&latest) = missed.back() {
-                covered = Some(latest);
-            } else if skipped > 0 {
+            if t > last {
                 covered = Some(t);
             }
-            push.extend(missed.into_iter().map(|f| self.job_for(f, now)));
+            push.extend(missed.into_iter().chain(late).map(|f| self.job_for(f, now)));
         }
         let next = self.next_fire_after(now);
         if let Some(f) = next
@@ -728,5 +836,37 @@ mod tests {
             .unwrap();
         let p = s.plan(Some(at("2026-01-01T05:00:00Z")), at("2026-01-01T07:00:00Z"));
         assert_eq!((p.push.len(), p.next, p.through), (0, None, None));
+    }
+
+    #[test]
+    fn parts_round_trip() {
+        let s = sched("*/5 * * * *", "America/New_York")
+            .with_window(Some(at("2026-01-01T00:00:00Z")), None)
+            .unwrap()
+            .with_jitter(Duration::from_secs(3))
+            .unwrap()
+            .with_misfire(Misfire::Each(7));
+        let back = JobSchedule::from_parts(s.name().clone(), s.parts()).unwrap();
+        assert_eq!(back, s);
+        let mut bad = s.parts();
+        bad.misfire = 9;
+        assert!(JobSchedule::from_parts(s.name().clone(), bad).is_err());
+    }
+
+    #[test]
+    fn a_fire_less_than_the_grace_ago_is_late_not_missed() {
+        let s = sched("* * * * *", "UTC");
+        // Pushed through 10:00; the tick comes at 10:02:30: 10:01 passed 90 s before
+        // (missed: skipped), 10:02 passed 30 s before (late: pushed, due now).
+        let p = s.plan(Some(at("2026-01-01T10:00:00Z")), at("2026-01-01T10:02:30Z"));
+        let ids: Vec<String> = p.push.iter().map(|j| j.id.to_string()).collect();
+        assert_eq!(
+            ids,
+            vec![
+                s.job_id(at("2026-01-01T10:02:00Z")).to_string(),
+                s.job_id(at("2026-01-01T10:03:00Z")).to_string(),
+            ]
+        );
+        assert_eq!(p.skipped, 1);
     }
 }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use crate::limits::MAX_BATCH;
 use crate::limits::{MAX_RESERVE_TOPICS, MAX_WAIT, check_count, check_reason};
 use crate::{Delivery, Error, Job, JobId, JobState, Lease, NackOutcome, NewJob, Pushed, Result};
-use crate::{Schedule, Timestamp, Topic, TopicConfig};
+use crate::{JobSchedule, Schedule, ScheduleName, Timestamp, Topic, TopicConfig};
 
 /// How a reserve hands out jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -222,6 +222,19 @@ pub struct Page {
     pub next: Option<Cursor>,
 }
 
+/// A schedule as an engine keeps it ([`Engine::schedules`]): the definition, its revision
+/// (1 at the first [`Engine::put_schedule`], + 1 at each later one) and the latest fire time
+/// whose job was pushed (`None` until the first, and again after each put).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSchedule {
+    /// The definition.
+    pub schedule: JobSchedule,
+    /// Its revision.
+    pub revision: u64,
+    /// The latest fire time pushed through (see [`JobSchedule::plan`]).
+    pub through: Option<Timestamp>,
+}
+
 /// Counts and health of one topic.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct TopicStats {
@@ -432,6 +445,53 @@ pub trait Engine: Send + Sync + 'static {
             ),
         })
     }
+
+    /// Creates or replaces a schedule (by name), for every client of the engine, and
+    /// answers its new revision. A replaced schedule starts afresh: its pushed-through time
+    /// is cleared (jobs its old definition pushed stay; the scheduler deletes the one still
+    /// delayed). Validated first ([`JobSchedule::validate`]). The default implementation
+    /// refuses, for an engine that keeps no schedules.
+    async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
+        schedule.validate()?;
+        Err(Error::InvalidConfig {
+            reason: format!(
+                "this engine keeps no schedules (schedule {}); use the Redis or the embedded engine",
+                schedule.name()
+            ),
+        })
+    }
+
+    /// One schedule, if it exists. The default: none.
+    async fn schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        let _ = name;
+        Ok(None)
+    }
+
+    /// Every schedule, by name. The default: none.
+    async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
+        Ok(Vec::new())
+    }
+
+    /// Deletes a schedule and answers what it was (`None`: there was none). The jobs it
+    /// pushed stay. The default: there was none.
+    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        let _ = name;
+        Ok(None)
+    }
+
+    /// Records that the jobs of `schedule`'s fires up to `through` were pushed, when the
+    /// schedule is still at `revision` and `through` is later than what it records: answers
+    /// whether it did (a scheduler that planned from an older revision, or raced another
+    /// one, changes nothing). The default: it did not.
+    async fn schedule_pushed(
+        &self,
+        name: &ScheduleName,
+        revision: u64,
+        through: Timestamp,
+    ) -> Result<bool> {
+        let _ = (name, revision, through);
+        Ok(false)
+    }
 }
 
 /// Acks `leases` (emptying it) with one `ack_batch`, for the default
@@ -567,5 +627,25 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
         (**self).set_topic_config(topic, config).await
+    }
+    async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
+        (**self).put_schedule(schedule).await
+    }
+    async fn schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        (**self).schedule(name).await
+    }
+    async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
+        (**self).schedules().await
+    }
+    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        (**self).delete_schedule(name).await
+    }
+    async fn schedule_pushed(
+        &self,
+        name: &ScheduleName,
+        revision: u64,
+        through: Timestamp,
+    ) -> Result<bool> {
+        (**self).schedule_pushed(name, revision, through).await
     }
 }

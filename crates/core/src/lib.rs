@@ -35,12 +35,12 @@ mod topic;
 pub use acks::{Acker, Acks, ack_batcher, run_acks};
 pub use backoff::Backoff;
 pub use cron::{
-    JobSchedule, JobTemplate, MAX_JITTER, MAX_MISFIRE_LIMIT, MAX_SCHEDULE_NAME_LEN, Misfire, Plan,
-    ScheduleName,
+    JobSchedule, JobTemplate, MAX_JITTER, MAX_MISFIRE_LIMIT, MAX_SCHEDULE_NAME_LEN, MISFIRE_GRACE,
+    Misfire, Plan, ScheduleName, ScheduleParts,
 };
 pub use engine::{
     Cursor, DeliveryMode, Engine, Nack, Page, Reserve, Settle, Settled, SettledAndReserved,
-    TopicStats, check_ack_batch, check_push_batch, check_settle_and_reserve,
+    StoredSchedule, TopicStats, check_ack_batch, check_push_batch, check_settle_and_reserve,
 };
 pub use error::{BoxError, Error, Result};
 pub use ids::{JobId, LeaseToken, MAX_ID_LEN, MAX_TOPIC_LEN, Topic};

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use delayq_core::limits::{check_count, check_reason, check_ttr};
 use delayq_core::{
-    Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page,
-    Pushed, Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic, TopicConfig,
-    TopicStats, async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve,
+    Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Nack, NackOutcome,
+    NewJob, Page, Pushed, Reserve, Result, Schedule, ScheduleName, Settle, SettledAndReserved,
+    StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch,
+    check_push_batch, check_settle_and_reserve,
 };
 use tokio::sync::oneshot;
 
@@ -183,5 +184,31 @@ impl Engine for RedisEngine {
     async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
         config.validate()?;
         self.ops.set_config(topic, config).await
+    }
+
+    async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
+        schedule.validate()?;
+        self.ops.put_schedule(schedule).await
+    }
+
+    async fn schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        self.ops.schedule(name).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
+        self.ops.schedules().await
+    }
+
+    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        self.ops.delete_schedule(name).await
+    }
+
+    async fn schedule_pushed(
+        &self,
+        name: &ScheduleName,
+        revision: u64,
+        through: Timestamp,
+    ) -> Result<bool> {
+        self.ops.schedule_pushed(name, revision, through).await
     }
 }

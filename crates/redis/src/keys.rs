@@ -50,6 +50,12 @@ impl KeySpace {
         format!("{}:topics", self.prefix)
     }
 
+    /// The hash of every schedule (issue 14): fields `d:<name>`, `r:<name>`, `t:<name>`
+    /// (`lua/schedule_put.lua`). One key, in no topic's slot.
+    pub(crate) fn schedules(&self) -> String {
+        format!("{}:schedules", self.prefix)
+    }
+
     /// The topic of a wake key returned by BZPOPMIN.
     pub(crate) fn topic_of_wake_key(&self, key: &[u8]) -> Option<Topic> {
         let key = std::str::from_utf8(key).ok()?;
@@ -89,6 +95,7 @@ mod tests {
         assert_eq!(ks.wake(&topic("orders.cancel")), keys[6]);
         assert_eq!(ks.jobs(&topic("orders.cancel")), keys[0]);
         assert_eq!(ks.registry(), "delayq:topics");
+        assert_eq!(ks.schedules(), "delayq:schedules");
     }
 
     #[test]

@@ -52,6 +52,9 @@ library! {
     HANDBACK => "handback",
     CONFIGURE => "configure",
     CONFIG => "config",
+    SCHEDULE_PUT => "schedule_put",
+    SCHEDULE_PUSHED => "schedule_pushed",
+    SCHEDULE_DELETE => "schedule_delete",
 }
 
 #[cfg(test)]
@@ -65,8 +68,26 @@ mod tests {
         assert_eq!(PUSH, format!("delayq_{version}_push"));
         assert!(SOURCE.starts_with(&format!("#!lua name={NAME}\n")));
         for f in [
-            PUSH, RESERVE, ACK, NACK, RELEASE, TOUCH, BURY, KICK, RESCHEDULE, DELETE, GET, LIST,
-            STATS, PURGE, HANDBACK, CONFIGURE, CONFIG,
+            PUSH,
+            RESERVE,
+            ACK,
+            NACK,
+            RELEASE,
+            TOUCH,
+            BURY,
+            KICK,
+            RESCHEDULE,
+            DELETE,
+            GET,
+            LIST,
+            STATS,
+            PURGE,
+            HANDBACK,
+            CONFIGURE,
+            CONFIG,
+            SCHEDULE_PUT,
+            SCHEDULE_PUSHED,
+            SCHEDULE_DELETE,
         ] {
             assert!(
                 SOURCE.contains(&format!(

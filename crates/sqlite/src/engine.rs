@@ -12,10 +12,10 @@ use delayq_core::limits::{
     MAX_DELAY, at_too_far, check_count, check_reason, check_ttr, delay_ms_ceil,
 };
 use delayq_core::{
-    Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, Limits, Nack, NackOutcome,
-    NewJob, Page, Pushed, Reserve, Result, Retention, Schedule, Settle, Settled,
-    SettledAndReserved, Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch,
-    check_push_batch, check_settle_and_reserve, duration_ms,
+    Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Limits, Nack,
+    NackOutcome, NewJob, Page, Pushed, Reserve, Result, Retention, Schedule, ScheduleName, Settle,
+    Settled, SettledAndReserved, StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats,
+    async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve, duration_ms,
 };
 use rusqlite::Connection;
 use tokio::sync::{Notify, oneshot};
@@ -25,7 +25,7 @@ use crate::clock::Clock;
 use crate::config::SqliteConfig;
 use crate::cursor::Key;
 use crate::ops::settle::{self as settling, Settlement};
-use crate::ops::{admin, lease, push, reserve};
+use crate::ops::{admin, lease, push, reserve, schedules};
 use crate::readers::Readers;
 use crate::shared::Shared;
 use crate::tx::Tx;
@@ -472,6 +472,37 @@ impl Engine for SqliteEngine {
         config.validate()?;
         let (topic, config) = (topic.clone(), *config);
         self.write(move |tx| admin::set_config(tx, &topic, &config))
+            .await
+    }
+
+    async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
+        schedule.validate()?;
+        let s = schedule.clone();
+        self.write(move |tx| schedules::put(tx, &s)).await
+    }
+
+    async fn schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        let name = name.clone();
+        self.read(move |conn| schedules::get(conn, &name)).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
+        self.read(schedules::list).await
+    }
+
+    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        let name = name.clone();
+        self.write(move |tx| schedules::delete(tx, &name)).await
+    }
+
+    async fn schedule_pushed(
+        &self,
+        name: &ScheduleName,
+        revision: u64,
+        through: Timestamp,
+    ) -> Result<bool> {
+        let name = name.clone();
+        self.write(move |tx| schedules::pushed(tx, &name, revision, through))
             .await
     }
 }

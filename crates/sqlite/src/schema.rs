@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0004_listed.sql"),
     include_str!("../migrations/0005_topic_config.sql"),
     include_str!("../migrations/0006_done.sql"),
+    include_str!("../migrations/0007_schedules.sql"),
 ];
 
 /// The schema version this build writes.

@@ -196,10 +196,12 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
         e.topic_config(&t).await.expect("settings"),
         delayq_core::TopicConfig::default()
     );
+    // And no schedules (0007).
+    assert_eq!(e.schedules().await.expect("schedules"), vec![]);
     drop(e);
 
     let (version, indexes, states) = schema_facts(dir.path());
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     assert_eq!(
         indexes,
         vec![

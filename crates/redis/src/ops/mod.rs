@@ -7,6 +7,7 @@
 //! - `lease`: ack, nack, release, touch, bury.
 //! - `admin`: get, delete, reschedule, kick, list, stats, topics, purge, now.
 //! - `config`: a topic's settings (set, read), and their encoding as function arguments.
+//! - `schedules`: stored schedules (put, read, list, delete, progress) and their encoding.
 //!
 //! Each status a function answers becomes an error in one place, below.
 
@@ -15,6 +16,7 @@ pub(crate) mod config;
 pub(crate) mod lease;
 pub(crate) mod push;
 pub(crate) mod reserve;
+pub(crate) mod schedules;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;

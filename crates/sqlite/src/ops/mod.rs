@@ -7,7 +7,8 @@
 //! - `tick`: what time does (expired leases fail; jobs that fell due wake their waiters).
 //! - `push`, `reserve`, `lease` (ack, nack, release, touch, bury), `admin` (kick,
 //!   reschedule, delete, purge, settings), `settle` (a worker's settlements before its
-//!   reserve), `done` (the done jobs a topic's retention keeps).
+//!   reserve), `done` (the done jobs a topic's retention keeps), `schedules` (stored
+//!   schedules; their reads run on a read connection).
 
 pub(crate) mod admin;
 pub(crate) mod done;
@@ -15,6 +16,7 @@ pub(crate) mod lease;
 pub(crate) mod place;
 pub(crate) mod push;
 pub(crate) mod reserve;
+pub(crate) mod schedules;
 pub(crate) mod settle;
 pub(crate) mod tick;
 

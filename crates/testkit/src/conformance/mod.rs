@@ -19,11 +19,13 @@ use crate::Harness;
 mod config;
 mod refusal;
 mod retention;
+mod schedules;
 mod settle;
 mod topics;
 pub use config::*;
 pub use refusal::*;
 pub use retention::*;
+pub use schedules::*;
 pub use settle::*;
 pub use topics::*;
 
@@ -1570,6 +1572,8 @@ macro_rules! conformance_suite {
             bad_topic_settings_are_refused_and_change_nothing,
             retention_keeps_acked_jobs_as_done,
             retention_forgets_done_jobs_after_their_age,
+            schedules_are_stored_shared_and_replaced_issue_14,
+            bad_schedules_are_refused_and_change_nothing_issue_14,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
