@@ -84,6 +84,8 @@
 //! - `settle`: ack, nack, bury and release of one delivery, and their log events.
 //! - `shutdown`: the grace period, then cancel and release.
 //! - `report`: [`Report`] and its counters.
+//! - `scheduler`: [`Scheduler`], which runs the schedules an engine keeps (cron jobs), and
+//!   [`put_schedule`], [`delete_schedule`].
 #![deny(missing_docs)]
 
 mod buffer;
@@ -101,6 +103,7 @@ mod report;
 mod run;
 #[cfg(test)]
 mod runtime_tests;
+mod scheduler;
 mod settle;
 mod shared;
 mod shutdown;
@@ -116,5 +119,6 @@ pub use context::{CancelReason, Job};
 pub use delayq_core::DeliveryMode;
 pub use handler::{FailureKind, Handler, JobError, ResultExt};
 pub use report::Report;
+pub use scheduler::{Scheduler, SchedulerConfig, Tick, delete_schedule, next_fire, put_schedule};
 pub use tokio_util::sync::CancellationToken;
 pub use worker::Worker;

@@ -8,9 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use delayq_core::{Backoff, Engine, JobState, NewJob, Reserve, Topic};
+use delayq_core::{
+    Backoff, Engine, JobSchedule, JobState, JobTemplate, NewJob, Reserve, ScheduleName, Topic,
+};
 use delayq_worker::{
-    CancelReason, Handler, Job, JobError, Json, Payload, Report, Worker, WorkerConfig,
+    CancelReason, Handler, Job, JobError, Json, Payload, Report, Scheduler, SchedulerConfig,
+    Worker, WorkerConfig, delete_schedule, put_schedule,
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::oneshot;
@@ -759,6 +762,149 @@ pub async fn deleting_a_running_job_cancels_its_handler_issue_14<B: Backend>(_na
     );
     assert_eq!(e.get(&t, &id("doomed")).await.unwrap(), None);
     assert_eq!((report.acked, report.failed), (1, 1), "{report:?}");
+}
+
+fn every_second(name: &str, t: &Topic) -> JobSchedule {
+    JobSchedule::new(
+        ScheduleName::new(name).unwrap(),
+        "* * * * * *",
+        "UTC",
+        t.clone(),
+        JobTemplate {
+            body: Bytes::from_static(b"tick"),
+            ..JobTemplate::default()
+        },
+    )
+    .unwrap()
+}
+
+/// The fire time (ms) in a scheduled job's id, `schedule:<name>:<ms>`.
+fn fire_of(id: &str) -> u64 {
+    id.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+/// Every job of `t` now, by id, reserving (and acking) what is ready.
+async fn drain_ids<E: Engine>(e: &E, t: &Topic) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    loop {
+        let got = e.reserve(&Reserve::new(t.clone()).max(100)).await.unwrap();
+        if got.is_empty() {
+            return out;
+        }
+        for d in got {
+            out.push((d.job.id.to_string(), d.job.ready_at.as_millis()));
+            e.ack(d.lease.as_ref().unwrap()).await.unwrap();
+        }
+    }
+}
+
+/// Two schedulers (two engine handles, as two servers) run one every-second schedule for
+/// about 3.5 s: every fire from the first to the last has exactly one job, due at its fire
+/// time (issue 14: exactly one job per fire whatever the number of servers).
+// See: issue 14
+pub async fn two_schedulers_push_one_job_per_fire_issue_14<B: Backend>(_name: &str) {
+    let b = B::start().await;
+    let (e1, e2) = (b.open().await, b.open().await);
+    let t = topic("cron");
+    let s = every_second("every-second", &t);
+    put_schedule(&e1, &s).await.unwrap();
+    let config = SchedulerConfig {
+        reload: Duration::from_millis(300),
+        ..SchedulerConfig::default()
+    };
+    let (stop1, stop2) = (oneshot::channel::<()>(), oneshot::channel::<()>());
+    let r1 = tokio::spawn(Scheduler::new(e1.clone(), config.clone()).run(async {
+        let _ = stop1.1.await;
+    }));
+    let r2 = tokio::spawn(Scheduler::new(e2.clone(), config).run(async {
+        let _ = stop2.1.await;
+    }));
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let _ = (stop1.0.send(()), stop2.0.send(()));
+    r1.await.unwrap();
+    r2.await.unwrap();
+    // The last fire pushed ahead falls due within a second.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let mut jobs = drain_ids(&e1, &t).await;
+    jobs.sort();
+    let fires: Vec<u64> = jobs.iter().map(|(id, _)| fire_of(id)).collect();
+    assert!(fires.len() >= 3, "too few fires: {jobs:?}");
+    for w in fires.windows(2) {
+        assert_eq!(w[1] - w[0], 1000, "a fire is missing or doubled: {fires:?}");
+    }
+    for (id, due) in &jobs {
+        assert_eq!(fire_of(id), *due, "job {id} is not due at its fire time");
+    }
+    let stored = e2.schedule(s.name()).await.unwrap().unwrap();
+    assert!(
+        stored.through.map(|t| t.as_millis()) >= fires.last().copied(),
+        "{stored:?}"
+    );
+}
+
+/// A scheduler that was away for a few seconds pushes the fires it missed (late, within
+/// the misfire grace: due now, whatever the policy), then the next one ahead; replacing the
+/// schedule deletes the fire its old definition pushed ahead, and deleting it deletes the
+/// one the new definition pushed.
+// See: issue 14
+pub async fn late_fires_are_pushed_and_a_replaced_schedule_forgets_its_old_fire_issue_14<
+    B: Backend,
+>(
+    _name: &str,
+) {
+    let b = B::start().await;
+    let e = b.open().await;
+    let t = topic("cron-late");
+    let s = every_second("late", &t);
+    let first = put_schedule(&e, &s).await.unwrap();
+    let ahead = first.through.expect("the first fire is pushed at once");
+    // Nobody ticks for 2.5 s: the fire pushed ahead passes, and one or two after it
+    // pass unpushed; the tick pushes those (late) and the next one ahead.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let sched = Scheduler::new(e.clone(), SchedulerConfig::default());
+    let tick = sched.tick().await.unwrap();
+    assert!(tick.pushed >= 2, "{tick:?}");
+    assert_eq!(
+        tick.skipped, 0,
+        "fires within the grace are late, not missed"
+    );
+    let jobs = drain_ids(&e, &t).await;
+    let fires: BTreeSet<u64> = jobs.iter().map(|(id, _)| fire_of(id)).collect();
+    assert!(fires.contains(&ahead.as_millis()), "{fires:?}");
+    assert_eq!(
+        fires.iter().copied().collect::<Vec<_>>(),
+        (0..fires.len() as u64)
+            .map(|k| ahead.as_millis() + 1000 * k)
+            .collect::<Vec<_>>(),
+        "one job per fire, none missing"
+    );
+
+    // Replace with an hourly schedule: the every-second fire pushed ahead is deleted.
+    let pending = e
+        .schedule(s.name())
+        .await
+        .unwrap()
+        .unwrap()
+        .through
+        .unwrap();
+    let hourly = JobSchedule::new(
+        s.name().clone(),
+        "0 * * * *",
+        "UTC",
+        t.clone(),
+        JobTemplate::default(),
+    )
+    .unwrap();
+    let stored = put_schedule(&e, &hourly).await.unwrap();
+    assert_eq!(e.get(&t, &s.job_id(pending)).await.unwrap(), None);
+    let next = stored.through.expect("the hourly fire is pushed ahead");
+    assert_eq!(next.as_millis() % 3_600_000, 0);
+    let job = e.get(&t, &hourly.job_id(next)).await.unwrap().unwrap();
+    assert_eq!(job.state, JobState::Delayed);
+    // Deleting the schedule deletes that pending fire too.
+    assert!(delete_schedule(&e, s.name()).await.unwrap().is_some());
+    assert_eq!(e.get(&t, &hourly.job_id(next)).await.unwrap(), None);
+    assert_eq!(e.schedules().await.unwrap(), vec![]);
 }
 
 /// Shutdown waits the grace period, fires the tokens of the handlers still running and

@@ -51,6 +51,8 @@ macro_rules! worker_suite {
             shutdown_releases_jobs_to_another_worker_at_once,
             killed_worker_jobs_come_back_after_the_ttr,
             deleting_a_running_job_cancels_its_handler_issue_14,
+            two_schedulers_push_one_job_per_fire_issue_14,
+            late_fires_are_pushed_and_a_replaced_schedule_forgets_its_old_fire_issue_14,
         );
     };
     (@cases $backend:ty; $($case:ident),* $(,)?) => {
