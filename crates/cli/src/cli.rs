@@ -80,6 +80,9 @@ pub enum Command {
     /// Show or change a topic's settings: the ttr, attempts and back-off of jobs pushed
     /// without their own, its body limit, and how many acked jobs it keeps, for how long.
     Topic(crate::cmd::topic::TopicArgs),
+    /// Recurring jobs: create, show, list or delete a schedule (a cron expression in a time
+    /// zone, run by every server; each fire pushes one job).
+    Schedule(crate::cmd::schedule::ScheduleArgs),
     /// Measure an engine directly (your Redis, or an embedded data directory): push a
     /// backlog and drain it, then deliver delayed jobs and report how late they came.
     ///

@@ -36,6 +36,7 @@ async fn main() {
         Command::Kick(a) => cmd::dead::kick(a).await,
         Command::Purge(a) => cmd::topics::purge(a).await,
         Command::Topic(a) => cmd::topic::run(a).await,
+        Command::Schedule(a) => cmd::schedule::run(a).await,
         Command::Bench(a) => cmd::bench::run(a).await,
         Command::Completions(a) => cmd::docs::completions(a),
         Command::Man(a) => cmd::docs::man(a),

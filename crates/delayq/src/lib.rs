@@ -66,13 +66,14 @@ pub use delayq_sqlite as sqlite;
 pub use delayq_worker as worker;
 
 pub use delayq_core::{
-    Backoff, Delivery, DeliveryMode, Engine, Error, JobId, JobState, Lease, Limits, NewJob, Pushed,
-    Reserve, Result, Retention, Schedule, Timestamp, Topic, TopicConfig,
+    Backoff, Delivery, DeliveryMode, Engine, Error, JobId, JobSchedule, JobState, JobTemplate,
+    Lease, Limits, Misfire, NewJob, Pushed, Reserve, Result, Retention, Schedule, ScheduleName,
+    StoredSchedule, Timestamp, Topic, TopicConfig,
 };
 pub use delayq_sqlite::Synchronous;
 pub use delayq_worker::{
-    CancelReason, FailureKind, Handler, Job, JobError, Json, Payload, Report, ResultExt, Worker,
-    WorkerConfig,
+    CancelReason, FailureKind, Handler, Job, JobError, Json, Payload, Report, ResultExt, Scheduler,
+    SchedulerConfig, Worker, WorkerConfig, delete_schedule, put_schedule,
 };
 
 /// The README's Rust program, compiled by `cargo test --doc` so that it cannot drift from

@@ -1,10 +1,12 @@
 //! [`AppState`]: what every handler shares: the engine, the settings, the metrics, the
-//! shutdown signal that ends open long-polls, and the ack batcher that coalesces the acks of
-//! concurrent requests.
+//! shutdown signal that ends open long-polls, the ack batcher that coalesces the acks of
+//! concurrent requests, and the handle that wakes the server's scheduler.
 
 use std::sync::Arc;
 
 use delayq_core::{Acker, Engine, ack_batcher, run_acks};
+use delayq_worker::{Scheduler, SchedulerConfig};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::ServerConfig;
@@ -24,21 +26,31 @@ pub struct AppState {
     /// Acks of concurrent requests go to the engine together (one `ack_batch` per round
     /// trip); each request is answered as `Engine::ack` would answer it.
     pub acker: Acker,
+    /// Wakes the server's [`Scheduler`] (every server runs the schedules the engine keeps;
+    /// see `delayq_worker::Scheduler`), after a schedule changed through this server.
+    pub scheduler: Arc<Notify>,
 }
 
 impl AppState {
     /// State over an engine. Call it inside a Tokio runtime: it starts the task that sends
-    /// batched acks, which ends when the last clone of the state is dropped.
+    /// batched acks, which ends when the last clone of the state is dropped, and the
+    /// scheduler, which ends when `shutdown` is cancelled.
     pub fn new(engine: Arc<dyn Engine>, config: ServerConfig) -> Self {
         let (acker, acks) = ack_batcher();
         let batches = engine.clone();
         tokio::spawn(async move { run_acks(batches.as_ref(), acks).await });
+        let shutdown = CancellationToken::new();
+        let scheduler = Scheduler::new(engine.clone(), SchedulerConfig::default());
+        let kicker = scheduler.kicker();
+        let stop = shutdown.clone();
+        tokio::spawn(async move { scheduler.run(stop.cancelled_owned()).await });
         AppState {
             acker,
             engine,
             config: Arc::new(config),
             metrics: Arc::new(Metrics::new()),
-            shutdown: CancellationToken::new(),
+            shutdown,
+            scheduler: kicker,
         }
     }
 }

@@ -89,9 +89,13 @@ impl<E: Engine> Scheduler<E> {
     /// Ticks until `shutdown` completes; see the module's documentation.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
+        let mut failing = false;
         loop {
             let sleep = match self.tick().await {
                 Ok(t) => {
+                    if std::mem::take(&mut failing) {
+                        tracing::info!("schedules: ticking again");
+                    }
                     if t.pushed > 0 || t.skipped > 0 {
                         tracing::debug!(pushed = t.pushed, skipped = t.skipped, "schedules ticked");
                     }
@@ -105,7 +109,10 @@ impl<E: Engine> Scheduler<E> {
                     until_work.map_or(self.config.reload, |d| d.min(self.config.reload))
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "schedules: tick failed; retrying");
+                    // Once per outage: the engine's own errors say more, and often.
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::warn!(error = %e, "schedules: a tick failed; retrying every {:?}", self.config.retry);
+                    }
                     self.config.retry
                 }
             };

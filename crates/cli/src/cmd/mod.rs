@@ -8,6 +8,7 @@ pub mod lease;
 pub mod list;
 pub mod push;
 pub mod reserve;
+pub mod schedule;
 pub mod serve;
 pub mod stats;
 pub mod topic;

@@ -103,7 +103,8 @@ pub struct BackoffDto {
 }
 
 impl BackoffDto {
-    fn into_core(self) -> Backoff {
+    /// The core back-off.
+    pub fn into_core(self) -> Backoff {
         let base = Duration::from_millis(self.base_ms);
         let b = match self.kind {
             BackoffKind::Fixed => Backoff::fixed(base),
@@ -116,7 +117,8 @@ impl BackoffDto {
         b.with_jitter(self.jitter.unwrap_or(0.0))
     }
 
-    fn from_core(b: &Backoff) -> Self {
+    /// The wire form of `b`.
+    pub fn from_core(b: &Backoff) -> Self {
         BackoffDto {
             kind: if b.factor() <= 1 {
                 BackoffKind::Fixed

@@ -111,6 +111,27 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
             "invalid_argument",
             "the next_cursor of the previous page, unchanged",
         ),
+        "cron" => (
+            "invalid_argument",
+            "a cron expression: five fields (minute hour day-of-month month day-of-week), or six with seconds first",
+        ),
+        "time_zone" => (
+            "invalid_argument",
+            "an IANA time zone name such as \"Europe/Berlin\" (default \"UTC\")",
+        ),
+        "start" | "end" => (
+            "invalid_argument",
+            "an RFC 3339 time such as \"2026-01-02T15:04:05.000+00:00\", the end not before the start",
+        ),
+        "jitter_ms" => (
+            "invalid_argument",
+            "a whole number of milliseconds from 0 to 3600000 (1 h)",
+        ),
+        "misfire" => (
+            "invalid_argument",
+            "\"skip\" (the default), \"once\" or \"each\"",
+        ),
+        "misfire_limit" => ("invalid_argument", "a whole number from 1 to 1000"),
         _ => (
             "invalid_request",
             "what the API document (/v1/openapi.json) describes",

@@ -12,6 +12,7 @@ mod observe;
 mod ops;
 pub mod params;
 mod receipt;
+mod schedules;
 mod topics;
 
 use std::sync::Arc;
@@ -42,7 +43,8 @@ use crate::auth::require_token;
     tags(
         (name = "jobs", description = "Push, read, delete, reschedule and list jobs"),
         (name = "leases", description = "Reserve jobs and answer for their deliveries"),
-        (name = "topics", description = "Topics: stats, settings, dead jobs, purge")
+        (name = "topics", description = "Topics: stats, settings, dead jobs, purge"),
+        (name = "schedules", description = "Recurring jobs: a cron expression in a time zone, run by every server")
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
     modifiers(&BearerAuth)
@@ -88,6 +90,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             topics::set_config,
             topics::purge
         ))
+        .routes(routes!(schedules::list))
+        .routes(routes!(schedules::get, schedules::put, schedules::delete))
         .split_for_parts()
 }
 

@@ -1,0 +1,270 @@
+//! `delayq schedule put|get|list|delete`: recurring jobs (`/v1/schedules`), a cron
+//! expression in a time zone that every server runs (issue 14). The clap types live here;
+//! `cli.rs` only names the subcommand.
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::cli::ClientArgs;
+use crate::client::{Client, seg};
+use crate::duration::DurationParser;
+
+/// `delayq schedule`.
+#[derive(Args, Debug)]
+pub struct ScheduleArgs {
+    #[command(subcommand)]
+    pub command: ScheduleCommand,
+}
+
+/// Subcommands of `delayq schedule`.
+#[derive(Subcommand, Debug)]
+pub enum ScheduleCommand {
+    /// Create or replace a schedule; its next fire is pushed at once, as a delayed job
+    /// `schedule:<name>:<fire ms>`.
+    ///
+    /// Example: `delayq schedule put nightly-report --cron "30 2 * * *" --tz Europe/Berlin
+    /// --topic reports "build the report"`.
+    Put(Box<SchedulePutArgs>),
+    /// Show one schedule and its next fire time.
+    Get(ScheduleNameArgs),
+    /// List the schedules with their next fire times, one per line.
+    List(ScheduleListArgs),
+    /// Delete a schedule and its fire pushed ahead (jobs already due stay).
+    Delete(ScheduleNameArgs),
+}
+
+/// What to do with fires missed while no server ran.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MisfireArg {
+    /// Push nothing for them (as cron).
+    Skip,
+    /// Push one job now, for the latest.
+    Once,
+    /// Push one job now for each, at most --misfire-limit.
+    Each,
+}
+
+/// `delayq schedule put`.
+#[derive(Args, Debug)]
+pub struct SchedulePutArgs {
+    /// The schedule's name (1 to 100 characters from A-Z a-z 0-9 _ . : -).
+    pub name: String,
+    /// The body of each job.
+    #[arg(default_value = "")]
+    pub body: String,
+    /// Five fields (minute hour day-of-month month day-of-week), or six with seconds first.
+    #[arg(long)]
+    pub cron: String,
+    /// The topic the jobs go to.
+    #[arg(long)]
+    pub topic: String,
+    /// An IANA time zone, e.g. Europe/Berlin [default: UTC].
+    #[arg(long = "tz")]
+    pub time_zone: Option<String>,
+    /// The jobs' priority (lower runs first) [default: 0].
+    #[arg(long)]
+    pub priority: Option<u32>,
+    /// The jobs' lease length, e.g. 1m [default: the topic's].
+    #[arg(long, value_parser = DurationParser)]
+    pub ttr: Option<Duration>,
+    /// The jobs' deliveries before dead [default: the topic's].
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// No fire before this RFC 3339 time.
+    #[arg(long)]
+    pub start: Option<String>,
+    /// No fire after this RFC 3339 time.
+    #[arg(long)]
+    pub end: Option<String>,
+    /// Each job is due up to this long after its fire time, e.g. 30s (at most 1h).
+    #[arg(long, value_parser = DurationParser)]
+    pub jitter: Option<Duration>,
+    /// Fires missed while no server ran [default: skip].
+    #[arg(long, value_enum)]
+    pub misfire: Option<MisfireArg>,
+    /// With --misfire each, the most missed fires pushed (1 to 1000) [default: 10].
+    #[arg(long)]
+    pub misfire_limit: Option<u32>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// A schedule by name.
+#[derive(Args, Debug)]
+pub struct ScheduleNameArgs {
+    /// The schedule's name.
+    pub name: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `delayq schedule list`.
+#[derive(Args, Debug)]
+pub struct ScheduleListArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+pub async fn run(a: ScheduleArgs) -> anyhow::Result<()> {
+    match a.command {
+        ScheduleCommand::Put(a) => {
+            let v = Client::new(&a.client)?
+                .call(Method::PUT, &path(&a.name), Some(&request(&a)))
+                .await?;
+            show(&v, a.client.json);
+        }
+        ScheduleCommand::Get(a) => {
+            let v = Client::new(&a.client)?
+                .call(Method::GET, &path(&a.name), None)
+                .await?;
+            show(&v, a.client.json);
+        }
+        ScheduleCommand::List(a) => {
+            let v = Client::new(&a.client)?
+                .call(Method::GET, "/v1/schedules", None)
+                .await?;
+            if a.client.json {
+                println!("{v}");
+            } else {
+                for s in v["schedules"].as_array().into_iter().flatten() {
+                    println!("{}", line(s));
+                }
+            }
+        }
+        ScheduleCommand::Delete(a) => {
+            let v = Client::new(&a.client)?
+                .call(Method::DELETE, &path(&a.name), None)
+                .await?;
+            if a.client.json {
+                println!("{v}");
+            } else {
+                println!("deleted schedule {}", a.name);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn path(name: &str) -> String {
+    format!("/v1/schedules/{}", seg(name))
+}
+
+/// The JSON of `PUT /v1/schedules/{name}`.
+fn request(a: &SchedulePutArgs) -> Value {
+    let mut v = json!({"cron": a.cron, "topic": a.topic, "body": a.body});
+    let ms = |d: Duration| Value::from(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    if let Some(tz) = &a.time_zone {
+        v["time_zone"] = tz.as_str().into();
+    }
+    if let Some(p) = a.priority {
+        v["priority"] = p.into();
+    }
+    if let Some(d) = a.ttr {
+        v["ttr_ms"] = ms(d);
+    }
+    if let Some(n) = a.max_attempts {
+        v["max_attempts"] = n.into();
+    }
+    if let Some(s) = &a.start {
+        v["start"] = s.as_str().into();
+    }
+    if let Some(s) = &a.end {
+        v["end"] = s.as_str().into();
+    }
+    if let Some(d) = a.jitter {
+        v["jitter_ms"] = ms(d);
+    }
+    if let Some(m) = a.misfire {
+        v["misfire"] = match m {
+            MisfireArg::Skip => "skip",
+            MisfireArg::Once => "once",
+            MisfireArg::Each => "each",
+        }
+        .into();
+    }
+    if let Some(n) = a.misfire_limit {
+        v["misfire_limit"] = n.into();
+    }
+    v
+}
+
+fn show(v: &Value, json: bool) {
+    if json {
+        println!("{v}");
+    } else {
+        println!("{}", line(v));
+    }
+}
+
+/// One schedule as one line: name, cron and zone, topic, next fire.
+fn line(s: &Value) -> String {
+    let next = s["next_fire"].as_str().unwrap_or("none (ended)");
+    format!(
+        "{}  \"{}\" {}  -> {}  next {}",
+        s["name"].as_str().unwrap_or(""),
+        s["cron"].as_str().unwrap_or(""),
+        s["time_zone"].as_str().unwrap_or(""),
+        s["topic"].as_str().unwrap_or(""),
+        next
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn put_sends_what_was_given() {
+        let cli = crate::cli::Cli::try_parse_from([
+            "delayq",
+            "schedule",
+            "put",
+            "nightly",
+            "build it",
+            "--cron",
+            "30 2 * * *",
+            "--tz",
+            "Europe/Berlin",
+            "--topic",
+            "reports",
+            "--jitter",
+            "30s",
+            "--misfire",
+            "each",
+            "--misfire-limit",
+            "3",
+        ])
+        .expect("parses");
+        let crate::cli::Command::Schedule(ScheduleArgs {
+            command: ScheduleCommand::Put(a),
+        }) = cli.command
+        else {
+            panic!("not a schedule put");
+        };
+        assert_eq!(
+            request(&a),
+            json!({"cron": "30 2 * * *", "topic": "reports", "body": "build it",
+                   "time_zone": "Europe/Berlin", "jitter_ms": 30000, "misfire": "each",
+                   "misfire_limit": 3})
+        );
+        assert!(
+            crate::cli::Cli::try_parse_from(["delayq", "schedule", "put", "n", "--topic", "t"])
+                .is_err(),
+            "--cron is required"
+        );
+    }
+
+    #[test]
+    fn a_line_names_the_next_fire() {
+        let s = json!({"name": "n", "cron": "0 * * * *", "time_zone": "UTC", "topic": "t",
+                       "next_fire": "2026-01-01T01:00:00.000+00:00"});
+        assert_eq!(
+            line(&s),
+            "n  \"0 * * * *\" UTC  -> t  next 2026-01-01T01:00:00.000+00:00"
+        );
+    }
+}
