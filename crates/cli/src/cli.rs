@@ -115,7 +115,8 @@ pub struct ServeArgs {
     #[arg(long, env = "DELAYQ_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// Use this Redis instead of the embedded engine:
-    /// `redis://[user:password@]host[:port][/db]`, or `rediss://...` for TLS.
+    /// `redis://[user:password@]host[:port][/db]`, or `rediss://...` for TLS; a Redis Cluster
+    /// as `redis+cluster://[user:password@]host:port,host:port,...` (`rediss+cluster://` for TLS).
     #[arg(long = "redis", env = "DELAYQ_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// Redis key prefix [default: delayq].

@@ -1,4 +1,5 @@
-//! Opening an engine from a URL: `redis://` and `rediss://` (Redis), `sqlite:///path/to/dir`
+//! Opening an engine from a URL: `redis://` and `rediss://` (Redis), `redis+cluster://` and
+//! `rediss+cluster://` (Redis Cluster), `sqlite:///path/to/dir`
 //! or a plain path (embedded), `memory://` (embedded, in memory).
 
 use std::sync::Arc;
@@ -32,7 +33,7 @@ impl Default for OpenOptions {
 /// Where a URL points.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
-    /// A Redis server (the URL as given).
+    /// A Redis server or Redis Cluster (the URL as given).
     Redis(String),
     /// An embedded engine's data directory.
     Dir(std::path::PathBuf),
@@ -41,10 +42,18 @@ pub enum Location {
 }
 
 impl Location {
-    /// Parses `redis://…`, `rediss://…`, `sqlite:///dir`, `sqlite://relative/dir`,
-    /// `memory://`, or a plain path.
+    /// Parses `redis://…`, `rediss://…`, `redis+cluster://…`, `rediss+cluster://…`,
+    /// `sqlite:///dir`, `sqlite://relative/dir`, `memory://`, or a plain path.
     pub fn parse(url: &str) -> Result<Self> {
-        if url.starts_with("redis://") || url.starts_with("rediss://") {
+        if [
+            "redis://",
+            "rediss://",
+            "redis+cluster://",
+            "rediss+cluster://",
+        ]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
+        {
             return Ok(Location::Redis(url.to_string()));
         }
         if url == "memory://" || url == "memory:" {
@@ -61,7 +70,7 @@ impl Location {
         if url.contains("://") {
             return Err(Error::InvalidConfig {
                 reason: format!(
-                    "unknown engine URL {url:?}; use redis://, rediss://, sqlite:///path/to/dir, memory:// or a plain directory path"
+                    "unknown engine URL {url:?}; use redis://, rediss://, redis+cluster://, sqlite:///path/to/dir, memory:// or a plain directory path"
                 ),
             });
         }
@@ -114,6 +123,10 @@ mod tests {
         assert_eq!(
             Location::parse("rediss://h").ok(),
             Some(Location::Redis("rediss://h".into()))
+        );
+        assert_eq!(
+            Location::parse("redis+cluster://a:1,b:2").ok(),
+            Some(Location::Redis("redis+cluster://a:1,b:2".into()))
         );
         assert_eq!(
             Location::parse("sqlite:///var/q").ok(),

@@ -14,7 +14,9 @@ use delayq_core::Limits;
 /// ```
 #[derive(Clone, Debug)]
 pub struct RedisConfig {
-    /// `redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS.
+    /// `redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS; a Redis Cluster
+    /// as `redis+cluster://[user:password@]host:port,host:port,...` (the seeds: any nodes of
+    /// the cluster) or `rediss+cluster://...` for TLS.
     pub url: String,
     /// Prefix of every key (default `delayq`); lets several applications share one Redis.
     pub prefix: String,
@@ -30,7 +32,9 @@ pub struct RedisConfig {
     /// The most expired leases and the most due jobs one function call moves (default 1000),
     /// so that one call never blocks Redis for long.
     pub tick_batch: usize,
-    /// How long a command may take before the call fails with `Unavailable` (default 10 s).
+    /// How long a command may take before the call fails with `Unavailable` (default 10 s). On a
+    /// cluster it bounds a command with all its redirections and retries (MOVED, ASK,
+    /// TRYAGAIN, CLUSTERDOWN during a resharding or a failover).
     pub response_timeout: Duration,
     /// How long connecting may take (default 5 s).
     pub connect_timeout: Duration,

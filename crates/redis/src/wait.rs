@@ -23,14 +23,15 @@ use std::time::{Duration, Instant};
 
 use delayq_core::Topic;
 use futures_util::future::select_all;
-use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisResult, Value};
 use tokio::sync::{Notify, oneshot};
 
 use crate::clock::Clock;
 use crate::codec;
+use crate::conn::{Conn, WakeClient};
 use crate::keys::KeySpace;
-use crate::{conn, library};
+use crate::library;
 
 /// The shared half: what reservers call.
 #[derive(Clone)]
@@ -75,10 +76,11 @@ impl TopicWait {
 }
 
 impl Waiters {
-    /// Starts the waker task. It stops when `stop`'s sender is dropped.
+    /// Starts the waker task. It stops when `stop`'s sender is dropped. Without a client (a
+    /// Redis Cluster) it blocks on no wake key: waiters wake on their timers and safety wake.
     pub(crate) fn start(
-        client: Client,
-        main: ConnectionManager,
+        client: WakeClient,
+        main: Conn,
         keys: KeySpace,
         stop: oneshot::Receiver<()>,
     ) -> Self {
@@ -254,12 +256,7 @@ async fn connect_blocking(client: &Client) -> RedisResult<BlockingConn> {
     Ok(BlockingConn { conn, id })
 }
 
-async fn run(
-    shared: Arc<Shared>,
-    client: Client,
-    mut main: ConnectionManager,
-    mut stop: oneshot::Receiver<()>,
-) {
+async fn run(shared: Arc<Shared>, client: WakeClient, main: Conn, mut stop: oneshot::Receiver<()>) {
     let mut idle: Option<BlockingConn> = None;
     let mut in_flight: Option<(BTreeSet<Topic>, i64, Blocked)> = None;
     let mut unblocked = false;
@@ -282,7 +279,7 @@ async fn run(
         };
 
         for (topic, ms) in handoffs {
-            hand_back(&shared, &mut main, &topic, ms).await;
+            hand_back(&shared, &main, &topic, ms).await;
         }
 
         // A blocked BZPOPMIN that misses a wanted topic is cut short so it can be re-sent.
@@ -291,21 +288,22 @@ async fn run(
             && !wanted.is_subset(keys)
         {
             unblocked = true;
-            let r: RedisResult<Value> = redis::cmd("CLIENT")
-                .arg("UNBLOCK")
-                .arg(*id)
-                .query_async(&mut main)
-                .await;
+            let mut unblock = redis::cmd("CLIENT");
+            unblock.arg("UNBLOCK").arg(*id);
+            let r: delayq_core::Result<Value> = main.query(&unblock, "unblocking the wait").await;
             if let Err(e) = r {
                 tracing::debug!(error = %e, "CLIENT UNBLOCK failed; the wait ends at its timeout");
             }
         }
 
-        if in_flight.is_none() && !wanted.is_empty() && retry_at.is_none_or(|t| t <= Instant::now())
+        if let Some(client) = &client
+            && in_flight.is_none()
+            && !wanted.is_empty()
+            && retry_at.is_none_or(|t| t <= Instant::now())
         {
             let conn = match idle.take() {
                 Some(c) => Ok(c),
-                None => connect_blocking(&client).await,
+                None => connect_blocking(client).await,
             };
             match conn {
                 Ok(BlockingConn { mut conn, id }) => {
@@ -361,7 +359,7 @@ async fn run(
                     Ok(v) => {
                         idle = Some(BlockingConn { conn, id });
                         if let Some((topic, ms)) = parse_signal(&shared.keys, v) {
-                            on_signal(&shared, &mut main, topic, ms).await;
+                            on_signal(&shared, &main, topic, ms).await;
                         }
                     }
                     Err(e) => {
@@ -397,7 +395,7 @@ fn wake_all(shared: &Shared) {
 
 /// A signal for `topic` at Redis time `ms`: arm the topic's timer, or hand the signal back
 /// when nobody here waits on the topic any more.
-async fn on_signal(shared: &Shared, main: &mut ConnectionManager, topic: Topic, ms: u64) {
+async fn on_signal(shared: &Shared, main: &Conn, topic: Topic, ms: u64) {
     let handback = {
         let mut st = shared.lock();
         match st.topics.get_mut(&topic) {
@@ -418,14 +416,14 @@ async fn on_signal(shared: &Shared, main: &mut ConnectionManager, topic: Topic, 
 
 /// Gives the event at Redis time `ms` back to Redis (`lua/handback.lua`), for a waiter
 /// elsewhere or the next one here; a topic left with no job gets nothing back.
-async fn hand_back(shared: &Shared, main: &mut ConnectionManager, topic: &Topic, ms: u64) {
+async fn hand_back(shared: &Shared, main: &Conn, topic: &Topic, ms: u64) {
     let keys = shared.keys.topic(topic);
     let mut cmd = redis::cmd("FCALL");
     cmd.arg(library::HANDBACK)
         .arg(keys.len())
         .arg(&keys)
         .arg(ms);
-    let r = conn::fcall(main, &cmd).await;
+    let r = main.call(&cmd, "handing a wake-up back").await;
     if let Err(e) = r {
         tracing::debug!(topic = %topic, error = %e, "could not hand a wake-up back to Redis; the safety wake covers it");
     }
