@@ -3,6 +3,7 @@
 //! or a plain path (embedded), `memory://` (embedded, in memory).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use delayq_core::{Engine, Error, Limits, Result};
 use delayq_redis::{RedisConfig, RedisEngine};
@@ -15,6 +16,12 @@ pub struct OpenOptions {
     pub limits: Limits,
     /// Redis only: the key prefix (default `delayq`).
     pub redis_prefix: String,
+    /// Redis only: how many replicas must acknowledge every state-changing call before it
+    /// answers (default 0: none); fewer in time answer `Error::NotReplicated`. See
+    /// `RedisConfig::wait_replicas`.
+    pub redis_wait_replicas: usize,
+    /// Redis only: how long a call waits for those acknowledgements (default 1 s).
+    pub redis_wait_timeout: Duration,
     /// Embedded only: `synchronous` (default `Normal`: survives a process crash; `Full` also
     /// survives power loss).
     pub synchronous: Synchronous,
@@ -25,6 +32,8 @@ impl Default for OpenOptions {
         OpenOptions {
             limits: Limits::default(),
             redis_prefix: "delayq".into(),
+            redis_wait_replicas: 0,
+            redis_wait_timeout: Duration::from_secs(1),
             synchronous: Synchronous::Normal,
         }
     }
@@ -94,7 +103,8 @@ pub async fn open_with(url: &str, options: &OpenOptions) -> Result<Arc<dyn Engin
         Location::Redis(url) => {
             let config = RedisConfig::new(url)
                 .with_prefix(options.redis_prefix.clone())
-                .with_limits(options.limits.clone());
+                .with_limits(options.limits.clone())
+                .with_wait_replicas(options.redis_wait_replicas, options.redis_wait_timeout);
             Arc::new(RedisEngine::connect(config).await?)
         }
         Location::Dir(dir) => {

@@ -44,6 +44,18 @@ pub struct RedisConfig {
     /// For `rediss://` URLs to servers that require client certificates (mutual TLS): PEM
     /// files of the client certificate and its private key.
     pub tls_client_cert: Option<(PathBuf, PathBuf)>,
+    /// How many replicas must acknowledge every state-changing call before it answers
+    /// success (default 0: none, replication stays asynchronous). Each such call is followed,
+    /// in the same pipeline on the same node, by `WAIT <wait_replicas> <wait_timeout>`; fewer
+    /// acknowledgements in time answer [`delayq_core::Error::NotReplicated`] (the write was
+    /// applied on the primary and may or may not survive a failover; a retry is safe). With
+    /// it, a call whose success was answered survives the failover of its primary to an
+    /// acknowledging replica. On one primary with replicas as on a cluster.
+    pub wait_replicas: usize,
+    /// How long a state-changing call waits for [`Self::wait_replicas`] acknowledgements
+    /// (default 1 s; at least 1 ms and less than [`Self::response_timeout`]). While it waits,
+    /// the calls sharing its connection to that node wait behind it.
+    pub wait_timeout: Duration,
 }
 
 impl RedisConfig {
@@ -59,7 +71,17 @@ impl RedisConfig {
             connect_timeout: Duration::from_secs(5),
             tls_ca_file: None,
             tls_client_cert: None,
+            wait_replicas: 0,
+            wait_timeout: Duration::from_secs(1),
         }
+    }
+
+    /// Waits for `replicas` replicas to acknowledge every state-changing call, at most
+    /// `timeout` each ([`Self::wait_replicas`]).
+    pub fn with_wait_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.wait_replicas = replicas;
+        self.wait_timeout = timeout;
+        self
     }
 
     /// Sets the key prefix.

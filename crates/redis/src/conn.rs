@@ -1,9 +1,11 @@
 //! The connection to Redis, one node or a cluster: the client (URL, TLS), connecting, the
 //! server checks (version, eviction policy), loading the functions library, and running
 //! function calls alone or in pipelines, loading the library again when Redis answers that
-//! it lost it. `cluster` owns what only a cluster needs (its URL, routing per slot).
+//! it lost it. `cluster` owns what only a cluster needs (its URL, routing per slot);
+//! `replicas` the wait-replicas option (a `WAIT` after each state-changing call).
 
 mod cluster;
+mod replicas;
 
 use delayq_core::{Error, Result};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -13,12 +15,15 @@ use redis::{Client, Cmd, RedisError, RedisResult, Value};
 use crate::RedisConfig;
 use crate::error::map_redis_err;
 use crate::library;
+use replicas::{Replicas, writes};
 
 /// The shared multiplexed connection (cheap to clone), which reconnects on its own: to one
 /// node, or to a Redis Cluster (one multiplexed connection per node, following MOVED and ASK).
 #[derive(Clone)]
 pub(crate) struct Conn {
     inner: Inner,
+    /// The wait-replicas option, when on.
+    replicas: Option<Replicas>,
 }
 
 #[derive(Clone)]
@@ -36,9 +41,10 @@ impl Conn {
     /// of a cluster) and warns when the eviction policy may drop jobs. Also answers the
     /// client for the waker's own connection (none on a cluster).
     pub(crate) async fn connect(config: &RedisConfig) -> Result<(Conn, WakeClient)> {
+        let replicas = Replicas::from_config(config)?;
         if cluster::is_cluster_url(&config.url) {
-            let conn = cluster::connect(config).await?;
-            return Ok((conn, None));
+            let inner = cluster::connect(config).await?;
+            return Ok((Conn { inner, replicas }, None));
         }
         let client = client(config)?;
         let addr = client.get_connection_info().addr().to_string();
@@ -73,6 +79,7 @@ impl Conn {
         Ok((
             Conn {
                 inner: Inner::Node(cm),
+                replicas,
             },
             Some(client),
         ))
@@ -92,35 +99,71 @@ impl Conn {
         r.map_err(|e| map_redis_err(what, e))
     }
 
+    /// Runs a plain command that changes state (the topic registry's `SADD`), followed by
+    /// `WAIT` when the wait-replicas option is on ([`crate::RedisConfig::wait_replicas`]).
+    pub(crate) async fn write<T: redis::FromRedisValue>(
+        &self,
+        cmd: &Cmd,
+        what: &'static str,
+    ) -> Result<T> {
+        let Some(replicas) = self.replicas else {
+            return self.query(cmd, what).await;
+        };
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd.clone())
+            .add_command(replicas.wait_cmd());
+        let r: RedisResult<(T, Value)> = match &self.inner {
+            Inner::Node(cm) => pipe.query_async(&mut cm.clone()).await,
+            Inner::Cluster(c) => pipe.query_async(&mut c.clone()).await,
+        };
+        let (reply, acked) = r.map_err(|e| map_redis_err(what, e))?;
+        replicas.check(&acked)?;
+        Ok(reply)
+    }
+
     /// Runs one function call; when Redis answers that the function is missing (restarted
     /// without persistence, `FUNCTION FLUSH`, a failover to a node that lacks it), loads the
-    /// library on the node that answered and calls again, once.
+    /// library on the node that answered and calls again, once. A call that changes state
+    /// is followed by `WAIT` when the wait-replicas option is on.
     pub(crate) async fn call(&self, cmd: &Cmd, what: &'static str) -> Result<Value> {
         let mut target = match &self.inner {
             Inner::Node(cm) => Target::Node(cm.clone()),
             Inner::Cluster(c) => Target::slot_of(c, cmd),
         };
-        let r = match target.cmd(cmd).await {
+        let wait = self.replicas.filter(|_| writes(cmd));
+        let r = match target.cmd(cmd, wait).await {
             Err(e) if is_missing(&e) => match target.load().await {
-                Ok(()) => target.cmd(cmd).await,
+                Ok(()) => target.cmd(cmd, wait).await,
                 Err(e) => Err(e),
             },
             r => r,
         };
-        r.map_err(|e| map_redis_err(what, e))
+        let (reply, acked) = r.map_err(|e| map_redis_err(what, e))?;
+        if let (Some(replicas), Some(acked)) = (wait, acked) {
+            replicas.check(&acked)?;
+        }
+        Ok(reply)
     }
 
     /// Runs several function calls in one round trip: one pipeline on a node; on a cluster
     /// one pipeline per slot (in their given order), the slots' concurrently. When some come
     /// back "function not found", the library is loaded and just those calls are resent
-    /// (the others ran).
+    /// (the others ran). When the wait-replicas option is on, each pipeline with a call that
+    /// changes state ends with `WAIT`; too few acknowledgements on any node fail the whole
+    /// call with `NotReplicated` (every call ran).
     pub(crate) async fn pipeline(&self, cmds: &[Cmd], what: &'static str) -> Result<Vec<Value>> {
-        let replies = match &self.inner {
-            Inner::Node(cm) => Target::Node(cm.clone()).pipeline(cmds).await,
-            Inner::Cluster(c) => cluster::pipeline(c, cmds).await,
+        let replicas = self.replicas;
+        let piped = match &self.inner {
+            Inner::Node(cm) => Target::Node(cm.clone()).pipeline(cmds, replicas).await,
+            Inner::Cluster(c) => cluster::pipeline(c, cmds, replicas).await,
         };
+        let Piped { replies, acked } = piped.map_err(|e| map_redis_err(what, e))?;
+        if let Some(replicas) = replicas {
+            for acked in &acked {
+                replicas.check(acked)?;
+            }
+        }
         replies
-            .map_err(|e| map_redis_err(what, e))?
             .into_iter()
             .map(|v| match v {
                 Value::ServerError(e) => Err(map_redis_err(what, e.into())),
@@ -128,6 +171,13 @@ impl Conn {
             })
             .collect()
     }
+}
+
+/// The replies of a pipeline, in the order of its calls, and the answers of the `WAIT`s
+/// that followed them (one per node or slot that had a call changing state).
+pub(crate) struct Piped {
+    pub(crate) replies: Vec<Value>,
+    pub(crate) acked: Vec<Value>,
 }
 
 /// Where a call or a pipeline goes: the one node, or the primary of one cluster slot.
@@ -143,11 +193,28 @@ impl Target {
         Target::Slot(c.clone(), cluster::route(cmd))
     }
 
-    async fn cmd(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        match self {
-            Target::Node(cm) => cmd.query_async(cm).await,
-            Target::Slot(c, _) => cmd.query_async(c).await,
-        }
+    /// Runs `cmd`, followed in the same pipeline by `WAIT` when `wait` is set; answers
+    /// the reply and the `WAIT`'s answer.
+    async fn cmd(
+        &mut self,
+        cmd: &Cmd,
+        wait: Option<Replicas>,
+    ) -> RedisResult<(Value, Option<Value>)> {
+        let Some(replicas) = wait else {
+            let reply = match self {
+                Target::Node(cm) => cmd.query_async(cm).await?,
+                Target::Slot(c, _) => cmd.query_async(c).await?,
+            };
+            return Ok((reply, None));
+        };
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd.clone())
+            .add_command(replicas.wait_cmd());
+        let (reply, acked): (Value, Value) = match self {
+            Target::Node(cm) => pipe.query_async(cm).await?,
+            Target::Slot(c, _) => pipe.query_async(c).await?,
+        };
+        Ok((reply, Some(acked)))
     }
 
     /// Loads the library where the calls go: the node, the slot's primary, or (keyless)
@@ -161,40 +228,61 @@ impl Target {
     }
 
     /// The calls in one pipeline, errors kept as values; those answering "function not
-    /// found" are resent once after loading the library.
-    async fn pipeline(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
-        let mut pipe = redis::pipe();
-        for cmd in cmds {
-            pipe.add_command(cmd.clone());
-        }
-        pipe.ignore_errors();
-        let mut replies: Vec<Value> = match self {
-            Target::Node(cm) => pipe.query_async(cm).await?,
-            Target::Slot(c, _) => pipe.query_async(c).await?,
-        };
+    /// found" are resent once after loading the library. With `wait`, a pipeline holding a
+    /// call that changes state ends with `WAIT`; the last one sent is answered (it covers
+    /// every write before it on the connection).
+    async fn pipeline(&mut self, cmds: &[Cmd], wait: Option<Replicas>) -> RedisResult<Piped> {
+        let (mut replies, mut acked) = self.send(cmds, wait).await?;
         let missing: Vec<usize> = replies
             .iter()
             .enumerate()
             .filter(|(_, v)| is_missing_reply(v))
             .map(|(i, _)| i)
             .collect();
-        if missing.is_empty() {
-            return Ok(replies);
+        if !missing.is_empty() {
+            self.load().await?;
+            let retry: Vec<Cmd> = missing.iter().map(|&i| cmds[i].clone()).collect();
+            let (again, again_acked) = self.send(&retry, wait).await?;
+            for (i, v) in missing.into_iter().zip(again) {
+                replies[i] = v;
+            }
+            acked = again_acked.or(acked);
         }
-        self.load().await?;
-        let mut retry = redis::pipe();
-        for &i in &missing {
-            retry.add_command(cmds[i].clone());
+        Ok(Piped {
+            replies,
+            acked: acked.into_iter().collect(),
+        })
+    }
+
+    /// One pipeline of `cmds`, errors kept as values, then `WAIT` when `wait` is set and
+    /// a call changes state; answers the calls' replies and the `WAIT`'s answer.
+    async fn send(
+        &mut self,
+        cmds: &[Cmd],
+        wait: Option<Replicas>,
+    ) -> RedisResult<(Vec<Value>, Option<Value>)> {
+        let mut pipe = redis::pipe();
+        for cmd in cmds {
+            pipe.add_command(cmd.clone());
         }
-        retry.ignore_errors();
-        let again: Vec<Value> = match self {
-            Target::Node(cm) => retry.query_async(cm).await?,
-            Target::Slot(c, _) => retry.query_async(c).await?,
+        let wait = wait.filter(|_| cmds.iter().any(writes));
+        if let Some(replicas) = wait {
+            pipe.add_command(replicas.wait_cmd());
+        }
+        pipe.ignore_errors();
+        let mut replies: Vec<Value> = match self {
+            Target::Node(cm) => pipe.query_async(cm).await?,
+            Target::Slot(c, _) => pipe.query_async(c).await?,
         };
-        for (i, v) in missing.into_iter().zip(again) {
-            replies[i] = v;
-        }
-        Ok(replies)
+        // A pipeline answers every command; a short one is reported by `Replicas::check`.
+        let acked = wait.map(|_| {
+            if replies.len() == cmds.len() + 1 {
+                replies.pop().unwrap_or(Value::Nil)
+            } else {
+                Value::Nil
+            }
+        });
+        Ok((replies, acked))
     }
 }
 

@@ -286,7 +286,13 @@ async fn a_primary_that_lost_the_functions_gets_them_again_issue_13() {
 async fn jobs_and_functions_survive_a_failover_issue_13() {
     // See: issue 13
     let mut cluster = RedisCluster::start();
-    let e = engine(&cluster).await;
+    // Every write waits for its primary's replica (item 6): only then does the contract
+    // promise that what was answered survives a failover, so no other wait is needed here.
+    let e = engine_with(
+        &cluster,
+        RedisConfig::new(cluster.url()).with_wait_replicas(1, Duration::from_secs(2)),
+    )
+    .await;
     let topics = topics_per_primary(&cluster, "failover");
     let victim = topics[1].clone();
     for t in &topics {
@@ -299,13 +305,9 @@ async fn jobs_and_functions_survive_a_failover_issue_13() {
         .reserve(&Reserve::new(victim.clone()).max(2))
         .await
         .unwrap();
-    // Let the replica catch up: replication is asynchronous, and without the engine's
-    // wait-replicas option a write not yet replicated when its primary dies is lost (the
-    // contract promises survival only with that option; this test is about what the engine
-    // does after a failover, so it waits for replication itself).
-    cluster.wait_replicated().await;
+    assert_eq!(held.len(), 2);
     let failover = cluster.kill_primary(1).await;
-    // Redis replicates FUNCTION LOAD: the promoted replica has the library already.
+    // Redis replicates FUNCTION LOAD before the acknowledged writes that followed it.
     assert!(
         !libraries_on(&cluster, failover.promoted.port)
             .await
@@ -313,9 +315,28 @@ async fn jobs_and_functions_survive_a_failover_issue_13() {
         "the promoted replica {:?} has no delayq library",
         failover.promoted
     );
-    // The same engine keeps working on the victim's topic, now served by the new primary.
+    // The same engine reads the victim's topic from the new primary: nothing answered was
+    // lost, the two leases included.
     let stats = e.stats(&victim).await.unwrap();
     assert_eq!((stats.ready, stats.reserved), (18, 2), "{stats:?}");
+
+    // The new primary has no replica yet: a write there is applied but not acknowledged.
+    match e
+        .push(NewJob::new(victim.clone(), "alone").with_id(id("alone")))
+        .await
+    {
+        Err(Error::NotReplicated { acked, wanted }) => assert_eq!((acked, wanted), (0, 1)),
+        other => panic!("{other:?}"),
+    }
+    // The killed node comes back as its replica; the retried push is acknowledged, once.
+    let back = cluster.restart(failover.killed.port).await;
+    assert_eq!(back.primary_id.as_ref(), Some(&failover.promoted.id));
+    let again = e
+        .push(NewJob::new(victim.clone(), "alone").with_id(id("alone")))
+        .await
+        .unwrap();
+    assert!(!again.created);
+
     for d in &held {
         e.ack(d.lease.as_ref().unwrap()).await.unwrap();
     }
@@ -323,7 +344,7 @@ async fn jobs_and_functions_survive_a_failover_issue_13() {
         .reserve(&Reserve::new(victim.clone()).max(100))
         .await
         .unwrap();
-    assert_eq!(got.len(), 18);
+    assert_eq!(got.len(), 19);
     let leases: Vec<_> = got.iter().map(|d| d.lease.clone().unwrap()).collect();
     assert!(
         e.ack_batch(&leases)
@@ -344,7 +365,7 @@ async fn jobs_and_functions_survive_a_failover_issue_13() {
     e.push(NewJob::new(victim.clone(), "after").with_id(id("after")))
         .await
         .unwrap();
-    // And a fresh engine connects to the cluster without the dead node.
+    // And a fresh engine connects to the cluster.
     let fresh = engine(&cluster).await;
     assert_eq!(fresh.stats(&victim).await.unwrap().ready, 1);
     assert_eq!(fresh.stats(&topics[0]).await.unwrap().ready, 20);

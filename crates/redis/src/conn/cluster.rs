@@ -18,7 +18,10 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, RedisResult, Value};
 
-use super::{Conn, Inner, Target, check_loaded, check_version, tls_certificates, warn_on_eviction};
+use super::replicas::Replicas;
+use super::{
+    Inner, Piped, Target, check_loaded, check_version, tls_certificates, warn_on_eviction,
+};
 use crate::RedisConfig;
 use crate::error::map_redis_err;
 use crate::library;
@@ -87,7 +90,7 @@ fn seeds(url: &str) -> Result<(Vec<String>, bool)> {
 
 /// Connects to the cluster through its seeds, checks every primary's version, loads the
 /// library on every primary, and warns when the eviction policy may drop jobs.
-pub(super) async fn connect(config: &RedisConfig) -> Result<Conn> {
+pub(super) async fn connect(config: &RedisConfig) -> Result<Inner> {
     let (seeds, tls) = seeds(&config.url)?;
     let certs = tls_certificates(config, tls)?;
     let mut builder = ClusterClient::builder(seeds.clone())
@@ -138,9 +141,7 @@ pub(super) async fn connect(config: &RedisConfig) -> Result<Conn> {
         .await
         .map_err(|e| map_redis_err("loading the delayq functions on every primary", e))?;
     warn_on_eviction(&mut conn).await;
-    Ok(Conn {
-        inner: Inner::Cluster(conn),
-    })
+    Ok(Inner::Cluster(conn))
 }
 
 /// Every string in a reply (a map's values, an array's items, or the string itself).
@@ -197,9 +198,15 @@ pub(super) async fn load_on(c: &mut ClusterConnection, route: Route) -> RedisRes
     check_loaded(&name)
 }
 
-/// Runs `cmds` as one pipeline per slot, concurrently, each in its given order; answers the
-/// replies in the order of `cmds`, errors kept as values.
-pub(super) async fn pipeline(c: &ClusterConnection, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
+/// Runs `cmds` as one pipeline per slot, concurrently, each in its given order (and ending
+/// with `WAIT` when `wait` is set and it changes state: the `WAIT` goes with the pipeline to
+/// the slot's primary); answers the replies in the order of `cmds`, errors kept as values,
+/// and every `WAIT`'s answer.
+pub(super) async fn pipeline(
+    c: &ClusterConnection,
+    cmds: &[Cmd],
+    wait: Option<Replicas>,
+) -> RedisResult<Piped> {
     let mut slots: Vec<(Option<Route>, Vec<usize>)> = Vec::new();
     let mut index: HashMap<Option<Route>, usize> = HashMap::new();
     for (i, cmd) in cmds.iter().enumerate() {
@@ -213,16 +220,21 @@ pub(super) async fn pipeline(c: &ClusterConnection, cmds: &[Cmd]) -> RedisResult
     let replies = try_join_all(slots.iter().map(|(route, idx)| {
         let mut target = Target::Slot(c.clone(), *route);
         let group: Vec<Cmd> = idx.iter().map(|&i| cmds[i].clone()).collect();
-        async move { target.pipeline(&group).await }
+        async move { target.pipeline(&group, wait).await }
     }))
     .await?;
     let mut out = vec![Value::Nil; cmds.len()];
-    for ((_, idx), values) in slots.iter().zip(replies) {
-        for (&i, v) in idx.iter().zip(values) {
+    let mut acked = Vec::new();
+    for ((_, idx), piped) in slots.iter().zip(replies) {
+        for (&i, v) in idx.iter().zip(piped.replies) {
             out[i] = v;
         }
+        acked.extend(piped.acked);
     }
-    Ok(out)
+    Ok(Piped {
+        replies: out,
+        acked,
+    })
 }
 
 #[cfg(test)]
