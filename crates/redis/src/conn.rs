@@ -32,19 +32,27 @@ enum Inner {
     Cluster(ClusterConnection),
 }
 
-/// Where the waker opens its dedicated blocking connection: the node's client, or nothing on
-/// a cluster (see `wait.rs`).
-pub(crate) type WakeClient = Option<Client>;
+pub(crate) use cluster::NodeClients;
+
+/// Where the waker opens its dedicated blocking connections (see `wait.rs`).
+pub(crate) enum WakeClient {
+    /// The node's client: one connection blocks on the wake keys of every topic.
+    Node(Client),
+    /// Clients for the cluster's nodes: one connection per hash slot with waiters, to the
+    /// node that serves it.
+    Cluster(NodeClients),
+}
 
 impl Conn {
     /// Connects, refuses a server older than Redis 7.0, loads the library (on every primary
     /// of a cluster) and warns when the eviction policy may drop jobs. Also answers the
-    /// client for the waker's own connection (none on a cluster).
+    /// clients for the waker's own connections.
     pub(crate) async fn connect(config: &RedisConfig) -> Result<(Conn, WakeClient)> {
         let replicas = Replicas::from_config(config)?;
         if cluster::is_cluster_url(&config.url) {
             let inner = cluster::connect(config).await?;
-            return Ok((Conn { inner, replicas }, None));
+            let nodes = cluster::node_clients(config)?;
+            return Ok((Conn { inner, replicas }, WakeClient::Cluster(nodes)));
         }
         let client = client(config)?;
         let addr = client.get_connection_info().addr().to_string();
@@ -81,7 +89,7 @@ impl Conn {
                 inner: Inner::Node(cm),
                 replicas,
             },
-            Some(client),
+            WakeClient::Node(client),
         ))
     }
 

@@ -7,7 +7,9 @@
 //! - a signal arrives: the task keeps one BZPOPMIN on the wake keys of every topic with local
 //!   waiters, on its own connection with no response timeout (a blocking command on a
 //!   shared multiplexed connection would stall everyone on it). Scripts add to a wake key
-//!   when they create a new earliest event, so a blocked process learns of it at once.
+//!   when they create a new earliest event, so a blocked process learns of it at once. On a
+//!   Redis Cluster, where one BZPOPMIN cannot span slots, `slots` keeps one such wait per
+//!   hash slot with local waiters, on a connection to the node that serves it.
 //!
 //! A woken reserver runs the reserve function, which hands out jobs and reports the next event;
 //! if jobs are left, the next local waiter is woken in turn. When the last local waiter of a
@@ -32,6 +34,8 @@ use crate::codec;
 use crate::conn::{Conn, WakeClient};
 use crate::keys::KeySpace;
 use crate::library;
+
+mod slots;
 
 /// The shared half: what reservers call.
 #[derive(Clone)]
@@ -76,8 +80,7 @@ impl TopicWait {
 }
 
 impl Waiters {
-    /// Starts the waker task. It stops when `stop`'s sender is dropped. Without a client (a
-    /// Redis Cluster) it blocks on no wake key: waiters wake on their timers and safety wake.
+    /// Starts the waker task. It stops when `stop`'s sender is dropped.
     pub(crate) fn start(
         client: WakeClient,
         main: Conn,
@@ -182,6 +185,31 @@ impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// The cluster hash slot of `topic`'s keys.
+    fn slot_of(&self, topic: &Topic) -> redis::cluster_routing::Slot {
+        redis::cluster_routing::Slot::for_key(self.keys.wake(topic))
+    }
+
+    /// The topics with local waiters whose keys live in `slot`.
+    fn topics_in(&self, slot: redis::cluster_routing::Slot) -> BTreeSet<Topic> {
+        self.lock()
+            .topics
+            .keys()
+            .filter(|t| self.slot_of(t) == slot)
+            .cloned()
+            .collect()
+    }
+
+    /// Wakes one waiter of each of `topics` (after their signals may have been lost).
+    fn wake_topics(&self, topics: &BTreeSet<Topic>) {
+        let st = self.lock();
+        for t in topics {
+            if let Some(tw) = st.topics.get(t) {
+                tw.notify.notify_one();
+            }
+        }
+    }
 }
 
 /// A registered waiter. Dropping it unregisters.
@@ -265,6 +293,7 @@ async fn run(shared: Arc<Shared>, client: WakeClient, main: Conn, mut stop: ones
     // Set when the blocking connection failed: signals may have been lost meanwhile, so every
     // waiter looks again once it is back.
     let mut resync = false;
+    let mut slot_waits = slots::SlotWaits::default();
 
     loop {
         let (wanted, timer, handoffs) = {
@@ -296,7 +325,11 @@ async fn run(shared: Arc<Shared>, client: WakeClient, main: Conn, mut stop: ones
             }
         }
 
-        if let Some(client) = &client
+        if let WakeClient::Cluster(nodes) = &client {
+            slot_waits.update(&shared, &main, nodes, &wanted);
+        }
+
+        if let WakeClient::Node(client) = &client
             && in_flight.is_none()
             && !wanted.is_empty()
             && retry_at.is_none_or(|t| t <= Instant::now())

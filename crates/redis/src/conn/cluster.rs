@@ -37,6 +37,53 @@ const MAX_RETRY_WAIT_MS: u64 = 500;
 /// Tries of one command; the caller's `response_timeout` bounds them all together.
 const RETRIES: u32 = 64;
 
+/// Clients for single nodes of the cluster by address, with the URL's scheme, credentials
+/// and TLS files: the waker's blocking connections (`wait.rs`), which go to the node that
+/// serves a slot and follow its MOVED answers there.
+#[derive(Clone)]
+pub(crate) struct NodeClients {
+    /// `host:port` of every seed, where a wait starts (any node answers MOVED to the owner).
+    seeds: Vec<String>,
+    /// `redis://[user:password@]` or `rediss://[user:password@]`.
+    prefix: String,
+    certs: Option<redis::TlsCertificates>,
+}
+
+impl NodeClients {
+    /// `host:port` of every seed of the URL.
+    pub(crate) fn seeds(&self) -> &[String] {
+        &self.seeds
+    }
+
+    /// A client for the node at `addr` (`host:port`).
+    pub(crate) fn client(&self, addr: &str) -> RedisResult<redis::Client> {
+        let url = format!("{}{addr}", self.prefix);
+        match &self.certs {
+            None => redis::Client::open(url),
+            Some(certs) => redis::Client::build_with_tls(url, certs.clone()),
+        }
+    }
+}
+
+/// The [`NodeClients`] of a cluster URL.
+pub(super) fn node_clients(config: &RedisConfig) -> Result<NodeClients> {
+    let (urls, tls) = seeds(&config.url)?;
+    let certs = tls_certificates(config, tls)?;
+    let split = |u: &str| -> (String, String) {
+        let (scheme, rest) = u.split_once("://").unwrap_or(("redis", u));
+        match rest.rsplit_once('@') {
+            Some((user, host)) => (format!("{scheme}://{user}@"), host.to_string()),
+            None => (format!("{scheme}://"), rest.to_string()),
+        }
+    };
+    let prefix = urls.first().map(|u| split(u).0).unwrap_or_default();
+    Ok(NodeClients {
+        seeds: urls.iter().map(|u| split(u).1).collect(),
+        prefix,
+        certs,
+    })
+}
+
 /// True for `redis+cluster://` and `rediss+cluster://` URLs.
 pub(super) fn is_cluster_url(url: &str) -> bool {
     url.starts_with(SCHEME) || url.starts_with(TLS_SCHEME)
