@@ -106,7 +106,7 @@ pub enum Command {
 #[derive(Args, Debug, Default)]
 pub struct ServeArgs {
     /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix,
-    /// redis_connect_timeout, sync, tls_cert, tls_key, metrics_public (true or false),
+    /// redis_connect_timeout, redis_wait_replicas, redis_wait_timeout, sync, tls_cert, tls_key, metrics_public (true or false),
     /// tokens (a list), max_body, max_request_bytes, max_wait and request_timeout (e.g.
     /// "30s"), concurrency, max_long_polls, log, log_format. Example: `listen = "0.0.0.0:7070"`.
     #[arg(long, env = "DELAYQ_CONFIG")]
@@ -118,7 +118,8 @@ pub struct ServeArgs {
     #[arg(long, env = "DELAYQ_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// Use this Redis instead of the embedded engine:
-    /// `redis://[user:password@]host[:port][/db]`, or `rediss://...` for TLS.
+    /// `redis://[user:password@]host[:port][/db]`, or `rediss://...` for TLS; a Redis Cluster
+    /// as `redis+cluster://[user:password@]host:port,host:port,...` (`rediss+cluster://` for TLS).
     #[arg(long = "redis", env = "DELAYQ_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// Redis key prefix [default: delayq].
@@ -128,6 +129,16 @@ pub struct ServeArgs {
     /// that it waits; 0s fails at the first refusal [default: 30s].
     #[arg(long, env = "DELAYQ_REDIS_CONNECT_TIMEOUT", value_parser = DurationParser)]
     pub redis_connect_timeout: Option<Duration>,
+    /// Redis: how many replicas must acknowledge every state-changing call (push, reserve,
+    /// ack ...) before it answers; Redis `WAIT` follows each such call on the same node.
+    /// Fewer in time answer 503 `not_replicated` (the write may not survive a failover; a
+    /// retried push is idempotent). 0 waits for none [default: 0].
+    #[arg(long, env = "DELAYQ_REDIS_WAIT_REPLICAS")]
+    pub redis_wait_replicas: Option<usize>,
+    /// Redis: how long a call waits for --redis-wait-replicas acknowledgements
+    /// [default: 1s].
+    #[arg(long, env = "DELAYQ_REDIS_WAIT_TIMEOUT", value_parser = DurationParser)]
+    pub redis_wait_timeout: Option<Duration>,
     /// Embedded engine durability: `normal` survives a crash of the process, `full` also a
     /// power loss [default: normal].
     #[arg(long, env = "DELAYQ_SYNC")]

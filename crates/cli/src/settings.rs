@@ -19,6 +19,8 @@ pub struct FileConfig {
     redis_url: Option<String>,
     redis_prefix: Option<String>,
     redis_connect_timeout: Option<toml::Value>,
+    redis_wait_replicas: Option<usize>,
+    redis_wait_timeout: Option<toml::Value>,
     sync: Option<SyncArg>,
     tokens: Option<Vec<String>>,
     metrics_public: Option<bool>,
@@ -45,6 +47,8 @@ pub struct Settings {
     pub redis_url: Option<String>,
     pub redis_prefix: String,
     pub redis_connect_timeout: Duration,
+    pub redis_wait_replicas: usize,
+    pub redis_wait_timeout: Duration,
     pub sync: SyncArg,
     pub tokens: Vec<String>,
     pub metrics_public: bool,
@@ -112,6 +116,12 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .duration("redis_connect_timeout", &file.redis_connect_timeout)?
             .unwrap_or(Duration::from_secs(30)),
     };
+    let redis_wait_timeout = match args.redis_wait_timeout {
+        Some(d) => d,
+        None => file
+            .duration("redis_wait_timeout", &file.redis_wait_timeout)?
+            .unwrap_or(Duration::from_secs(1)),
+    };
     let request_timeout = match args.request_timeout {
         Some(d) => d,
         None => file
@@ -133,6 +143,11 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .or(file.redis_prefix)
             .unwrap_or_else(|| "delayq".into()),
         redis_connect_timeout,
+        redis_wait_replicas: args
+            .redis_wait_replicas
+            .or(file.redis_wait_replicas)
+            .unwrap_or(0),
+        redis_wait_timeout,
         sync: args.sync.or(file.sync).unwrap_or(SyncArg::Normal),
         tokens: args
             .tokens
@@ -181,6 +196,8 @@ mod tests {
         assert_eq!(s.sync, SyncArg::Normal);
         assert_eq!(s.max_wait, Duration::from_secs(30));
         assert_eq!(s.redis_connect_timeout, Duration::from_secs(30));
+        assert_eq!(s.redis_wait_replicas, 0, "no WAIT unless asked");
+        assert_eq!(s.redis_wait_timeout, Duration::from_secs(1));
         assert_eq!(s.log_format, LogFormat::Text);
         assert!(s.tokens.is_empty());
     }
@@ -195,6 +212,8 @@ mod tests {
             max_wait = "10s"
             sync = "full"
             redis_connect_timeout = "2m"
+            redis_wait_replicas = 1
+            redis_wait_timeout = "250ms"
             log_format = "json"
             "#,
         )
@@ -215,6 +234,8 @@ mod tests {
         assert_eq!(s.tokens, vec!["from-the-file-token".to_string()]);
         assert_eq!(s.sync, SyncArg::Full);
         assert_eq!(s.redis_connect_timeout, Duration::from_secs(120));
+        assert_eq!(s.redis_wait_replicas, 1);
+        assert_eq!(s.redis_wait_timeout, Duration::from_millis(250));
         assert_eq!(s.log_format, LogFormat::Json);
         assert_eq!(s.concurrency, 1024, "the default fills in");
     }

@@ -74,17 +74,8 @@ pub async fn run_acks<E: Engine + ?Sized>(engine: &E, mut acks: Acks) {
             Err(e) => {
                 // The whole batch failed the same way; each caller decides whether to retry
                 // (a retryable error stays retryable).
-                let retryable = e.is_retryable();
-                let message = e.to_string();
                 for (_, tx) in batch.drain(..) {
-                    let _ = tx.send(Err(if retryable {
-                        Error::Unavailable {
-                            message: message.clone(),
-                            source: None,
-                        }
-                    } else {
-                        Error::Internal(message.clone())
-                    }));
+                    let _ = tx.send(Err(e.copy_for_another()));
                 }
             }
         }

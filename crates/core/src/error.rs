@@ -137,6 +137,21 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
+    /// The write was applied on the engine's primary, but fewer replicas than the engine's
+    /// wait-replicas setting acknowledged it within its wait timeout (Redis `WAIT`). The
+    /// write may or may not survive a failover. Retrying is safe: a push is idempotent on
+    /// `(topic, id)`, and a settlement that had landed answers as a repeated one does
+    /// ([`Error::NotFound`] or [`Error::LeaseLost`]).
+    #[error(
+        "not replicated: the write was applied but {acked} of the {wanted} replicas asked for acknowledged it in time, so it may not survive a failover; retry (a push is idempotent), and check the replicas' health and the wait timeout"
+    )]
+    NotReplicated {
+        /// How many replicas acknowledged the write.
+        acked: usize,
+        /// How many the engine's setting asks for.
+        wanted: usize,
+    },
+
     /// The engine configuration is invalid (bad URL, unreadable data directory ...).
     #[error("invalid configuration: {reason}")]
     InvalidConfig {
@@ -224,9 +239,30 @@ impl Error {
         )
     }
 
-    /// True when retrying the same call later may succeed (the store was unreachable).
+    /// True when retrying the same call later may succeed (the store was unreachable, or
+    /// the replicas did not acknowledge the write in time).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Unavailable { .. })
+        matches!(
+            self,
+            Error::Unavailable { .. } | Error::NotReplicated { .. }
+        )
+    }
+
+    /// The same error for another caller (`Error` is not `Clone`): [`Error::NotReplicated`]
+    /// as itself, another retryable error as [`Error::Unavailable`] with this message, any
+    /// other as [`Error::Internal`] with this message.
+    pub fn copy_for_another(&self) -> Error {
+        match self {
+            Error::NotReplicated { acked, wanted } => Error::NotReplicated {
+                acked: *acked,
+                wanted: *wanted,
+            },
+            e if e.is_retryable() => Error::Unavailable {
+                message: e.to_string(),
+                source: None,
+            },
+            e => Error::Internal(e.to_string()),
+        }
     }
 
     /// True when a lease operation was refused because the delivery can no longer be settled:

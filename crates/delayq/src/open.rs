@@ -1,7 +1,9 @@
-//! Opening an engine from a URL: `redis://` and `rediss://` (Redis), `sqlite:///path/to/dir`
+//! Opening an engine from a URL: `redis://` and `rediss://` (Redis), `redis+cluster://` and
+//! `rediss+cluster://` (Redis Cluster), `sqlite:///path/to/dir`
 //! or a plain path (embedded), `memory://` (embedded, in memory).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use delayq_core::{Engine, Error, Limits, Result};
 use delayq_redis::{RedisConfig, RedisEngine};
@@ -14,6 +16,12 @@ pub struct OpenOptions {
     pub limits: Limits,
     /// Redis only: the key prefix (default `delayq`).
     pub redis_prefix: String,
+    /// Redis only: how many replicas must acknowledge every state-changing call before it
+    /// answers (default 0: none); fewer in time answer `Error::NotReplicated`. See
+    /// `RedisConfig::wait_replicas`.
+    pub redis_wait_replicas: usize,
+    /// Redis only: how long a call waits for those acknowledgements (default 1 s).
+    pub redis_wait_timeout: Duration,
     /// Embedded only: `synchronous` (default `Normal`: survives a process crash; `Full` also
     /// survives power loss).
     pub synchronous: Synchronous,
@@ -24,6 +32,8 @@ impl Default for OpenOptions {
         OpenOptions {
             limits: Limits::default(),
             redis_prefix: "delayq".into(),
+            redis_wait_replicas: 0,
+            redis_wait_timeout: Duration::from_secs(1),
             synchronous: Synchronous::Normal,
         }
     }
@@ -32,7 +42,7 @@ impl Default for OpenOptions {
 /// Where a URL points.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
-    /// A Redis server (the URL as given).
+    /// A Redis server or Redis Cluster (the URL as given).
     Redis(String),
     /// An embedded engine's data directory.
     Dir(std::path::PathBuf),
@@ -41,10 +51,18 @@ pub enum Location {
 }
 
 impl Location {
-    /// Parses `redis://…`, `rediss://…`, `sqlite:///dir`, `sqlite://relative/dir`,
-    /// `memory://`, or a plain path.
+    /// Parses `redis://…`, `rediss://…`, `redis+cluster://…`, `rediss+cluster://…`,
+    /// `sqlite:///dir`, `sqlite://relative/dir`, `memory://`, or a plain path.
     pub fn parse(url: &str) -> Result<Self> {
-        if url.starts_with("redis://") || url.starts_with("rediss://") {
+        if [
+            "redis://",
+            "rediss://",
+            "redis+cluster://",
+            "rediss+cluster://",
+        ]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
+        {
             return Ok(Location::Redis(url.to_string()));
         }
         if url == "memory://" || url == "memory:" {
@@ -61,7 +79,7 @@ impl Location {
         if url.contains("://") {
             return Err(Error::InvalidConfig {
                 reason: format!(
-                    "unknown engine URL {url:?}; use redis://, rediss://, sqlite:///path/to/dir, memory:// or a plain directory path"
+                    "unknown engine URL {url:?}; use redis://, rediss://, redis+cluster://, sqlite:///path/to/dir, memory:// or a plain directory path"
                 ),
             });
         }
@@ -85,7 +103,8 @@ pub async fn open_with(url: &str, options: &OpenOptions) -> Result<Arc<dyn Engin
         Location::Redis(url) => {
             let config = RedisConfig::new(url)
                 .with_prefix(options.redis_prefix.clone())
-                .with_limits(options.limits.clone());
+                .with_limits(options.limits.clone())
+                .with_wait_replicas(options.redis_wait_replicas, options.redis_wait_timeout);
             Arc::new(RedisEngine::connect(config).await?)
         }
         Location::Dir(dir) => {
@@ -114,6 +133,10 @@ mod tests {
         assert_eq!(
             Location::parse("rediss://h").ok(),
             Some(Location::Redis("rediss://h".into()))
+        );
+        assert_eq!(
+            Location::parse("redis+cluster://a:1,b:2").ok(),
+            Some(Location::Redis("redis+cluster://a:1,b:2".into()))
         );
         assert_eq!(
             Location::parse("sqlite:///var/q").ok(),

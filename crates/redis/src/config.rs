@@ -14,7 +14,9 @@ use delayq_core::Limits;
 /// ```
 #[derive(Clone, Debug)]
 pub struct RedisConfig {
-    /// `redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS.
+    /// `redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS; a Redis Cluster
+    /// as `redis+cluster://[user:password@]host:port,host:port,...` (the seeds: any nodes of
+    /// the cluster) or `rediss+cluster://...` for TLS.
     pub url: String,
     /// Prefix of every key (default `delayq`); lets several applications share one Redis.
     pub prefix: String,
@@ -30,7 +32,9 @@ pub struct RedisConfig {
     /// The most expired leases and the most due jobs one function call moves (default 1000),
     /// so that one call never blocks Redis for long.
     pub tick_batch: usize,
-    /// How long a command may take before the call fails with `Unavailable` (default 10 s).
+    /// How long a command may take before the call fails with `Unavailable` (default 10 s). On a
+    /// cluster it bounds a command with all its redirections and retries (MOVED, ASK,
+    /// TRYAGAIN, CLUSTERDOWN during a resharding or a failover).
     pub response_timeout: Duration,
     /// How long connecting may take (default 5 s).
     pub connect_timeout: Duration,
@@ -40,6 +44,18 @@ pub struct RedisConfig {
     /// For `rediss://` URLs to servers that require client certificates (mutual TLS): PEM
     /// files of the client certificate and its private key.
     pub tls_client_cert: Option<(PathBuf, PathBuf)>,
+    /// How many replicas must acknowledge every state-changing call before it answers
+    /// success (default 0: none, replication stays asynchronous). Each such call is followed,
+    /// in the same pipeline on the same node, by `WAIT <wait_replicas> <wait_timeout>`; fewer
+    /// acknowledgements in time answer [`delayq_core::Error::NotReplicated`] (the write was
+    /// applied on the primary and may or may not survive a failover; a retry is safe). With
+    /// it, a call whose success was answered survives the failover of its primary to an
+    /// acknowledging replica. On one primary with replicas as on a cluster.
+    pub wait_replicas: usize,
+    /// How long a state-changing call waits for [`Self::wait_replicas`] acknowledgements
+    /// (default 1 s; at least 1 ms and less than [`Self::response_timeout`]). While it waits,
+    /// the calls sharing its connection to that node wait behind it.
+    pub wait_timeout: Duration,
 }
 
 impl RedisConfig {
@@ -55,7 +71,17 @@ impl RedisConfig {
             connect_timeout: Duration::from_secs(5),
             tls_ca_file: None,
             tls_client_cert: None,
+            wait_replicas: 0,
+            wait_timeout: Duration::from_secs(1),
         }
+    }
+
+    /// Waits for `replicas` replicas to acknowledge every state-changing call, at most
+    /// `timeout` each ([`Self::wait_replicas`]).
+    pub fn with_wait_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.wait_replicas = replicas;
+        self.wait_timeout = timeout;
+        self
     }
 
     /// Sets the key prefix.

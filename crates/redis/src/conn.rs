@@ -1,26 +1,59 @@
-//! The connection to Redis: the client (URL, TLS), connecting, the server checks (version,
-//! eviction policy), loading the functions library, and running function calls alone or
-//! in pipelines, loading the library again when Redis answers that it lost it.
+//! The connection to Redis, one node or a cluster: the client (URL, TLS), connecting, the
+//! server checks (version, eviction policy), loading the functions library, and running
+//! function calls alone or in pipelines, loading the library again when Redis answers that
+//! it lost it. `cluster` owns what only a cluster needs (its URL, routing per slot);
+//! `replicas` the wait-replicas option (a `WAIT` after each state-changing call).
+
+mod cluster;
+mod replicas;
 
 use delayq_core::{Error, Result};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
 use redis::{Client, Cmd, RedisError, RedisResult, Value};
 
 use crate::RedisConfig;
 use crate::error::map_redis_err;
 use crate::library;
+use replicas::{Replicas, writes};
 
-/// The shared multiplexed connection (cheap to clone), which reconnects on its own.
+/// The shared multiplexed connection (cheap to clone), which reconnects on its own: to one
+/// node, or to a Redis Cluster (one multiplexed connection per node, following MOVED and ASK).
 #[derive(Clone)]
 pub(crate) struct Conn {
-    cm: ConnectionManager,
+    inner: Inner,
+    /// The wait-replicas option, when on.
+    replicas: Option<Replicas>,
+}
+
+#[derive(Clone)]
+enum Inner {
+    Node(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+pub(crate) use cluster::NodeClients;
+
+/// Where the waker opens its dedicated blocking connections (see `wait.rs`).
+pub(crate) enum WakeClient {
+    /// The node's client: one connection blocks on the wake keys of every topic.
+    Node(Client),
+    /// Clients for the cluster's nodes: one connection per hash slot with waiters, to the
+    /// node that serves it.
+    Cluster(NodeClients),
 }
 
 impl Conn {
-    /// Connects, refuses a server older than Redis 7.0, loads the library and warns when
-    /// the eviction policy may drop jobs. Also answers the client, for the waker's own
-    /// connection.
-    pub(crate) async fn connect(config: &RedisConfig) -> Result<(Conn, Client)> {
+    /// Connects, refuses a server older than Redis 7.0, loads the library (on every primary
+    /// of a cluster) and warns when the eviction policy may drop jobs. Also answers the
+    /// clients for the waker's own connections.
+    pub(crate) async fn connect(config: &RedisConfig) -> Result<(Conn, WakeClient)> {
+        let replicas = Replicas::from_config(config)?;
+        if cluster::is_cluster_url(&config.url) {
+            let inner = cluster::connect(config).await?;
+            let nodes = cluster::node_clients(config)?;
+            return Ok((Conn { inner, replicas }, WakeClient::Cluster(nodes)));
+        }
         let client = client(config)?;
         let addr = client.get_connection_info().addr().to_string();
         let cm_config = ConnectionManagerConfig::new()
@@ -51,68 +84,91 @@ impl Conn {
             .await
             .map_err(|e| map_redis_err("loading the delayq functions", e))?;
         warn_on_eviction(&mut cm).await;
-        Ok((Conn { cm }, client))
+        Ok((
+            Conn {
+                inner: Inner::Node(cm),
+                replicas,
+            },
+            WakeClient::Node(client),
+        ))
     }
 
-    /// The underlying connection, for plain commands and the waker.
-    pub(crate) fn manager(&self) -> ConnectionManager {
-        self.cm.clone()
-    }
-
-    /// Runs a plain command (not a function call).
+    /// Runs a plain command (not a function call), routed by its first key on a cluster
+    /// (a keyless one goes to any node).
     pub(crate) async fn query<T: redis::FromRedisValue>(
         &self,
         cmd: &Cmd,
         what: &'static str,
     ) -> Result<T> {
-        let mut cm = self.cm.clone();
-        cmd.query_async(&mut cm)
-            .await
-            .map_err(|e| map_redis_err(what, e))
+        let r = match &self.inner {
+            Inner::Node(cm) => cmd.query_async(&mut cm.clone()).await,
+            Inner::Cluster(c) => cmd.query_async(&mut c.clone()).await,
+        };
+        r.map_err(|e| map_redis_err(what, e))
     }
 
-    /// Runs one function call (see [`fcall`]).
-    pub(crate) async fn call(&self, cmd: &Cmd, what: &'static str) -> Result<Value> {
-        let mut cm = self.cm.clone();
-        fcall(&mut cm, cmd)
-            .await
-            .map_err(|e| map_redis_err(what, e))
-    }
-
-    /// Runs several function calls in one round trip. When some come back "function not
-    /// found", the library is loaded and just those calls are resent (the others ran).
-    pub(crate) async fn pipeline(&self, cmds: &[Cmd], what: &'static str) -> Result<Vec<Value>> {
-        let mut cm = self.cm.clone();
+    /// Runs a plain command that changes state (the topic registry's `SADD`), followed by
+    /// `WAIT` when the wait-replicas option is on ([`crate::RedisConfig::wait_replicas`]).
+    pub(crate) async fn write<T: redis::FromRedisValue>(
+        &self,
+        cmd: &Cmd,
+        what: &'static str,
+    ) -> Result<T> {
+        let Some(replicas) = self.replicas else {
+            return self.query(cmd, what).await;
+        };
         let mut pipe = redis::pipe();
-        for cmd in cmds {
-            pipe.add_command(cmd.clone());
+        pipe.add_command(cmd.clone())
+            .add_command(replicas.wait_cmd());
+        let r: RedisResult<(T, Value)> = match &self.inner {
+            Inner::Node(cm) => pipe.query_async(&mut cm.clone()).await,
+            Inner::Cluster(c) => pipe.query_async(&mut c.clone()).await,
+        };
+        let (reply, acked) = r.map_err(|e| map_redis_err(what, e))?;
+        replicas.check(&acked)?;
+        Ok(reply)
+    }
+
+    /// Runs one function call; when Redis answers that the function is missing (restarted
+    /// without persistence, `FUNCTION FLUSH`, a failover to a node that lacks it), loads the
+    /// library on the node that answered and calls again, once. A call that changes state
+    /// is followed by `WAIT` when the wait-replicas option is on.
+    pub(crate) async fn call(&self, cmd: &Cmd, what: &'static str) -> Result<Value> {
+        let mut target = match &self.inner {
+            Inner::Node(cm) => Target::Node(cm.clone()),
+            Inner::Cluster(c) => Target::slot_of(c, cmd),
+        };
+        let wait = self.replicas.filter(|_| writes(cmd));
+        let r = match target.cmd(cmd, wait).await {
+            Err(e) if is_missing(&e) => match target.load().await {
+                Ok(()) => target.cmd(cmd, wait).await,
+                Err(e) => Err(e),
+            },
+            r => r,
+        };
+        let (reply, acked) = r.map_err(|e| map_redis_err(what, e))?;
+        if let (Some(replicas), Some(acked)) = (wait, acked) {
+            replicas.check(&acked)?;
         }
-        pipe.ignore_errors();
-        let mut replies: Vec<Value> = pipe
-            .query_async(&mut cm)
-            .await
-            .map_err(|e| map_redis_err(what, e))?;
-        let missing: Vec<usize> = replies
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| is_missing_reply(v))
-            .map(|(i, _)| i)
-            .collect();
-        if !missing.is_empty() {
-            load(&mut cm)
-                .await
-                .map_err(|e| map_redis_err("reloading the delayq functions", e))?;
-            let mut retry = redis::pipe();
-            for &i in &missing {
-                retry.add_command(cmds[i].clone());
-            }
-            retry.ignore_errors();
-            let again: Vec<Value> = retry
-                .query_async(&mut cm)
-                .await
-                .map_err(|e| map_redis_err(what, e))?;
-            for (i, v) in missing.into_iter().zip(again) {
-                replies[i] = v;
+        Ok(reply)
+    }
+
+    /// Runs several function calls in one round trip: one pipeline on a node; on a cluster
+    /// one pipeline per slot (in their given order), the slots' concurrently. When some come
+    /// back "function not found", the library is loaded and just those calls are resent
+    /// (the others ran). When the wait-replicas option is on, each pipeline with a call that
+    /// changes state ends with `WAIT`; too few acknowledgements on any node fail the whole
+    /// call with `NotReplicated` (every call ran).
+    pub(crate) async fn pipeline(&self, cmds: &[Cmd], what: &'static str) -> Result<Vec<Value>> {
+        let replicas = self.replicas;
+        let piped = match &self.inner {
+            Inner::Node(cm) => Target::Node(cm.clone()).pipeline(cmds, replicas).await,
+            Inner::Cluster(c) => cluster::pipeline(c, cmds, replicas).await,
+        };
+        let Piped { replies, acked } = piped.map_err(|e| map_redis_err(what, e))?;
+        if let Some(replicas) = replicas {
+            for acked in &acked {
+                replicas.check(acked)?;
             }
         }
         replies
@@ -125,16 +181,116 @@ impl Conn {
     }
 }
 
-/// Runs one function call on `cm`; when Redis answers that the function is missing
-/// (restarted without persistence, `FUNCTION FLUSH`, a failover), loads the library and
-/// calls again.
-pub(crate) async fn fcall(cm: &mut ConnectionManager, cmd: &Cmd) -> RedisResult<Value> {
-    match cmd.query_async::<Value>(cm).await {
-        Err(e) if is_missing(&e) => {
-            load(cm).await?;
-            cmd.query_async(cm).await
+/// The replies of a pipeline, in the order of its calls, and the answers of the `WAIT`s
+/// that followed them (one per node or slot that had a call changing state).
+pub(crate) struct Piped {
+    pub(crate) replies: Vec<Value>,
+    pub(crate) acked: Vec<Value>,
+}
+
+/// Where a call or a pipeline goes: the one node, or the primary of one cluster slot.
+enum Target {
+    Node(ConnectionManager),
+    /// A cluster connection and the route of the calls' slot (`None`: keyless, any node).
+    Slot(ClusterConnection, Option<redis::cluster_routing::Route>),
+}
+
+impl Target {
+    /// The slot of `cmd`'s keys, as redis-rs routes it (an `FCALL`'s first key after numkeys).
+    fn slot_of(c: &ClusterConnection, cmd: &Cmd) -> Target {
+        Target::Slot(c.clone(), cluster::route(cmd))
+    }
+
+    /// Runs `cmd`, followed in the same pipeline by `WAIT` when `wait` is set; answers
+    /// the reply and the `WAIT`'s answer.
+    async fn cmd(
+        &mut self,
+        cmd: &Cmd,
+        wait: Option<Replicas>,
+    ) -> RedisResult<(Value, Option<Value>)> {
+        let Some(replicas) = wait else {
+            let reply = match self {
+                Target::Node(cm) => cmd.query_async(cm).await?,
+                Target::Slot(c, _) => cmd.query_async(c).await?,
+            };
+            return Ok((reply, None));
+        };
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd.clone())
+            .add_command(replicas.wait_cmd());
+        let (reply, acked): (Value, Value) = match self {
+            Target::Node(cm) => pipe.query_async(cm).await?,
+            Target::Slot(c, _) => pipe.query_async(c).await?,
+        };
+        Ok((reply, Some(acked)))
+    }
+
+    /// Loads the library where the calls go: the node, the slot's primary, or (keyless)
+    /// every primary.
+    async fn load(&mut self) -> RedisResult<()> {
+        match self {
+            Target::Node(cm) => load(cm).await,
+            Target::Slot(c, Some(route)) => cluster::load_on(c, *route).await,
+            Target::Slot(c, None) => load(c).await,
         }
-        r => r,
+    }
+
+    /// The calls in one pipeline, errors kept as values; those answering "function not
+    /// found" are resent once after loading the library. With `wait`, a pipeline holding a
+    /// call that changes state ends with `WAIT`; the last one sent is answered (it covers
+    /// every write before it on the connection).
+    async fn pipeline(&mut self, cmds: &[Cmd], wait: Option<Replicas>) -> RedisResult<Piped> {
+        let (mut replies, mut acked) = self.send(cmds, wait).await?;
+        let missing: Vec<usize> = replies
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| is_missing_reply(v))
+            .map(|(i, _)| i)
+            .collect();
+        if !missing.is_empty() {
+            self.load().await?;
+            let retry: Vec<Cmd> = missing.iter().map(|&i| cmds[i].clone()).collect();
+            let (again, again_acked) = self.send(&retry, wait).await?;
+            for (i, v) in missing.into_iter().zip(again) {
+                replies[i] = v;
+            }
+            acked = again_acked.or(acked);
+        }
+        Ok(Piped {
+            replies,
+            acked: acked.into_iter().collect(),
+        })
+    }
+
+    /// One pipeline of `cmds`, errors kept as values, then `WAIT` when `wait` is set and
+    /// a call changes state; answers the calls' replies and the `WAIT`'s answer.
+    async fn send(
+        &mut self,
+        cmds: &[Cmd],
+        wait: Option<Replicas>,
+    ) -> RedisResult<(Vec<Value>, Option<Value>)> {
+        let mut pipe = redis::pipe();
+        for cmd in cmds {
+            pipe.add_command(cmd.clone());
+        }
+        let wait = wait.filter(|_| cmds.iter().any(writes));
+        if let Some(replicas) = wait {
+            pipe.add_command(replicas.wait_cmd());
+        }
+        pipe.ignore_errors();
+        let mut replies: Vec<Value> = match self {
+            Target::Node(cm) => pipe.query_async(cm).await?,
+            Target::Slot(c, _) => pipe.query_async(c).await?,
+        };
+        // A pipeline answers every command; a short one is reported by `Replicas::check`.
+        let acked = wait.map(|_| {
+            if replies.len() == cmds.len() + 1 {
+                replies.pop().unwrap_or(Value::Nil)
+            } else {
+                Value::Nil
+            }
+        });
+        Ok((replies, acked))
     }
 }
 
@@ -175,19 +331,28 @@ fn client(config: &RedisConfig) -> Result<Client> {
             "cannot use the Redis URL: {e}; use redis://[user:password@]host[:port][/db], or rediss:// for TLS"
         ),
     };
+    match tls_certificates(config, tls)? {
+        None => Client::open(config.url.as_str()).map_err(bad_url),
+        Some(certs) => Client::build_with_tls(config.url.as_str(), certs).map_err(bad_url),
+    }
+}
+
+/// The TLS files of `config` (`tls`: the URL asks for TLS), read; `None` when there are none
+/// (the system's roots then). Refuses files without a TLS URL. Installs the ring crypto
+/// provider for a TLS URL: redis-rs leaves that choice to the application; ring needs no C
+/// toolchain, and an application that installed its own provider keeps it.
+fn tls_certificates(config: &RedisConfig, tls: bool) -> Result<Option<redis::TlsCertificates>> {
     if !tls {
         if config.tls_ca_file.is_some() || config.tls_client_cert.is_some() {
             return Err(Error::InvalidConfig {
-                reason: "TLS certificate files are set but the URL is not rediss://; use a rediss:// URL".into(),
+                reason: "TLS certificate files are set but the URL is not rediss:// (or rediss+cluster://); use a TLS URL".into(),
             });
         }
-        return Client::open(config.url.as_str()).map_err(bad_url);
+        return Ok(None);
     }
-    // redis-rs leaves the choice of TLS crypto provider to the application; ring needs no C
-    // toolchain. An application that installed its own provider keeps it.
     let _ = rustls::crypto::ring::default_provider().install_default();
     if config.tls_ca_file.is_none() && config.tls_client_cert.is_none() {
-        return Client::open(config.url.as_str()).map_err(bad_url);
+        return Ok(None);
     }
     let read = |path: &std::path::Path, what: &str| {
         std::fs::read(path).map_err(|e| Error::InvalidConfig {
@@ -205,18 +370,14 @@ fn client(config: &RedisConfig) -> Result<Client> {
         }),
         None => None,
     };
-    Client::build_with_tls(
-        config.url.as_str(),
-        redis::TlsCertificates {
-            client_tls,
-            root_cert,
-        },
-    )
-    .map_err(bad_url)
+    Ok(Some(redis::TlsCertificates {
+        client_tls,
+        root_cert,
+    }))
 }
 
 /// Warns when Redis may evict delayq's keys.
-async fn warn_on_eviction(conn: &mut ConnectionManager) {
+async fn warn_on_eviction<C: redis::aio::ConnectionLike>(conn: &mut C) {
     let policy: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("maxmemory-policy")
@@ -246,7 +407,8 @@ fn may_evict_jobs(policy: &str) -> bool {
 /// The oldest Redis with Functions (`FUNCTION LOAD`, `FCALL`).
 const MIN_VERSION: (u32, u32) = (7, 0);
 
-/// Loads (or replaces) the library on the connection's server, checking the name it answers.
+/// Loads (or replaces) the library on the connection's server (every primary of a cluster),
+/// checking the name it answers.
 async fn load<C: redis::aio::ConnectionLike>(con: &mut C) -> RedisResult<()> {
     let name: String = redis::cmd("FUNCTION")
         .arg("LOAD")
@@ -254,6 +416,11 @@ async fn load<C: redis::aio::ConnectionLike>(con: &mut C) -> RedisResult<()> {
         .arg(library::SOURCE)
         .query_async(con)
         .await?;
+    check_loaded(&name)
+}
+
+/// Checks the library name `FUNCTION LOAD` answered.
+fn check_loaded(name: &str) -> RedisResult<()> {
     if name != library::NAME {
         return Err(RedisError::from((
             redis::ErrorKind::Client,

@@ -65,7 +65,7 @@ impl RedisEngine {
         }
         let (conn, client) = Conn::connect(&config).await?;
         let (stop_tx, stop_rx) = oneshot::channel();
-        let waiters = Waiters::start(client, conn.manager(), keys.clone(), stop_rx);
+        let waiters = Waiters::start(client, conn.clone(), keys.clone(), stop_rx);
         Ok(RedisEngine {
             ops: Arc::new(Ops {
                 conn,

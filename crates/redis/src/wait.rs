@@ -7,7 +7,9 @@
 //! - a signal arrives: the task keeps one BZPOPMIN on the wake keys of every topic with local
 //!   waiters, on its own connection with no response timeout (a blocking command on a
 //!   shared multiplexed connection would stall everyone on it). Scripts add to a wake key
-//!   when they create a new earliest event, so a blocked process learns of it at once.
+//!   when they create a new earliest event, so a blocked process learns of it at once. On a
+//!   Redis Cluster, where one BZPOPMIN cannot span slots, `slots` keeps one such wait per
+//!   hash slot with local waiters, on a connection to the node that serves it.
 //!
 //! A woken reserver runs the reserve function, which hands out jobs and reports the next event;
 //! if jobs are left, the next local waiter is woken in turn. When the last local waiter of a
@@ -23,14 +25,17 @@ use std::time::{Duration, Instant};
 
 use delayq_core::Topic;
 use futures_util::future::select_all;
-use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisResult, Value};
 use tokio::sync::{Notify, oneshot};
 
 use crate::clock::Clock;
 use crate::codec;
+use crate::conn::{Conn, WakeClient};
 use crate::keys::KeySpace;
-use crate::{conn, library};
+use crate::library;
+
+mod slots;
 
 /// The shared half: what reservers call.
 #[derive(Clone)]
@@ -77,8 +82,8 @@ impl TopicWait {
 impl Waiters {
     /// Starts the waker task. It stops when `stop`'s sender is dropped.
     pub(crate) fn start(
-        client: Client,
-        main: ConnectionManager,
+        client: WakeClient,
+        main: Conn,
         keys: KeySpace,
         stop: oneshot::Receiver<()>,
     ) -> Self {
@@ -180,6 +185,31 @@ impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// The cluster hash slot of `topic`'s keys.
+    fn slot_of(&self, topic: &Topic) -> redis::cluster_routing::Slot {
+        redis::cluster_routing::Slot::for_key(self.keys.wake(topic))
+    }
+
+    /// The topics with local waiters whose keys live in `slot`.
+    fn topics_in(&self, slot: redis::cluster_routing::Slot) -> BTreeSet<Topic> {
+        self.lock()
+            .topics
+            .keys()
+            .filter(|t| self.slot_of(t) == slot)
+            .cloned()
+            .collect()
+    }
+
+    /// Wakes one waiter of each of `topics` (after their signals may have been lost).
+    fn wake_topics(&self, topics: &BTreeSet<Topic>) {
+        let st = self.lock();
+        for t in topics {
+            if let Some(tw) = st.topics.get(t) {
+                tw.notify.notify_one();
+            }
+        }
+    }
 }
 
 /// A registered waiter. Dropping it unregisters.
@@ -254,12 +284,7 @@ async fn connect_blocking(client: &Client) -> RedisResult<BlockingConn> {
     Ok(BlockingConn { conn, id })
 }
 
-async fn run(
-    shared: Arc<Shared>,
-    client: Client,
-    mut main: ConnectionManager,
-    mut stop: oneshot::Receiver<()>,
-) {
+async fn run(shared: Arc<Shared>, client: WakeClient, main: Conn, mut stop: oneshot::Receiver<()>) {
     let mut idle: Option<BlockingConn> = None;
     let mut in_flight: Option<(BTreeSet<Topic>, i64, Blocked)> = None;
     let mut unblocked = false;
@@ -268,6 +293,7 @@ async fn run(
     // Set when the blocking connection failed: signals may have been lost meanwhile, so every
     // waiter looks again once it is back.
     let mut resync = false;
+    let mut slot_waits = slots::SlotWaits::default();
 
     loop {
         let (wanted, timer, handoffs) = {
@@ -282,7 +308,7 @@ async fn run(
         };
 
         for (topic, ms) in handoffs {
-            hand_back(&shared, &mut main, &topic, ms).await;
+            hand_back(&shared, &main, &topic, ms).await;
         }
 
         // A blocked BZPOPMIN that misses a wanted topic is cut short so it can be re-sent.
@@ -291,21 +317,26 @@ async fn run(
             && !wanted.is_subset(keys)
         {
             unblocked = true;
-            let r: RedisResult<Value> = redis::cmd("CLIENT")
-                .arg("UNBLOCK")
-                .arg(*id)
-                .query_async(&mut main)
-                .await;
+            let mut unblock = redis::cmd("CLIENT");
+            unblock.arg("UNBLOCK").arg(*id);
+            let r: delayq_core::Result<Value> = main.query(&unblock, "unblocking the wait").await;
             if let Err(e) = r {
                 tracing::debug!(error = %e, "CLIENT UNBLOCK failed; the wait ends at its timeout");
             }
         }
 
-        if in_flight.is_none() && !wanted.is_empty() && retry_at.is_none_or(|t| t <= Instant::now())
+        if let WakeClient::Cluster(nodes) = &client {
+            slot_waits.update(&shared, &main, nodes, &wanted);
+        }
+
+        if let WakeClient::Node(client) = &client
+            && in_flight.is_none()
+            && !wanted.is_empty()
+            && retry_at.is_none_or(|t| t <= Instant::now())
         {
             let conn = match idle.take() {
                 Some(c) => Ok(c),
-                None => connect_blocking(&client).await,
+                None => connect_blocking(client).await,
             };
             match conn {
                 Ok(BlockingConn { mut conn, id }) => {
@@ -361,7 +392,7 @@ async fn run(
                     Ok(v) => {
                         idle = Some(BlockingConn { conn, id });
                         if let Some((topic, ms)) = parse_signal(&shared.keys, v) {
-                            on_signal(&shared, &mut main, topic, ms).await;
+                            on_signal(&shared, &main, topic, ms).await;
                         }
                     }
                     Err(e) => {
@@ -397,7 +428,7 @@ fn wake_all(shared: &Shared) {
 
 /// A signal for `topic` at Redis time `ms`: arm the topic's timer, or hand the signal back
 /// when nobody here waits on the topic any more.
-async fn on_signal(shared: &Shared, main: &mut ConnectionManager, topic: Topic, ms: u64) {
+async fn on_signal(shared: &Shared, main: &Conn, topic: Topic, ms: u64) {
     let handback = {
         let mut st = shared.lock();
         match st.topics.get_mut(&topic) {
@@ -418,14 +449,14 @@ async fn on_signal(shared: &Shared, main: &mut ConnectionManager, topic: Topic, 
 
 /// Gives the event at Redis time `ms` back to Redis (`lua/handback.lua`), for a waiter
 /// elsewhere or the next one here; a topic left with no job gets nothing back.
-async fn hand_back(shared: &Shared, main: &mut ConnectionManager, topic: &Topic, ms: u64) {
+async fn hand_back(shared: &Shared, main: &Conn, topic: &Topic, ms: u64) {
     let keys = shared.keys.topic(topic);
     let mut cmd = redis::cmd("FCALL");
     cmd.arg(library::HANDBACK)
         .arg(keys.len())
         .arg(&keys)
         .arg(ms);
-    let r = conn::fcall(main, &cmd).await;
+    let r = main.call(&cmd, "handing a wake-up back").await;
     if let Err(e) = r {
         tracing::debug!(topic = %topic, error = %e, "could not hand a wake-up back to Redis; the safety wake covers it");
     }

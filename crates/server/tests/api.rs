@@ -1823,6 +1823,38 @@ async fn redis_down_is_unavailable() {
     unavailable_engine_is_503(setup, move || server.kill()).await;
 }
 
+/// `--redis-wait-replicas` on a Redis without the replicas asked for: a push is applied but
+/// answers 503 `not_replicated`; retrying it is safe (the job exists once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_few_replicas_is_503_not_replicated_issue_13() {
+    // See: issue 13
+    let server = delayq_testkit::RedisServer::start();
+    let config = delayq_redis::RedisConfig::new(server.url())
+        .with_wait_replicas(1, Duration::from_millis(100));
+    let engine = delayq_redis::RedisEngine::connect(config).await.unwrap();
+    let s = TestServer::start(Arc::new(engine), ServerConfig::default()).await;
+    let (st, v) = s
+        .post("/v1/topics/t/jobs", json!({"id": "j1", "body": "x"}))
+        .await;
+    assert_eq!((st, code(&v)), (503, "not_replicated"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("0 of the 1 replicas"),
+        "{v}"
+    );
+    let (st, v) = s.get("/v1/topics/t/jobs/j1").await;
+    assert_eq!(st, 200, "the push was applied: {v}");
+    let (st, v) = s
+        .post("/v1/topics/t/jobs", json!({"id": "j1", "body": "x"}))
+        .await;
+    assert_eq!((st, code(&v)), (503, "not_replicated"), "{v}");
+    let (st, v) = s.get("/v1/topics/t/stats").await;
+    assert_eq!((st, v["ready"].as_u64()), (200, Some(1)), "{v}");
+    drop(server);
+}
+
 /// Holds a request in flight: its headers are sent, its body never ends, so the server has
 /// taken the request's permit and waits in the handler.
 fn request_in_flight(s: &common::TestServer, path: &str) -> std::net::TcpStream {

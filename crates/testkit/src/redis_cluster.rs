@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use crate::redis_server::{REDIS_SERVER_ENV, binary};
 use crate::{RedisOptions, RedisServer};
 pub use nodes::ClusterNode;
-use settle::{observe, on_node, ordered, wait_settled};
+use settle::{observe, on_node, ordered, replicated, wait_settled};
 pub use slot::{SLOTS, key_slot};
 
 /// The environment variable that overrides the `redis-cli` binary. Without it, `redis-cli`
@@ -66,7 +66,9 @@ pub struct Failover {
 impl RedisCluster {
     /// Starts 6 nodes, forms the cluster and waits (at most 30 s) until every node reports
     /// `cluster_state:ok` with all 16384 slots covered, agrees on who serves what, and every
-    /// replica has finished its sync. Panics with the reason and the nodes' logs otherwise.
+    /// replica has finished its sync and acknowledged a write made through its primary
+    /// afterwards (so its replication stream flows). Panics with the reason and the nodes'
+    /// logs otherwise.
     pub fn start() -> Self {
         let opts = RedisOptions {
             cluster: true,
@@ -163,6 +165,34 @@ impl RedisCluster {
             .unwrap_or_else(|e| panic!("cannot connect to the test Redis Cluster: {e}"))
     }
 
+    /// Waits until every replica has acknowledged every write its primary took before this
+    /// call (a write through each primary, then `WAIT` on that connection), at most 30 s.
+    ///
+    /// Replication is asynchronous: a write the engine answered may not have reached the
+    /// replica yet when its primary dies. A test that checks what survives a failover without
+    /// the engine's wait-replicas option calls this before [`Self::kill_primary`]. A `WAIT`
+    /// on a connection of the test's own proves nothing here: it counts acknowledgements of
+    /// that connection's last write, and one that wrote nothing gets its answer at once.
+    pub async fn wait_replicated(&self) {
+        let view = self.nodes();
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        let done = tokio::task::spawn_blocking(move || {
+            loop {
+                match replicated(&view) {
+                    Ok(()) => return Ok(()),
+                    Err(e) if Instant::now() > deadline => return Err(e),
+                    Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|done| done);
+        if let Err(e) = done {
+            panic!("the replicas did not catch up with their primaries: {e}");
+        }
+    }
+
     /// Kills primary `i` (of [`Self::primaries`]) with SIGKILL and waits until its replica
     /// has taken its slots over and every running node is settled again.
     pub async fn kill_primary(&mut self, i: usize) -> Failover {
@@ -191,7 +221,8 @@ impl RedisCluster {
     }
 
     /// Starts the node on `port` again (killing it first if it runs) on the same ports and
-    /// directory, and waits until it has rejoined and the cluster is settled. A killed
+    /// directory, and waits until it has rejoined and the cluster is settled (a replica
+    /// again synced and streaming). A killed
     /// primary comes back as a replica of the node that took its slots over; with no
     /// persistence it comes back empty and syncs from its primary.
     pub async fn restart(&mut self, port: u16) -> ClusterNode {

@@ -333,3 +333,44 @@ async fn migrate_slot_moves_a_slot_and_its_keys_while_traffic_flows() {
     assert_eq!(count_in(from.port).await, 0);
     assert_eq!(count_in(to.port).await, keys.len() + counts.len());
 }
+
+#[tokio::test]
+async fn wait_replicated_leaves_every_acknowledged_write_on_the_replicas() {
+    // See: issue 13 (a replica reported `master_link_status:up` but was not streaming yet,
+    // and a WAIT on a connection that wrote nothing answered at once).
+    let cluster = RedisCluster::start();
+    let primaries = cluster.primaries();
+    let tags = tag_per_primary(&primaries);
+    let mut conn = cluster.cluster_connection().await;
+    // Written at once after the cluster is handed out, through other connections than the
+    // harness's.
+    for tag in &tags {
+        for i in 0..100 {
+            let () = conn
+                .set(tagged(tag, &format!("k{i}")), i)
+                .await
+                .unwrap_or_else(|e| panic!("SET on {tag}: {e}"));
+        }
+    }
+    cluster.wait_replicated().await;
+    for (tag, primary) in tags.iter().zip(&primaries) {
+        let replica = cluster
+            .replicas()
+            .into_iter()
+            .find(|r| r.primary_id.as_ref() == Some(&primary.id))
+            .unwrap_or_else(|| panic!("{primary:?} has no replica"));
+        let mut direct = cluster.server(replica.port).connection().await;
+        let () = redis::cmd("READONLY")
+            .query_async(&mut direct)
+            .await
+            .unwrap_or_else(|e| panic!("READONLY on {}: {e}", replica.port));
+        for i in 0..100 {
+            let key = tagged(tag, &format!("k{i}"));
+            let value: Option<i64> = direct
+                .get(&key)
+                .await
+                .unwrap_or_else(|e| panic!("GET {key} on replica {}: {e}", replica.port));
+            assert_eq!(value, Some(i), "{key} on replica {}", replica.port);
+        }
+    }
+}

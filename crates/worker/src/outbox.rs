@@ -159,14 +159,7 @@ fn deliver(settle: &Settle, reply: Reply, r: Result<Settled>, tally: &Tally) {
 
 /// The same error for another settlement of the call (`Error` is not `Clone`).
 fn copy(e: &Error) -> Error {
-    if e.is_retryable() {
-        Error::Unavailable {
-            message: e.to_string(),
-            source: None,
-        }
-    } else {
-        Error::Internal(e.to_string())
-    }
+    e.copy_for_another()
 }
 
 #[cfg(test)]

@@ -42,6 +42,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             max_body: s.max_body,
         },
         redis_prefix: s.redis_prefix.clone(),
+        redis_wait_replicas: s.redis_wait_replicas,
+        redis_wait_timeout: s.redis_wait_timeout,
         synchronous: match s.sync {
             SyncArg::Normal => Synchronous::Normal,
             SyncArg::Full => Synchronous::Full,

@@ -208,7 +208,7 @@ impl Ops {
         if codec::int(replies.get(1).unwrap_or(&Value::Nil))? == 1 {
             let mut sadd = redis::cmd("SADD");
             sadd.arg(self.keys.registry()).arg(topic.as_str());
-            let _: i64 = self.conn.query(&sadd, "registering a topic").await?;
+            let _: i64 = self.conn.write(&sadd, "registering a topic").await?;
         }
         Ok(n)
     }

@@ -208,7 +208,7 @@ impl Ops {
         for (t, _) in &new {
             cmd.arg(t.as_str());
         }
-        let _: i64 = self.conn.query(&cmd, "registering a topic").await?;
+        let _: i64 = self.conn.write(&cmd, "registering a topic").await?;
         self.registered
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -24,7 +24,8 @@ pub struct ErrorDetail {
     /// Stable code: `invalid_topic`, `invalid_id`, `invalid_delay`, `invalid_ttr`,
     /// `invalid_receipt`, `invalid_argument`, `invalid_request`, `body_too_large`,
     /// `unauthorized`, `not_found`, `lease_lost`, `already_exists`, `wrong_state`,
-    /// `unavailable`, `timeout`, `overloaded`, `method_not_allowed`, `internal`.
+    /// `unavailable`, `not_replicated`, `timeout`, `overloaded`, `method_not_allowed`,
+    /// `internal`.
     pub code: String,
     /// What went wrong and what to do; starts with the field's JSON pointer when there is one.
     pub message: String,
@@ -151,6 +152,10 @@ impl From<Error> for ApiError {
             Error::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
             Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),
             Error::WrongState { .. } => (StatusCode::CONFLICT, "wrong_state"),
+            Error::NotReplicated { .. } => {
+                crate::bursts::log(crate::bursts::Level::Warn, e.to_string());
+                (StatusCode::SERVICE_UNAVAILABLE, "not_replicated")
+            }
             Error::Unavailable { .. } => {
                 crate::bursts::log(crate::bursts::Level::Warn, e.to_string());
                 return Self::new(

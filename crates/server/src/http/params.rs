@@ -77,7 +77,10 @@ pub enum CommonErrors {
     #[response(status = 500)]
     Internal(ErrorBody),
     /// The store is unavailable, the server is overloaded or the request took too long
-    /// (`unavailable`, `overloaded`, `timeout`); retry later.
+    /// (`unavailable`, `overloaded`, `timeout`); or the write was applied but fewer Redis
+    /// replicas than the server's `--redis-wait-replicas` acknowledged it in time
+    /// (`not_replicated`: it may not survive a failover). Retry later; a retried push is
+    /// idempotent.
     #[response(status = 503)]
     Unavailable(ErrorBody),
 }

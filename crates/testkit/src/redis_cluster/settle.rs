@@ -1,10 +1,16 @@
 //! Whether a cluster has settled, asked of each node on blocking connections: every node
-//! healthy, in agreement on roles and slots, every slot served, every replica synced.
+//! healthy, in agreement on roles and slots, every slot served, every replica synced and
+//! streaming (it acknowledged a write made through its primary after its sync).
 
 use std::time::{Duration, Instant};
 
 use super::nodes::{ClusterNode, Entry, field, parse_nodes};
-use super::slot::SLOTS;
+use super::slot::{SLOTS, key_slot};
+
+/// How long [`replicated`] lets the replicas of one primary take to acknowledge a write.
+/// A replica that just finished a diskless sync only receives the stream after its next
+/// `REPLCONF ACK`, which it sends once a second: see [`replicated`].
+const REPLICATION_WAIT: Duration = Duration::from_millis(2500);
 
 /// What one node answers about the cluster.
 pub(super) struct Observation {
@@ -49,11 +55,12 @@ pub(super) fn on_node<T>(
     f(&mut conn).map_err(fail)
 }
 
-/// Polls [`check_settled`] until it holds or `timeout` passes; answers the last reason.
+/// Polls [`check_settled`], then [`replicated`], until both hold or `timeout` passes;
+/// answers the last reason.
 pub(super) fn wait_settled(ports: &[u16], timeout: Duration) -> Result<Vec<ClusterNode>, String> {
     let deadline = Instant::now() + timeout;
     loop {
-        match check_settled(ports) {
+        match check_settled(ports).and_then(|view| replicated(&view).map(|()| view)) {
             Ok(view) => return Ok(view),
             Err(e) if Instant::now() > deadline => {
                 return Err(format!("still after {timeout:?}: {e}"));
@@ -137,7 +144,7 @@ pub(super) fn check_settled(ports: &[u16]) -> Result<Vec<ClusterNode>, String> {
                     "port {port} replicates {primary}, which is not running"
                 ));
             }
-            Some(_) => {
+            Some(primary) => {
                 let link = field(&o.replication, "master_link_status");
                 let syncing = field(&o.replication, "master_sync_in_progress");
                 if link != Some("up") || syncing != Some("0") {
@@ -145,10 +152,71 @@ pub(super) fn check_settled(ports: &[u16]) -> Result<Vec<ClusterNode>, String> {
                         "replica {port}: master_link_status {link:?}, master_sync_in_progress {syncing:?}"
                     ));
                 }
+                // The cluster's word and the replication link must name the same primary.
+                let primary_port = view.iter().find(|n| &n.id == primary).map(|n| n.port);
+                let master_port = field(&o.replication, "master_port");
+                if master_port != primary_port.map(|p| p.to_string()).as_deref() {
+                    return Err(format!(
+                        "replica {port} replicates port {master_port:?}, the cluster says {primary_port:?}"
+                    ));
+                }
             }
         }
     }
     Ok(view)
+}
+
+/// Every replica in `view` acknowledges a write made through its primary: on one connection
+/// to each primary with replicas, `SET` and `DEL` a key of a slot it serves, then `WAIT` for
+/// all its replicas (at most [`REPLICATION_WAIT`]). `WAIT` counts acknowledgements of the
+/// offset of the connection's own last write, so this proves that the replicas hold every
+/// write the primary took before (replication is ordered) and that their stream flows.
+///
+/// `master_link_status:up` alone does not prove that: after a diskless sync, Redis marks
+/// the replica online but starts streaming to it only on its next `REPLCONF ACK` (sent once
+/// a second), so for up to a second writes pile up on the primary and are lost if it dies.
+/// Nor does a `WAIT` on a connection that wrote nothing: it answers at once with the number
+/// of replicas online, whatever they hold.
+pub(super) fn replicated(view: &[ClusterNode]) -> Result<(), String> {
+    for primary in view.iter().filter(|n| n.is_primary()) {
+        let replicas = view
+            .iter()
+            .filter(|n| n.primary_id.as_ref() == Some(&primary.id))
+            .count();
+        if replicas == 0 {
+            continue;
+        }
+        let key = sync_key(primary).ok_or(format!("port {} serves no slot", primary.port))?;
+        let timeout = u64::try_from(REPLICATION_WAIT.as_millis()).unwrap_or(u64::MAX);
+        let (acked,): (usize,) = on_node(primary.port, |c| {
+            redis::pipe()
+                .cmd("SET")
+                .arg(&key)
+                .arg(1)
+                .ignore()
+                .cmd("DEL")
+                .arg(&key)
+                .ignore()
+                .cmd("WAIT")
+                .arg(replicas)
+                .arg(timeout)
+                .query(c)
+        })?;
+        if acked < replicas {
+            return Err(format!(
+                "{acked} of the {replicas} replicas of port {} acknowledged a write within {REPLICATION_WAIT:?}",
+                primary.port
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A key in a slot that `primary` serves, for [`replicated`]'s write.
+fn sync_key(primary: &ClusterNode) -> Option<String> {
+    (0..u32::from(SLOTS) * 8)
+        .map(|i| format!("delayq-testkit:{{sync-{i}}}"))
+        .find(|k| primary.serves(key_slot(k)))
 }
 
 /// The nodes among `running` ports, primaries first by their first slot, then replicas in
