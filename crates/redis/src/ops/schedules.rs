@@ -140,8 +140,7 @@ impl Ops {
     pub(crate) async fn put_schedule(&self, s: &JobSchedule) -> Result<u64> {
         let mut cmd = self.schedule_call(library::SCHEDULE_PUT);
         cmd.arg(s.name().as_str()).arg(encode(&s.parts()));
-        let rev: i64 = self.conn.query(&cmd, "putting a schedule").await?;
-        u64::try_from(rev).map_err(|_| Error::Internal(format!("schedule revision {rev}")))
+        codec::uint(&self.conn.call(&cmd, "putting a schedule").await?)
     }
 
     /// `Engine::schedule`.
@@ -152,7 +151,7 @@ impl Ops {
             .arg(format!("d:{n}"))
             .arg(format!("r:{n}"))
             .arg(format!("t:{n}"));
-        let mut v = codec::array(self.conn.call(&cmd, "reading a schedule").await?)?;
+        let mut v = codec::array(self.conn.query(&cmd, "reading a schedule").await?)?;
         if v.len() != 3 {
             return Err(Error::Internal(
                 "a schedule read has the wrong length".into(),
@@ -169,7 +168,7 @@ impl Ops {
     pub(crate) async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
         let mut cmd = redis::cmd("HGETALL");
         cmd.arg(self.keys.schedules());
-        let v = codec::array(self.conn.call(&cmd, "listing schedules").await?)?;
+        let v = codec::array(self.conn.query(&cmd, "listing schedules").await?)?;
         let mut by_name: BTreeMap<String, [Value; 3]> = BTreeMap::new();
         let mut it = v.into_iter();
         while let (Some(field), Some(value)) = (it.next(), it.next()) {
@@ -225,11 +224,11 @@ impl Ops {
         cmd.arg(name.as_str())
             .arg(revision)
             .arg(through.as_millis());
-        let done: i64 = self
+        let done = self
             .conn
-            .query(&cmd, "recording a schedule's progress")
+            .call(&cmd, "recording a schedule's progress")
             .await?;
-        Ok(done == 1)
+        Ok(codec::int(&done)? == 1)
     }
 }
 
