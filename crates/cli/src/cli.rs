@@ -108,7 +108,7 @@ pub struct ServeArgs {
     /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix,
     /// redis_connect_timeout, redis_wait_replicas, redis_wait_timeout, sync, tls_cert, tls_key, metrics_public (true or false),
     /// tokens (a list), max_body, max_request_bytes, max_wait and request_timeout (e.g.
-    /// "30s"), concurrency, max_long_polls, log, log_format. Example: `listen = "0.0.0.0:7070"`.
+    /// "30s"), concurrency, max_long_polls, ui (on, read-only or off), log, log_format. Example: `listen = "0.0.0.0:7070"`.
     #[arg(long, env = "DELAYQ_CONFIG")]
     pub config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7070].
@@ -183,6 +183,10 @@ pub struct ServeArgs {
     /// waiting workers never starve pushes and acks; more get 503 overloaded [default: 1024].
     #[arg(long, env = "DELAYQ_MAX_LONG_POLLS")]
     pub max_long_polls: Option<usize>,
+    /// The web dashboard at /ui: on, read-only (it shows everything and changes nothing),
+    /// or off [default: on].
+    #[arg(long, env = "DELAYQ_UI")]
+    pub ui: Option<UiArg>,
     /// Log filter, e.g. info or debug (debug logs one line per request) [default: info].
     #[arg(long, env = "DELAYQ_LOG")]
     pub log: Option<String>,
@@ -199,6 +203,18 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line (for log collectors).
     Json,
+}
+
+/// `on`, `read-only` or `off`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UiArg {
+    /// Served, with its actions.
+    On,
+    /// Served, changing nothing.
+    ReadOnly,
+    /// Not served.
+    Off,
 }
 
 /// `normal` or `full`.

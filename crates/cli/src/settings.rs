@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::cli::{LogFormat, ServeArgs, SyncArg};
+use crate::cli::{LogFormat, ServeArgs, SyncArg, UiArg};
 use crate::duration;
 
 /// The TOML config file: the same settings as the flags, all optional.
@@ -32,6 +32,7 @@ pub struct FileConfig {
     request_timeout: Option<toml::Value>,
     concurrency: Option<usize>,
     max_long_polls: Option<usize>,
+    ui: Option<UiArg>,
     log: Option<String>,
     log_format: Option<LogFormat>,
     /// The file this was read from, for error messages.
@@ -60,6 +61,7 @@ pub struct Settings {
     pub request_timeout: Duration,
     pub concurrency: usize,
     pub max_long_polls: usize,
+    pub ui: UiArg,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -175,6 +177,7 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
         request_timeout,
         concurrency: args.concurrency.or(file.concurrency).unwrap_or(1024),
         max_long_polls: args.max_long_polls.or(file.max_long_polls).unwrap_or(1024),
+        ui: args.ui.or(file.ui).unwrap_or(UiArg::On),
         log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
         log_format: args
             .log_format

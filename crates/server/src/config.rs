@@ -24,6 +24,8 @@ pub struct ServerConfig {
     /// waiting workers cannot starve pushes and acks; more get `503 overloaded` (default
     /// 1024).
     pub max_long_polls: usize,
+    /// The dashboard at `/ui`: on (default), read-only, or off.
+    pub ui: crate::UiMode,
 }
 
 impl Default for ServerConfig {
@@ -36,6 +38,7 @@ impl Default for ServerConfig {
             request_timeout: Duration::from_secs(60),
             concurrency: 1024,
             max_long_polls: 1024,
+            ui: crate::UiMode::On,
         }
     }
 }

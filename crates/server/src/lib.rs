@@ -31,6 +31,7 @@ mod metrics;
 mod process;
 mod state;
 mod tls;
+pub mod ui;
 
 use std::future::Future;
 
@@ -38,6 +39,7 @@ pub use config::ServerConfig;
 pub use http::{app, openapi_json};
 pub use state::AppState;
 pub use tls::{Tls, TlsError, reload_on_sighup, serve_tls};
+pub use ui::UiMode;
 
 /// Serves `state` on `listener` until `shutdown` resolves, then stops accepting, ends open
 /// long-polls (they answer an empty list) and waits for in-flight requests.

@@ -12,7 +12,7 @@ use delayq::{Engine, Limits, OpenOptions, Synchronous};
 use delayq_server::{AppState, ServerConfig, Tls};
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::{LogFormat, ServeArgs, SyncArg};
+use crate::cli::{LogFormat, ServeArgs, SyncArg, UiArg};
 use crate::settings::{FileConfig, Settings, resolve};
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -31,6 +31,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         request_timeout: s.request_timeout,
         concurrency: s.concurrency,
         max_long_polls: s.max_long_polls,
+        ui: match s.ui {
+            UiArg::On => delayq_server::UiMode::On,
+            UiArg::ReadOnly => delayq_server::UiMode::ReadOnly,
+            UiArg::Off => delayq_server::UiMode::Off,
+        },
     };
     server_config
         .validate()

@@ -23,7 +23,7 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// Stable code: `invalid_topic`, `invalid_id`, `invalid_delay`, `invalid_ttr`,
     /// `invalid_receipt`, `invalid_argument`, `invalid_request`, `body_too_large`,
-    /// `unauthorized`, `not_found`, `lease_lost`, `already_exists`, `wrong_state`,
+    /// `unauthorized`, `read_only`, `not_found`, `lease_lost`, `already_exists`, `wrong_state`,
     /// `unavailable`, `not_replicated`, `timeout`, `overloaded`, `method_not_allowed`,
     /// `internal`.
     pub code: String,

@@ -120,10 +120,15 @@ pub fn app(state: AppState) -> Router {
     let protected = api
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            crate::ui::read_only,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             require_token,
         ))
         .layer(DefaultBodyLimit::max(config.max_request_bytes));
     let open = open
+        .merge(crate::ui::routes(config.ui))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route(

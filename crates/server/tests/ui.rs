@@ -1,0 +1,426 @@
+//! The dashboard in a real browser (issue 15): headless Chromium driven through
+//! chromedriver (WebDriver, with the `fantoccini` client), against a real server over the
+//! embedded engine. Each view is visited and saved as a screenshot under
+//! `target/ui-screenshots/`; each page is checked for script errors and for controls
+//! without an accessible name.
+//!
+//! Needs `chromium` and `chromedriver` (Debian: `chromium`, `chromium-driver`; the README's
+//! test command installs them), or their paths in `DELAYQ_CHROMIUM` and
+//! `DELAYQ_CHROMEDRIVER`. A missing one fails with that message; nothing is skipped.
+
+#![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use delayq_core::{Engine, Nack, NewJob, Reserve, Topic};
+use delayq_server::{ServerConfig, UiMode};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "a-dashboard-test-token";
+
+/// A program from the environment variable `var`, else the first of `names` found on the
+/// PATH (or as a path).
+fn program(var: &str, names: &[&str]) -> PathBuf {
+    if let Ok(p) = std::env::var(var) {
+        return PathBuf::from(p);
+    }
+    for name in names {
+        let p = Path::new(name);
+        if p.is_absolute() && p.exists() {
+            return p.to_path_buf();
+        }
+        if let Some(paths) = std::env::var_os("PATH") {
+            for dir in std::env::split_paths(&paths) {
+                if dir.join(name).exists() {
+                    return dir.join(name);
+                }
+            }
+        }
+    }
+    panic!(
+        "{} not found: the browser tests need it (Debian: apt-get install chromium chromium-driver; scripts/test.sh installs them), or set {var}",
+        names[0]
+    );
+}
+
+/// chromedriver on a free loopback port, killed on drop.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Driver {
+    fn start() -> Self {
+        let exe = program("DELAYQ_CHROMEDRIVER", &["chromedriver"]);
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(&exe)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", exe.display()));
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "chromedriver did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Driver { child, port }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A headless Chromium session with a profile of its own.
+async fn browser(driver: &Driver, profile: &Path) -> Client {
+    let chromium = program(
+        "DELAYQ_CHROMIUM",
+        &["chromium", "/usr/bin/chromium", "chromium-browser"],
+    );
+    let caps = json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,900", format!("--user-data-dir={}", profile.display())]
+        }
+    });
+    let serde_json::Value::Object(caps) = caps else {
+        unreachable!()
+    };
+    // The WebDriver client's rustls needs a crypto provider; delayq's is ring.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    ClientBuilder::rustls()
+        .unwrap()
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .unwrap()
+}
+
+fn shots_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Saves a screenshot of the current view, then checks the page: no script error so far,
+/// and every button, link, input and select has an accessible name.
+async fn check_view(c: &Client, name: &str) {
+    let png = c.screenshot().await.unwrap();
+    std::fs::write(shots_dir().join(format!("{name}.png")), png).unwrap();
+    let errors = c
+        .execute(
+            "return window.__delayqErrors || ['no dashboard script'];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(errors, json!([]), "script errors on the {name} view");
+    let unnamed = c
+        .execute(
+            r#"
+            const name = (e) => (e.getAttribute('aria-label') || e.textContent || '').trim()
+              || (e.id && document.querySelector(`label[for="${e.id}"]`)?.textContent.trim())
+              || e.getAttribute('placeholder') || '';
+            return [...document.querySelectorAll('button, a, input, select, textarea')]
+              .filter((e) => !name(e)).map((e) => e.outerHTML);
+            "#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        unnamed,
+        json!([]),
+        "controls without an accessible name on the {name} view"
+    );
+}
+
+/// Waits (bounded) until `css` matches an element whose text contains `text`.
+async fn wait_text(c: &Client, css: &str, text: &str) {
+    let start = Instant::now();
+    loop {
+        if let Ok(els) = c.find_all(Locator::Css(css)).await {
+            for e in els {
+                if e.text().await.map(|t| t.contains(text)).unwrap_or(false) {
+                    return;
+                }
+            }
+        }
+        if start.elapsed() > Duration::from_secs(15) {
+            let page = match c.find(Locator::Css("main")).await {
+                Ok(m) => m.html(false).await.unwrap_or_default(),
+                Err(e) => e.to_string(),
+            };
+            panic!("no {css} with {text:?} on the page: {page}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn goto(c: &Client, s: &TestServer, hash: &str) {
+    c.goto(&s.url(&format!("/ui{hash}"))).await.unwrap();
+}
+
+async fn state_of(e: &Arc<dyn Engine>, topic: &Topic, id: &str) -> Option<String> {
+    e.get(topic, &delayq_core::JobId::new(id).unwrap())
+        .await
+        .unwrap()
+        .map(|j| j.state.to_string())
+}
+
+/// Sign in, see a pushed job appear, kick a dead job and see it move, bulk-delete a filtered
+/// selection, and visit the job, dead-letter and schedule views; then read-only mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_in_a_browser_issue_15() {
+    // See: issue 15
+    let dir = tempfile::tempdir().unwrap();
+    let engine: Arc<dyn Engine> = Arc::new(
+        delayq_sqlite::SqliteEngine::open(delayq_sqlite::SqliteConfig::dir(
+            dir.path().join("data"),
+        ))
+        .unwrap(),
+    );
+    let s = TestServer::start(
+        engine.clone(),
+        ServerConfig {
+            tokens: vec![TOKEN.to_string()],
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let driver = Driver::start();
+    let profile = tempfile::tempdir().unwrap();
+    let c = browser(&driver, profile.path()).await;
+
+    // Sign in.
+    goto(&c, &s, "").await;
+    wait_text(&c, "h1", "Sign in").await;
+    check_view(&c, "sign-in").await;
+    c.find(Locator::Css("#token"))
+        .await
+        .unwrap()
+        .send_keys(TOKEN)
+        .await
+        .unwrap();
+    c.find(Locator::Css("form.signin button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(&c, "h1", "Topics").await;
+
+    // A pushed job appears on the overview (it refreshes itself).
+    let orders = Topic::new("orders").unwrap();
+    engine
+        .push(
+            NewJob::new(orders.clone(), "{\"order\": 42}")
+                .with_id(delayq_core::JobId::new("a1").unwrap()),
+        )
+        .await
+        .unwrap();
+    wait_text(&c, "table[aria-label=Topics] a", "orders").await;
+    check_view(&c, "overview").await;
+
+    // A dead job, kicked from the topic page, becomes ready.
+    engine
+        .push(
+            NewJob::new(orders.clone(), "will fail")
+                .with_id(delayq_core::JobId::new("dead1").unwrap())
+                .with_max_attempts(1)
+                .with_priority(0),
+        )
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    while !got
+        .iter()
+        .any(|d: &delayq_core::Delivery| d.job.id.as_str() == "dead1")
+    {
+        got = engine
+            .reserve(&Reserve::new(orders.clone()).max(10))
+            .await
+            .unwrap();
+        for d in &got {
+            let lease = d.lease.clone().unwrap();
+            if d.job.id.as_str() == "dead1" {
+                engine.nack(&lease, Nack::default()).await.unwrap();
+            } else {
+                engine.release(&lease).await.unwrap();
+            }
+        }
+    }
+    assert_eq!(
+        state_of(&engine, &orders, "dead1").await.as_deref(),
+        Some("dead")
+    );
+    goto(&c, &s, "#/topic/orders?state=dead").await;
+    wait_text(&c, "table a", "dead1").await;
+    check_view(&c, "topic-dead").await;
+    c.find(Locator::Css("input[aria-label='Select dead1']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.find(Locator::XPath("//button[normalize-space()='Kick']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let start = Instant::now();
+    while state_of(&engine, &orders, "dead1").await.as_deref() != Some("ready") {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the kick did not land"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Bulk delete of a filtered selection: x1..x3 go, y1 stays.
+    for id in ["x1", "x2", "x3", "y1"] {
+        engine
+            .push(
+                NewJob::new(orders.clone(), format!("job {id}"))
+                    .with_id(delayq_core::JobId::new(id).unwrap()),
+            )
+            .await
+            .unwrap();
+    }
+    goto(&c, &s, "#/topic/orders?state=ready").await;
+    wait_text(&c, "table a", "y1").await;
+    c.find(Locator::Css("input[type=search]"))
+        .await
+        .unwrap()
+        .send_keys("x")
+        .await
+        .unwrap();
+    c.find(Locator::Css("input[aria-label='Select every job shown']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    check_view(&c, "topic-ready-filtered").await;
+    c.find(Locator::XPath("//button[normalize-space()='Delete']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let start = Instant::now();
+    while state_of(&engine, &orders, "x3").await.is_some() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the bulk delete did not land"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for id in ["x1", "x2"] {
+        assert_eq!(state_of(&engine, &orders, id).await, None, "{id}");
+    }
+    assert_eq!(
+        state_of(&engine, &orders, "y1").await.as_deref(),
+        Some("ready"),
+        "not selected"
+    );
+
+    // The job view (a JSON body pretty-printed), dead letters, schedules.
+    goto(&c, &s, "#/job/orders/a1").await;
+    wait_text(&c, "pre", "\"order\": 42").await;
+    check_view(&c, "job").await;
+    let (st, _) = s
+        .call(
+            "PUT",
+            "/v1/schedules/nightly",
+            Some(json!({"cron": "30 2 * * *", "time_zone": "Europe/Berlin", "topic": "reports"})),
+        )
+        .await;
+    assert_eq!(st, 200);
+    goto(&c, &s, "#/schedules").await;
+    wait_text(&c, "table td", "nightly").await;
+    check_view(&c, "schedules").await;
+    goto(&c, &s, "#/dead").await;
+    wait_text(&c, "h1", "Dead letters").await;
+    check_view(&c, "dead-letters").await;
+    c.close().await.unwrap();
+
+    // Read-only: the same views, no action, and the server refuses the page's changes.
+    let ro = TestServer::start(
+        engine.clone(),
+        ServerConfig {
+            ui: UiMode::ReadOnly,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let profile = tempfile::tempdir().unwrap();
+    let c = browser(&driver, profile.path()).await;
+    goto(&c, &ro, "#/topic/orders?state=ready").await;
+    wait_text(&c, "table a", "y1").await;
+    wait_text(&c, "#mode", "read-only").await;
+    for label in ["Kick", "Run now", "Delete"] {
+        let b = c
+            .find(Locator::XPath(&format!(
+                "//button[normalize-space()='{label}']"
+            )))
+            .await
+            .unwrap();
+        assert!(
+            b.attr("disabled").await.unwrap().is_some(),
+            "{label} is enabled"
+        );
+    }
+    assert!(
+        c.find(Locator::Css("#push-body")).await.is_err(),
+        "the push form is shown"
+    );
+    check_view(&c, "read-only").await;
+    let refused: Value = c
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+               fetch('/v1/topics/orders/jobs/y1', {method: 'DELETE', headers: {'x-delayq-ui': '1'}})
+                 .then(async (r) => done([r.status, (await r.json()).error.code]));"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused, json!([403, "read_only"]));
+    assert_eq!(
+        state_of(&engine, &orders, "y1").await.as_deref(),
+        Some("ready")
+    );
+    c.close().await.unwrap();
+
+    // Off: no page.
+    let off = TestServer::start(
+        engine,
+        ServerConfig {
+            ui: UiMode::Off,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    assert_eq!(off.text("/ui").await.0, 404);
+}
