@@ -22,7 +22,7 @@ pub(crate) fn kept_after(now: u64, keep: &Retention) -> u64 {
 
 /// Acks `lease` (a job of topic `tid`, `token` its lease token) into done at `now`, then
 /// trims the topic's done jobs to `keep`. One statement checks the lease and marks the row,
-/// as `lease::ack`'s delete does. Answers whether the lease was live (false: nothing
+/// as `lease::Acks::ack`'s delete does. Answers whether the lease was live (false: nothing
 /// changed).
 pub(crate) fn retire(
     tx: &mut Tx<'_>,

@@ -4,8 +4,8 @@ use delayq_core::limits::delay_ms_ceil;
 use delayq_core::{NewJob, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms};
 use rusqlite::{OptionalExtension, params};
 
+use super::done;
 use super::place::place;
-use super::{done, exec};
 use crate::error::db_err;
 use crate::row::{WAITING, state_of};
 use crate::tx::Tx;
@@ -30,6 +30,18 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
     let mut out = Vec::with_capacity(jobs.len());
     // The settings of the topic of the previous job (jobs of a batch mostly share one).
     let mut config: Option<(i64, TopicConfig)> = None;
+    // One prepared INSERT for the whole batch (a cache lookup per job costs about a
+    // twentieth of the insert itself).
+    let conn = tx.conn;
+    let mut insert_job = conn
+        .prepare_cached(
+            "INSERT INTO jobs (tid, id, state, priority, ready_at, seq, ttr_ms, max_attempts, \
+             attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, created_at, token, \
+             deadline, last_error, body) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, 0, 0, '', ?14) \
+             ON CONFLICT (tid, id) DO NOTHING",
+        )
+        .map_err(|e| db_err("inserting a job", e))?;
     for job in jobs {
         let tid = tx.topic_or_create(&job.topic, true)?;
         let topic = match &config {
@@ -43,16 +55,9 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
         );
         let ready_at = due_time(job.schedule, now);
         let seq = tx.peek_seq(tid)?;
-        let insert = |tx: &Tx<'_>| {
-            exec(
-                tx,
-                "inserting a job",
-                "INSERT INTO jobs (tid, id, state, priority, ready_at, seq, ttr_ms, max_attempts, \
-                 attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, created_at, token, \
-                 deadline, last_error, body) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, 0, 0, '', ?14) \
-                 ON CONFLICT (tid, id) DO NOTHING",
-                params![
+        let mut insert = || {
+            insert_job
+                .execute(params![
                     tid,
                     job.id.as_str(),
                     WAITING,
@@ -67,12 +72,12 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
                     backoff.jitter_permille(),
                     now,
                     job.body.as_ref(),
-                ],
-            )
-            .map(|n| n == 1)
+                ])
+                .map(|n| n == 1)
+                .map_err(|e| db_err("inserting a job", e))
         };
         // A done job holds no id: when the id is a done job's, it goes and the push creates.
-        let created = insert(tx)? || (done::forget(tx, tid, job.id.as_str())? && insert(tx)?);
+        let created = insert()? || (done::forget(tx, tid, job.id.as_str())? && insert()?);
         if created {
             tx.list_topic(tid)?;
             tx.next_seq(tid)?;

@@ -53,20 +53,26 @@ pub(crate) fn reserve(
         if tx.shared.timers().due_in(tid, Kind::Lease, now) {
             expire_leases(tx, tid, now, tx.tick_batch.max(want))?;
         }
+        // One statement serves every job of the batch (a cached statement is looked up
+        // once, not per job), and the timer learns the batch's earliest deadline once.
+        let conn = tx.conn;
+        let mut lease_job = conn
+            .prepare_cached(
+                "UPDATE jobs SET state = 3, attempts = ?1, token = ?2, deadline = ?3 \
+                 WHERE jid = ?4",
+            )
+            .map_err(|e| db_err("leasing a job", e))?;
+        let mut earliest: Option<u64> = None;
         for (jid, mut raw) in due_jobs(tx, tid, now, want)? {
             raw.attempts = raw.attempts.saturating_add(1);
             let lease = match mode {
                 DeliveryMode::AtLeastOnce => {
                     raw.token = tx.next_seq(tid)?;
                     raw.deadline = now.saturating_add(raw.ttr_ms);
-                    exec(
-                        tx,
-                        "leasing a job",
-                        "UPDATE jobs SET state = 3, attempts = ?1, token = ?2, deadline = ?3 \
-                         WHERE jid = ?4",
-                        params![raw.attempts, raw.token, raw.deadline, jid],
-                    )?;
-                    tx.effect(Effect::Note(tid, Kind::Lease, raw.deadline));
+                    lease_job
+                        .execute(params![raw.attempts, raw.token, raw.deadline, jid])
+                        .map_err(|e| db_err("leasing a job", e))?;
+                    earliest = Some(earliest.map_or(raw.deadline, |d| d.min(raw.deadline)));
                     Some(raw.token)
                 }
                 DeliveryMode::AtMostOnce => {
@@ -91,6 +97,9 @@ pub(crate) fn reserve(
                 job,
                 lateness,
             });
+        }
+        if let Some(deadline) = earliest {
+            tx.effect(Effect::Note(tid, Kind::Lease, deadline));
         }
     }
     for topic in topics {

@@ -5,7 +5,7 @@
 
 use delayq_core::{Lease, NackOutcome, Result, Settle, Settled};
 
-use super::lease;
+use super::lease::{self, Acks};
 use crate::tx::{Scoped, Tx};
 
 /// One settlement with its arguments checked and converted (a nack's delay in whole
@@ -38,10 +38,10 @@ impl Settlement {
         }
     }
 
-    fn run(&self, tx: &mut Tx<'_>) -> Result<Settled> {
+    fn run<'c>(&self, tx: &mut Tx<'c>, acks: &mut Acks<'c>) -> Result<Settled> {
         match self {
             Settlement::Ack(l) => {
-                lease::ack(tx, l)?;
+                acks.ack(tx, l)?;
                 Ok(Settled::Acked)
             }
             Settlement::Nack(l, delay, reason) => {
@@ -60,8 +60,9 @@ impl Settlement {
 /// nothing.
 pub(crate) fn settle(tx: &mut Tx<'_>, items: &[Settlement]) -> Result<Vec<Result<Settled>>> {
     let mut out = Vec::with_capacity(items.len());
+    let mut acks = Acks::default();
     for item in items {
-        match tx.scoped(|tx| item.run(tx)) {
+        match tx.scoped(|tx| item.run(tx, &mut acks)) {
             Scoped::Done(Err(e)) if e.is_retryable() => return Err(e),
             Scoped::Done(r) => out.push(r),
             Scoped::Abort(e) => return Err(e),
