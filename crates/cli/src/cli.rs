@@ -77,6 +77,11 @@ pub enum Command {
     Kick(KickArgs),
     /// Remove every job of a topic, in every state (asks for --yes).
     Purge(PurgeArgs),
+    /// Stop handing out a topic's jobs, for every server, until `delayq resume` (or
+    /// --for / --until); its jobs still fall due.
+    Pause(crate::cmd::pause::PauseArgs),
+    /// Hand out a paused topic's jobs again.
+    Resume(crate::cmd::pause::ResumeArgs),
     /// Show or change a topic's settings: the ttr, attempts and back-off of jobs pushed
     /// without their own, its body limit, and how many acked jobs it keeps, for how long.
     Topic(crate::cmd::topic::TopicArgs),

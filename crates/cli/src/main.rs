@@ -37,6 +37,8 @@ async fn main() {
         Command::Purge(a) => cmd::topics::purge(a).await,
         Command::Topic(a) => cmd::topic::run(a).await,
         Command::Schedule(a) => cmd::schedule::run(a).await,
+        Command::Pause(a) => cmd::pause::pause(a).await,
+        Command::Resume(a) => cmd::pause::resume(a).await,
         Command::Bench(a) => cmd::bench::run(a).await,
         Command::Completions(a) => cmd::docs::completions(a),
         Command::Man(a) => cmd::docs::man(a),

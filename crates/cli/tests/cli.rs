@@ -234,6 +234,30 @@ fn client_subcommands_and_exit_codes() {
 /// A port in use fails `serve` before the data directory is created or migrated.
 /// `delayq topic set` changes only the settings given and `delayq topic get` shows them; a
 /// push then takes them; a bad value exits 1 naming the field.
+/// `delayq pause` and `delayq resume` (issue 14): the stats show the pause, a reserve gets
+/// nothing while it lasts and the job after resume.
+// See: issue 14
+#[test]
+fn pause_and_resume_from_the_command_line_issue_14() {
+    let s = Server::start(&[]);
+    ok(s.run(&["push", "orders", "x", "--id", "o1"]));
+    assert_eq!(
+        ok(s.run(&["pause", "orders"])),
+        "paused orders until resumed\n"
+    );
+    assert!(ok(s.run(&["stats"])).contains("orders (paused)"));
+    let none = ok(s.run(&["reserve", "orders", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&none).unwrap();
+    assert_eq!(v["jobs"], serde_json::json!([]), "{v}");
+    let timed = ok(s.run(&["pause", "orders", "--for", "1h"]));
+    assert!(timed.starts_with("paused orders until 20"), "{timed}");
+    ok(s.run(&["resume", "orders"]));
+    assert!(!ok(s.run(&["stats"])).contains("(paused)"));
+    let got = ok(s.run(&["reserve", "orders", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(v["jobs"][0]["job"]["id"], "o1", "{v}");
+}
+
 /// `delayq schedule put|get|list|delete` against a real server (issue 14): the put answers
 /// the next fire, which is pushed at once as a delayed job with the derived id; the list
 /// shows it; a bad time zone fails naming the field; delete removes it.

@@ -256,6 +256,9 @@ pub struct TopicStats {
     /// Leases that ran out without an answer (the worker died or overran its ttr), counted
     /// since the topic was created or last purged.
     pub expired_leases: u64,
+    /// While the topic is paused ([`Engine::pause`]): when the pause ends
+    /// ([`Timestamp::NEVER`] for a pause until resumed); `None` when it is not paused.
+    pub paused_until: Option<Timestamp>,
 }
 
 /// The engine contract. Both engines implement every method with the same semantics; the
@@ -446,6 +449,27 @@ pub trait Engine: Send + Sync + 'static {
         })
     }
 
+    /// Pauses a topic until `until` (`None`: until [`Engine::resume`]), for every client of
+    /// the engine: reserves skip it, while its jobs still fall due, its leases still run out
+    /// and pushes, acks and the rest work as usual. A waiting reserve on it wakes when the
+    /// pause ends. Pausing a paused topic replaces its end. Refused, changing nothing, when
+    /// `until` is more than 10 years ahead of the engine's clock (pause without an end
+    /// instead). The default implementation refuses, for an engine that keeps no topic state.
+    async fn pause(&self, topic: &Topic, until: Option<Timestamp>) -> Result<()> {
+        let _ = until;
+        Err(Error::InvalidConfig {
+            reason: format!(
+                "this engine cannot pause topics (topic {topic}); use the Redis or the embedded engine"
+            ),
+        })
+    }
+
+    /// Ends a topic's pause at once (nothing happens when it is not paused); waiting
+    /// reserves on it wake. The default implementation refuses, as [`Engine::pause`].
+    async fn resume(&self, topic: &Topic) -> Result<()> {
+        self.pause(topic, Some(Timestamp::EPOCH)).await
+    }
+
     /// Creates or replaces a schedule (by name), for every client of the engine, and
     /// answers its new revision. A replaced schedule starts afresh: its pushed-through time
     /// is cleared (jobs its old definition pushed stay; the scheduler deletes the one still
@@ -627,6 +651,12 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
         (**self).set_topic_config(topic, config).await
+    }
+    async fn pause(&self, topic: &Topic, until: Option<Timestamp>) -> Result<()> {
+        (**self).pause(topic, until).await
+    }
+    async fn resume(&self, topic: &Topic) -> Result<()> {
+        (**self).resume(topic).await
     }
     async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
         (**self).put_schedule(schedule).await

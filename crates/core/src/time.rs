@@ -15,6 +15,10 @@ impl Timestamp {
     /// The Unix epoch.
     pub const EPOCH: Timestamp = Timestamp(0);
 
+    /// "Never": the largest millisecond count a Lua number (a double) and SQLite hold
+    /// exactly (2^53 - 1, some 285,000 years from now); an indefinite pause ends then.
+    pub const NEVER: Timestamp = Timestamp((1 << 53) - 1);
+
     /// A timestamp from milliseconds since the Unix epoch.
     pub const fn from_millis(ms: u64) -> Self {
         Timestamp(ms)

@@ -97,6 +97,16 @@ local F_CREATED, F_ERR, F_BODY = 12, 13, 14
 -- 10 years of 365.25 days, as core's MAX_DELAY.
 local MAX_DELAY_MS = 315576000000
 
+-- "Never" (2^53 - 1 ms), as core's Timestamp::NEVER: the end of a pause until resumed.
+local NEVER = 9007199254740991
+
+-- The end of the topic's pause when it is paused at `now` (pause.lua), else nil.
+local function paused_until(now)
+  local untl = tonumber(redis.call('HGET', K_CONFIG, 'paused_until'))
+  if untl and untl > now then return untl end
+  return nil
+end
+
 -- Returns now in ms and in µs, from the Redis clock.
 local function clock()
   local t = redis.call('TIME')

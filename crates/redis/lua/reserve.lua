@@ -69,6 +69,15 @@ end
 
 local left_behind, unchanged, delayed_head, lease_head = tick(now, math.max(budget, n))
 
+-- A paused topic hands out nothing (its jobs still fell due above); the next look is when
+-- the pause ends (pause.lua signals an earlier end).
+local pause_end = paused_until(now)
+if pause_end then
+  drop_acked(ARGV, 4, a, acked, now)
+  if pause_end ~= NEVER then out[2] = pause_end end
+  return out
+end
+
 -- The first n members in the ready order (score = priority, then the member's due time,
 -- push order and id), taken with ZRANGE and removed by rank: ZPOPMIN would also send each
 -- member's score, which nothing here reads.

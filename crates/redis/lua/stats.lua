@@ -5,7 +5,8 @@
 --
 -- Returns: { now ms, delayed, ready, reserved, dead, oldest due time among due jobs (-1 =
 --            none), earliest due time among delayed jobs (-1 = none), expired leases, done
---            jobs the retention still keeps }
+--            jobs the retention still keeps, the end of the topic's pause (-1 = not paused;
+--            NEVER: until resumed) }
 --
 -- Invariants: writes only what any reserve would have written (tick). The oldest ready job
 -- is the head of one priority band; at most 64 bands are looked at, so with more distinct
@@ -38,4 +39,5 @@ return {
   oldest or -1, delayed_head or -1,
   tonumber(redis.call('HGET', K_COUNTERS, 'expired') or '0'),
   done,
+  paused_until(now) or -1,
 }

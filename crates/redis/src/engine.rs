@@ -186,6 +186,12 @@ impl Engine for RedisEngine {
         self.ops.set_config(topic, config).await
     }
 
+    async fn pause(&self, topic: &Topic, until: Option<Timestamp>) -> Result<()> {
+        self.ops
+            .pause(topic, until.unwrap_or(Timestamp::NEVER))
+            .await
+    }
+
     async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
         schedule.validate()?;
         self.ops.put_schedule(schedule).await

@@ -52,6 +52,7 @@ library! {
     HANDBACK => "handback",
     CONFIGURE => "configure",
     CONFIG => "config",
+    PAUSE => "pause",
     SCHEDULE_PUT => "schedule_put",
     SCHEDULE_PUSHED => "schedule_pushed",
     SCHEDULE_DELETE => "schedule_delete",

@@ -85,6 +85,8 @@ pub struct Metrics {
     expirations_seen: Mutex<HashMap<Topic, u64>>,
     jobs: Family<StateLabel, Gauge>,
     oldest_overdue: Family<TopicLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    /// 1 while a topic is paused, else 0.
+    paused: Family<TopicLabel, Gauge>,
     /// When this server handed out each lease it still tracks.
     leases: Mutex<HashMap<(Topic, JobId, u64), Instant>>,
 }
@@ -118,6 +120,7 @@ impl Metrics {
         let lease_expirations = Family::default();
         let jobs = Family::default();
         let oldest_overdue = Family::default();
+        let paused = Family::default();
         let http_requests = Family::default();
         let http_seconds =
             Family::<HttpLabel, Histogram, fn() -> Histogram>::new_with_constructor(new_hist);
@@ -197,6 +200,11 @@ impl Metrics {
             "How long the longest-waiting due job of a topic has waited (0 when none); growing means no one is reserving",
             oldest_overdue.clone(),
         );
+        registry.register(
+            "topic_paused",
+            "1 while a topic is paused (it hands out no job), else 0, read from the engine at each scrape",
+            paused.clone(),
+        );
         Metrics {
             registry,
             process,
@@ -215,6 +223,7 @@ impl Metrics {
             expirations_seen: Mutex::new(HashMap::new()),
             jobs,
             oldest_overdue,
+            paused,
             leases: Mutex::new(HashMap::new()),
         }
     }
@@ -298,6 +307,7 @@ impl Metrics {
             self.lateness.remove(&label);
             self.reserved_time.remove(&label);
             self.oldest_overdue.remove(&label);
+            self.paused.remove(&label);
             for state in JobState::ALL {
                 self.jobs.remove(&StateLabel {
                     topic: topic.to_string(),
@@ -359,6 +369,9 @@ impl Metrics {
             self.oldest_overdue
                 .get_or_create(&Self::label(&topic))
                 .set(s.oldest_overdue.map(|d| d.as_secs_f64()).unwrap_or(0.0));
+            self.paused
+                .get_or_create(&Self::label(&topic))
+                .set(i64::from(s.paused_until.is_some()));
             let grew = {
                 let mut seen = self
                     .expirations_seen

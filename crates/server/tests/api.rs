@@ -679,6 +679,67 @@ async fn purged_topic_leaves_topics_and_metrics_issue_12(setup: Setup) {
     assert!(s.text("/metrics").await.1.contains(series));
 }
 
+/// `POST /v1/topics/{topic}/pause` and `.../resume` (issue 14): a paused topic hands out
+/// nothing and says so in its stats and the metrics; a timed pause answers its end; bad
+/// fields are refused at their pointer; resume brings the jobs back.
+// See: issue 14
+async fn pause_over_http_issue_14(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    assert_eq!(
+        s.post("/v1/topics/p/jobs", json!({"id": "a", "body": "x"}))
+            .await
+            .0,
+        201
+    );
+    let (st, v) = s.post("/v1/topics/p/pause", json!({})).await;
+    assert_eq!(
+        (st, &v),
+        (200, &json!({"paused": true, "paused_until": null}))
+    );
+    let (_, stats) = s.get("/v1/topics/p/stats").await;
+    assert_eq!(
+        (&stats["paused"], &stats["ready"]),
+        (&json!(true), &json!(1)),
+        "{stats}"
+    );
+    let (_, got) = s.post("/v1/reserve", json!({"topics": ["p"]})).await;
+    assert_eq!(got["jobs"], json!([]), "a paused topic handed out a job");
+    let (_, metrics) = s.text("/metrics").await;
+    assert!(
+        metrics.contains("delayq_topic_paused{topic=\"p\"} 1"),
+        "{metrics}"
+    );
+
+    let (st, v) = s
+        .post("/v1/topics/p/pause", json!({"for_ms": 3_600_000}))
+        .await;
+    assert_eq!((st, &v["paused"]), (200, &json!(true)), "{v}");
+    assert!(v["paused_until"].as_str().is_some(), "{v}");
+    for (body, field) in [
+        (
+            json!({"for_ms": 1, "until": "2030-01-01T00:00:00Z"}),
+            "/for_ms",
+        ),
+        (json!({"until": "soon"}), "/until"),
+        (json!({"for_ms": 400_000_000_000_u64}), "/for_ms"),
+        (json!({"for": 5}), "/for"),
+    ] {
+        let (st, e) = s.post("/v1/topics/p/pause", body.clone()).await;
+        assert_eq!(st, 400, "{body}: {e}");
+        assert_eq!(e["error"]["field"], field, "{body}: {e}");
+    }
+
+    let (st, _) = s.post("/v1/topics/p/resume", json!(null)).await;
+    assert_eq!(st, 204);
+    let (_, stats) = s.get("/v1/topics/p/stats").await;
+    assert_eq!(
+        (&stats["paused"], &stats["paused_until"]),
+        (&json!(false), &json!(null))
+    );
+    let (_, got) = s.post("/v1/reserve", json!({"topics": ["p"]})).await;
+    assert_eq!(got["jobs"].as_array().map(Vec::len), Some(1), "{got}");
+}
+
 /// `PUT`, `GET`, `DELETE /v1/schedules/{name}` and `GET /v1/schedules` (issue 14): a put
 /// stores the schedule and pushes its next fire at once (a job with the derived id, due at
 /// the fire time), answers the next fire time; a replacement bumps the revision and deletes
@@ -1786,6 +1847,10 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn done_jobs_over_http() {
                 super::done_jobs_over_http($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn pause_over_http_issue_14() {
+                super::pause_over_http_issue_14($setup(Limits::default()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn schedules_over_http_issue_14() {

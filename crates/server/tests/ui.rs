@@ -346,6 +346,24 @@ async fn the_dashboard_in_a_browser_issue_15() {
         "not selected"
     );
 
+    // Pause and resume the topic from its page.
+    c.find(Locator::XPath("//button[normalize-space()='Pause topic']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(&c, "#paused-state", "Paused until resumed").await;
+    assert!(engine.stats(&orders).await.unwrap().paused_until.is_some());
+    c.find(Locator::XPath("//button[normalize-space()='Resume topic']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(&c, "#paused-state", "Running").await;
+    assert_eq!(engine.stats(&orders).await.unwrap().paused_until, None);
+
     // The job view (a JSON body pretty-printed), dead letters, schedules.
     goto(&c, &s, "#/job/orders/a1").await;
     wait_text(&c, "pre", "\"order\": 42").await;

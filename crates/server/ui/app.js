@@ -109,14 +109,15 @@ async function overview() {
       el("td", {}, el("a", { href: `#/topic/${enc(t.topic)}` }, t.topic)),
       ...STATES.map((s) => el("td", { class: "num" }, t[s])),
       el("td", { class: "num" }, fmtMs(t.oldest_overdue_ms)),
-      el("td", {}, t.next_due || "—")));
+      el("td", {}, t.next_due || "—"),
+      el("td", {}, t.paused ? (t.paused_until ? `until ${t.paused_until}` : "yes") : "")));
     render(
       el("h1", {}, "Topics"),
       topics.length === 0
         ? el("p", { class: "muted" }, "No topic has jobs yet.")
         : el("table", { "aria-label": "Topics" },
           el("thead", {}, el("tr", {}, el("th", {}, "topic"), ...STATES.map((s) => el("th", { class: "num" }, s)),
-            el("th", { class: "num" }, "oldest overdue"), el("th", {}, "next due"))),
+            el("th", { class: "num" }, "oldest overdue"), el("th", {}, "next due"), el("th", {}, "paused"))),
           el("tbody", {}, rows)),
       el("p", { class: "muted" }, "Counts come from the engine and are the same on every server; refreshed every 2 s."),
     );
@@ -130,8 +131,13 @@ async function topicView(topic, params) {
   const state = params.get("state") || "ready";
   const cursor = params.get("cursor");
   const q = `/v1/topics/${enc(topic)}/jobs?state=${state}&limit=50${cursor ? `&cursor=${enc(cursor)}` : ""}`;
-  const page = await api("GET", q);
+  const [page, stats] = await Promise.all([api("GET", q), api("GET", `/v1/topics/${enc(topic)}/stats`)]);
   const filter = el("input", { type: "search", placeholder: "id starts with…", "aria-label": "Filter by id prefix" });
+  const pausing = el("div", { class: "bar" },
+    el("span", { id: "paused-state" }, stats.paused ? (stats.paused_until ? `Paused until ${stats.paused_until}` : "Paused until resumed") : "Running"),
+    stats.paused
+      ? el("button", { type: "button", disabled: readOnly(), onclick: async () => { try { await api("POST", `/v1/topics/${enc(topic)}/resume`); toast("resumed"); route(); } catch (e) { toast(e.message); } } }, "Resume topic")
+      : el("button", { type: "button", disabled: readOnly(), onclick: async () => { try { await api("POST", `/v1/topics/${enc(topic)}/pause`, {}); toast("paused"); route(); } catch (e) { toast(e.message); } } }, "Pause topic"));
   const selected = new Set();
   const tbody = el("tbody");
   const all = el("input", { type: "checkbox", "aria-label": "Select every job shown" });
@@ -168,7 +174,7 @@ async function topicView(topic, params) {
   const tabs = el("div", { class: "tabs", role: "navigation", "aria-label": "States" },
     STATES.map((s) => el("a", { href: `#/topic/${enc(topic)}?state=${s}`, "aria-current": s === state ? "page" : null }, s)));
   render(
-    el("h1", {}, `Topic ${topic}`), tabs,
+    el("h1", {}, `Topic ${topic}`), pausing, tabs,
     el("div", { class: "bar" }, filter,
       bulk("Kick", (id) => api("POST", `/v1/topics/${enc(topic)}/jobs/${enc(id)}/kick`), state === "dead"),
       bulk("Run now", (id) => api("POST", `/v1/topics/${enc(topic)}/jobs/${enc(id)}/reschedule`, { delay_ms: 0 }), state === "delayed" || state === "ready"),

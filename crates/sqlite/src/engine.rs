@@ -274,9 +274,20 @@ impl SqliteEngine {
             if !out.is_empty() || Instant::now() >= deadline {
                 return Ok((settled, out));
             }
+            // A paused topic's waiters also wake when its pause ends (an earlier end, or a
+            // resume, wakes them through the registry's effect).
+            let now_ms = self.clock().now_ms();
+            let registry = &self.inner.shared.registry;
+            let wake_at = req
+                .topics
+                .iter()
+                .filter_map(|t| registry.paused_until_of(t, now_ms))
+                .min()
+                .map(|end| Instant::now() + Duration::from_millis(end - now_ms))
+                .map_or(deadline, |at| at.min(deadline));
             tokio::select! {
                 _ = futures_util::future::select_all(wakes) => {}
-                _ = tokio::time::sleep_until(deadline.into()) => {}
+                _ = tokio::time::sleep_until(wake_at.into()) => {}
             }
         }
     }
@@ -447,8 +458,17 @@ impl Engine for SqliteEngine {
         let topic = topic.clone();
         let clock = self.clock();
         let keep = self.retention(&topic);
-        self.read(move |conn| read::stats(conn, &topic, clock.now_ms(), keep))
-            .await
+        let registry_topic = topic.clone();
+        let mut stats = self
+            .read(move |conn| read::stats(conn, &topic, clock.now_ms(), keep))
+            .await?;
+        stats.paused_until = self
+            .inner
+            .shared
+            .registry
+            .paused_until_of(&registry_topic, clock.now_ms())
+            .map(Timestamp::from_millis);
+        Ok(stats)
     }
 
     async fn topics(&self) -> Result<Vec<Topic>> {
@@ -473,6 +493,20 @@ impl Engine for SqliteEngine {
         let (topic, config) = (topic.clone(), *config);
         self.write(move |tx| admin::set_config(tx, &topic, &config))
             .await
+    }
+
+    async fn pause(&self, topic: &Topic, until: Option<Timestamp>) -> Result<()> {
+        let until = until.unwrap_or(Timestamp::NEVER);
+        let now = self.clock().now();
+        if until != Timestamp::NEVER && until > now.plus(MAX_DELAY) {
+            return Err(Error::invalid(
+                "until",
+                "the pause would end more than 10 years from now; pause without an end instead",
+            ));
+        }
+        let topic = topic.clone();
+        let until = until.as_millis();
+        self.write(move |tx| admin::pause(tx, &topic, until)).await
     }
 
     async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {

@@ -176,6 +176,13 @@ pub(crate) fn recover(conn: &Connection, shared: &Shared, path: &Path) -> Result
     let mut next_lease = conn
         .prepare("SELECT min(deadline) FROM jobs WHERE tid = ?1 AND state = 3")
         .map_err(err)?;
+    let paused: Vec<(i64, u64)> = conn
+        .prepare("SELECT tid, paused_until FROM topics WHERE paused_until IS NOT NULL")
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .map_err(err)?;
+    for (tid, until) in paused {
+        shared.registry.set_paused(tid, Some(until));
+    }
     let mut timers = shared.timers();
     for (tid, name, config) in topics {
         let topic = Topic::new(name).map_err(|e| Error::InvalidConfig {

@@ -245,6 +245,8 @@ pub(crate) fn stats(
         oldest_overdue: oldest.map(|due| Duration::from_millis(now.saturating_sub(due))),
         next_due: next_due.map(Timestamp::from_millis),
         expired_leases,
+        // The engine fills it from its registry, which holds the pause.
+        paused_until: None,
     })
 }
 

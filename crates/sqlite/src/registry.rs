@@ -1,5 +1,6 @@
-//! The topic registry: every topic's name, numeric id (`topics.tid`) and settings, loaded at
-//! open and updated by the writer after each commit that created a topic or set its settings.
+//! The topic registry: every topic's name, numeric id (`topics.tid`), settings and pause,
+//! loaded at open and updated by the writer after each commit that created a topic, set its
+//! settings or paused it.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -18,6 +19,8 @@ struct Maps {
     by_tid: HashMap<i64, Topic>,
     /// The settings of the topics that have any.
     configs: HashMap<i64, TopicConfig>,
+    /// The end of each paused topic's pause, ms (it may have passed).
+    paused: HashMap<i64, u64>,
 }
 
 impl Registry {
@@ -66,6 +69,30 @@ impl Registry {
         } else {
             maps.configs.insert(tid, config);
         }
+    }
+
+    /// The end of a committed topic's pause when it is paused at `now` (ms).
+    pub(crate) fn paused_until(&self, tid: i64, now: u64) -> Option<u64> {
+        self.read().paused.get(&tid).copied().filter(|&t| t > now)
+    }
+
+    /// [`Registry::paused_until`] by name (no such topic: not paused).
+    pub(crate) fn paused_until_of(&self, topic: &Topic, now: u64) -> Option<u64> {
+        let maps = self.read();
+        maps.by_name
+            .get(topic)
+            .and_then(|tid| maps.paused.get(tid))
+            .copied()
+            .filter(|&t| t > now)
+    }
+
+    /// Records a topic's committed pause (`None`: not paused).
+    pub(crate) fn set_paused(&self, tid: i64, until: Option<u64>) {
+        let mut maps = self.maps.write().unwrap_or_else(|e| e.into_inner());
+        match until {
+            Some(t) => maps.paused.insert(tid, t),
+            None => maps.paused.remove(&tid),
+        };
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Maps> {

@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0005_topic_config.sql"),
     include_str!("../migrations/0006_done.sql"),
     include_str!("../migrations/0007_schedules.sql"),
+    include_str!("../migrations/0008_pause.sql"),
 ];
 
 /// The schema version this build writes.

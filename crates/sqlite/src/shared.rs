@@ -39,6 +39,9 @@ pub(crate) enum Effect {
     Clear(i64),
     /// This many jobs of a topic became ready.
     Ready(i64, usize),
+    /// A topic's pause was set (`Some(end)`, ms) or ended (`None`); `wake`: it ended or got
+    /// shorter, so the topic's waiters look again.
+    Paused(i64, Option<u64>, bool),
 }
 
 impl Shared {
@@ -72,7 +75,16 @@ impl Shared {
                     Effect::Note(tid, kind, ms) => timers.note(tid, kind, ms),
                     Effect::Set(tid, kind, ms) => timers.set(tid, kind, ms),
                     Effect::Clear(tid) => timers.clear(tid),
-                    Effect::Ready(tid, n) => *ready.entry(tid).or_default() += n,
+                    Effect::Ready(tid, n) => {
+                        let r = ready.entry(tid).or_default();
+                        *r = r.saturating_add(n);
+                    }
+                    Effect::Paused(tid, until, wake) => {
+                        self.registry.set_paused(tid, until);
+                        if wake {
+                            *ready.entry(tid).or_default() = usize::MAX;
+                        }
+                    }
                 }
             }
         }

@@ -201,7 +201,7 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
     drop(e);
 
     let (version, indexes, states) = schema_facts(dir.path());
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     assert_eq!(
         indexes,
         vec![

@@ -6,6 +6,7 @@ pub mod docs;
 pub mod job;
 pub mod lease;
 pub mod list;
+pub mod pause;
 pub mod push;
 pub mod reserve;
 pub mod schedule;

@@ -47,7 +47,10 @@ pub fn table(rows: &[Value]) -> String {
                 .unwrap_or_else(|| "0".into())
         };
         cells.push(vec![
-            r["topic"].as_str().unwrap_or("?").to_string(),
+            match r["paused"].as_bool() {
+                Some(true) => format!("{} (paused)", r["topic"].as_str().unwrap_or("?")),
+                _ => r["topic"].as_str().unwrap_or("?").to_string(),
+            },
             n("delayed"),
             n("ready"),
             n("reserved"),

@@ -152,7 +152,7 @@ impl Ops {
         let mut inv = self.fcall(library::STATS, topic);
         inv.arg(self.tick_batch);
         let r = codec::array(self.conn.call(&inv, "reading stats").await?)?;
-        if r.len() != 9 {
+        if r.len() != 10 {
             return Err(Error::Internal("stats reply has the wrong length".into()));
         }
         let now = codec::uint(&r[0])?;
@@ -166,7 +166,24 @@ impl Ops {
                 .map(|due| Duration::from_millis(now.saturating_sub(due))),
             next_due: codec::opt_uint(&r[6])?.map(Timestamp::from_millis),
             expired_leases: codec::uint(&r[7])?,
+            paused_until: codec::opt_uint(&r[9])?.map(Timestamp::from_millis),
         })
+    }
+
+    /// `Engine::pause` (`until` = `Timestamp::NEVER` for a pause until resumed; a time not
+    /// after Redis's now ends the pause).
+    pub(crate) async fn pause(&self, topic: &Topic, until: Timestamp) -> Result<()> {
+        let mut inv = self.fcall(library::PAUSE, topic);
+        inv.arg(until.as_millis());
+        let r = codec::array(self.conn.call(&inv, "pausing a topic").await?)?;
+        match Status::from_code(codec::int(r.first().unwrap_or(&Value::Nil))?)? {
+            Status::Ok => Ok(()),
+            Status::InvalidDelay => Err(Error::invalid(
+                "until",
+                "the pause would end more than 10 years from now; pause without an end instead",
+            )),
+            other => Err(unexpected("pause", other)),
+        }
     }
 
     /// `Engine::topics`, its input already checked by `engine.rs`.

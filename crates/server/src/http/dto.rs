@@ -544,6 +544,10 @@ pub struct StatsDto {
     pub next_due: Option<String>,
     /// Leases that ran out without an answer, since the topic was created or last purged.
     pub expired_leases: u64,
+    /// True while the topic is paused: it hands out no job (`POST .../pause`).
+    pub paused: bool,
+    /// When the pause ends, RFC 3339; null while not paused or paused until resumed.
+    pub paused_until: Option<String>,
 }
 
 /// Every topic with its stats.
@@ -551,6 +555,28 @@ pub struct StatsDto {
 pub struct TopicsResponse {
     /// The topics, sorted.
     pub topics: Vec<StatsDto>,
+}
+
+/// How long to pause a topic: at most one of `until` and `for_ms`; neither pauses it until
+/// resumed.
+#[derive(Deserialize, ToSchema, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PauseRequest {
+    /// The pause ends at this RFC 3339 time (at most 10 years ahead).
+    #[schema(format = DateTime)]
+    pub until: Option<String>,
+    /// The pause ends this many ms from now (at most 10 years).
+    #[schema(maximum = 315_576_000_000_u64)]
+    pub for_ms: Option<u64>,
+}
+
+/// A topic's pause.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct PauseResponse {
+    /// True while the topic is paused.
+    pub paused: bool,
+    /// When the pause ends, RFC 3339; null when paused until resumed.
+    pub paused_until: Option<String>,
 }
 
 /// A count of jobs an operation touched.
@@ -837,6 +863,11 @@ impl StatsDto {
             oldest_overdue_ms: s.oldest_overdue.map(|d| d.as_millis() as u64),
             next_due: s.next_due.map(rfc3339),
             expired_leases: s.expired_leases,
+            paused: s.paused_until.is_some(),
+            paused_until: s
+                .paused_until
+                .filter(|t| *t != Timestamp::NEVER)
+                .map(rfc3339),
         }
     }
 }

@@ -132,6 +132,14 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
             "\"skip\" (the default), \"once\" or \"each\"",
         ),
         "misfire_limit" => ("invalid_argument", "a whole number from 1 to 1000"),
+        "until" => (
+            "invalid_argument",
+            "an RFC 3339 time such as \"2026-01-02T15:04:05.000+00:00\", at most 10 years ahead",
+        ),
+        "for_ms" => (
+            "invalid_argument",
+            "a whole number of milliseconds from 0 to 315576000000 (10 years)",
+        ),
         _ => (
             "invalid_request",
             "what the API document (/v1/openapi.json) describes",

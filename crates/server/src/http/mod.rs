@@ -85,6 +85,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(topics::stats))
         .routes(routes!(topics::kick))
         .routes(routes!(topics::kick_all))
+        .routes(routes!(topics::pause))
+        .routes(routes!(topics::resume))
         .routes(routes!(
             topics::get_config,
             topics::set_config,

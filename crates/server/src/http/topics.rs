@@ -3,7 +3,10 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::dto::{CountResponse, StatsDto, TopicConfigDto, TopicsResponse};
+use super::dto::{
+    CountResponse, PauseRequest, PauseResponse, StatsDto, TopicConfigDto, TopicsResponse,
+    parse_rfc3339, rfc3339,
+};
 use super::error::ApiError;
 use super::extract::{Json, Path};
 use super::params::{CommonErrors, JobPath, NotFound, TopicPath, WrongState, topic};
@@ -137,4 +140,76 @@ pub async fn purge(
     let t = topic(&path.topic)?;
     let count = state.engine.purge(&t).await?;
     Ok(axum::Json(CountResponse { count }))
+}
+
+/// Pause a topic, for every server: reserves get none of its jobs until the pause ends
+/// (`until`, or `for_ms` from now; neither: until resumed). Its jobs still fall due, and
+/// pushes, acks and the rest work as usual. Pausing a paused topic replaces its end.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/pause",
+    tag = "topics",
+    params(TopicPath),
+    request_body = PauseRequest,
+    responses((status = 200, description = "Paused", body = PauseResponse), CommonErrors)
+)]
+pub async fn pause(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+    Json(req): Json<PauseRequest>,
+) -> Result<axum::Json<PauseResponse>, ApiError> {
+    let t = topic(&path.topic)?;
+    let until = match (req.until, req.for_ms) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid_argument("give until or for_ms, not both").at("/for_ms"));
+        }
+        (Some(at), None) => Some(parse_rfc3339(&at, "until").map_err(|_| {
+            ApiError::invalid_argument(format!(
+                "until {at:?} is not an RFC 3339 time such as 2026-01-02T15:04:05.000+00:00"
+            ))
+            .at("/until")
+        })?),
+        (None, Some(ms)) => Some(
+            state
+                .engine
+                .now()
+                .await?
+                .plus(std::time::Duration::from_millis(ms)),
+        ),
+        (None, None) => None,
+    };
+    state.engine.pause(&t, until).await.map_err(|e| {
+        let field = if req.for_ms.is_some() {
+            "/for_ms"
+        } else {
+            "/until"
+        };
+        ApiError::from(e).at(field)
+    })?;
+    let s = state.engine.stats(&t).await?;
+    Ok(axum::Json(PauseResponse {
+        paused: s.paused_until.is_some(),
+        paused_until: s
+            .paused_until
+            .filter(|t| *t != delayq_core::Timestamp::NEVER)
+            .map(rfc3339),
+    }))
+}
+
+/// End a topic's pause at once; reserves waiting on it wake. Nothing happens when it is not
+/// paused.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/resume",
+    tag = "topics",
+    params(TopicPath),
+    responses((status = 204, description = "Resumed"), CommonErrors)
+)]
+pub async fn resume(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+) -> Result<StatusCode, ApiError> {
+    let t = topic(&path.topic)?;
+    state.engine.resume(&t).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

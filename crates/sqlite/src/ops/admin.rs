@@ -154,6 +154,36 @@ pub(crate) fn purge(tx: &mut Tx<'_>, topic: &Topic) -> Result<u64> {
     Ok(n as u64)
 }
 
+/// Pauses a topic until `until` (ms; `Timestamp::NEVER`: until resumed), creating it, off
+/// the topic list, when it is new; an `until` not after now ends its pause. Ending or
+/// shortening a pause wakes the topic's waiters after the commit. The caller checked the
+/// end against the 10-year bound.
+pub(crate) fn pause(tx: &mut Tx<'_>, topic: &Topic, until: u64) -> Result<()> {
+    let now = tx.now_ms();
+    let Some(tid) = (if until > now {
+        Some(tx.topic_or_create(topic, false)?)
+    } else {
+        tx.topic(topic)?
+    }) else {
+        return Ok(());
+    };
+    let old: Option<u64> = tx
+        .conn
+        .prepare_cached("SELECT paused_until FROM topics WHERE tid = ?1")
+        .and_then(|mut s| s.query_row([tid], |r| r.get(0)))
+        .map_err(|e| db_err("reading a topic's pause", e))?;
+    let old = old.filter(|&t| t > now);
+    let new = (until > now).then_some(until);
+    tx.conn
+        .prepare_cached("UPDATE topics SET paused_until = ?2 WHERE tid = ?1")
+        .and_then(|mut s| s.execute(params![tid, new]))
+        .map_err(|e| db_err("pausing a topic", e))?;
+    let wake =
+        matches!((old, new), (Some(_), None)) || matches!((old, new), (Some(o), Some(n)) if n < o);
+    tx.effect(Effect::Paused(tid, new, wake));
+    Ok(())
+}
+
 /// Replaces a topic's settings (creating the topic, off the topic list, when it is new), and
 /// trims its done jobs to the new retention at once (removes them all without one). The
 /// caller validated them.

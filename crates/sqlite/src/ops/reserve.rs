@@ -53,6 +53,10 @@ pub(crate) fn reserve(
         if tx.shared.timers().due_in(tid, Kind::Lease, now) {
             expire_leases(tx, tid, now, tx.tick_batch.max(want))?;
         }
+        // A paused topic hands out nothing (its jobs still fall due, its leases still end).
+        if tx.shared.registry.paused_until(tid, now).is_some() {
+            continue;
+        }
         // One statement serves every job of the batch (a cached statement is looked up
         // once, not per job), and the timer learns the batch's earliest deadline once.
         let conn = tx.conn;
@@ -109,6 +113,9 @@ pub(crate) fn reserve(
         let Some(tid) = tx.topic(topic)? else {
             continue;
         };
+        if tx.shared.registry.paused_until(tid, now).is_some() {
+            continue;
+        }
         if waiting::any_due(tx.conn, tid, now).map_err(|e| db_err("looking for due jobs", e))? {
             tx.effect(Effect::Ready(tid, 1));
         }

@@ -17,12 +17,14 @@ use delayq_core::{
 use crate::Harness;
 
 mod config;
+mod pause;
 mod refusal;
 mod retention;
 mod schedules;
 mod settle;
 mod topics;
 pub use config::*;
+pub use pause::*;
 pub use refusal::*;
 pub use retention::*;
 pub use schedules::*;
@@ -1574,6 +1576,9 @@ macro_rules! conformance_suite {
             retention_forgets_done_jobs_after_their_age,
             schedules_are_stored_shared_and_replaced_issue_14,
             bad_schedules_are_refused_and_change_nothing_issue_14,
+            a_paused_topic_delivers_nothing_until_resumed_issue_14,
+            a_timed_pause_ends_by_itself_issue_14,
+            a_pause_too_far_ahead_is_refused_issue_14,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
