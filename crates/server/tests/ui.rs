@@ -177,6 +177,11 @@ async fn wait_text(c: &Client, css: &str, text: &str) {
     }
 }
 
+/// Clicks the element `at` finds.
+async fn click(c: &Client, at: Locator<'_>) {
+    c.find(at).await.unwrap().click().await.unwrap();
+}
+
 async fn goto(c: &Client, s: &TestServer, hash: &str) {
     c.goto(&s.url(&format!("/ui{hash}"))).await.unwrap();
 }
@@ -222,12 +227,7 @@ async fn the_dashboard_in_a_browser_issue_15() {
         .send_keys(TOKEN)
         .await
         .unwrap();
-    c.find(Locator::Css("form.signin button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("form.signin button")).await;
     wait_text(&c, "h1", "Topics").await;
 
     // A pushed job appears on the overview (it refreshes itself).
@@ -277,18 +277,8 @@ async fn the_dashboard_in_a_browser_issue_15() {
     goto(&c, &s, "#/topic/orders?state=dead").await;
     wait_text(&c, "table a", "dead1").await;
     check_view(&c, "topic-dead").await;
-    c.find(Locator::Css("input[aria-label='Select dead1']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.find(Locator::XPath("//button[normalize-space()='Kick']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("input[aria-label='Select dead1']")).await;
+    click(&c, Locator::XPath("//button[normalize-space()='Kick']")).await;
     let start = Instant::now();
     while state_of(&engine, &orders, "dead1").await.as_deref() != Some("ready") {
         assert!(
@@ -316,19 +306,13 @@ async fn the_dashboard_in_a_browser_issue_15() {
         .send_keys("x")
         .await
         .unwrap();
-    c.find(Locator::Css("input[aria-label='Select every job shown']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(
+        &c,
+        Locator::Css("input[aria-label='Select every job shown']"),
+    )
+    .await;
     check_view(&c, "topic-ready-filtered").await;
-    c.find(Locator::XPath("//button[normalize-space()='Delete']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::XPath("//button[normalize-space()='Delete']")).await;
     let start = Instant::now();
     while state_of(&engine, &orders, "x3").await.is_some() {
         assert!(
@@ -347,20 +331,18 @@ async fn the_dashboard_in_a_browser_issue_15() {
     );
 
     // Pause and resume the topic from its page.
-    c.find(Locator::XPath("//button[normalize-space()='Pause topic']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(
+        &c,
+        Locator::XPath("//button[normalize-space()='Pause topic']"),
+    )
+    .await;
     wait_text(&c, "#paused-state", "Paused until resumed").await;
     assert!(engine.stats(&orders).await.unwrap().paused_until.is_some());
-    c.find(Locator::XPath("//button[normalize-space()='Resume topic']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(
+        &c,
+        Locator::XPath("//button[normalize-space()='Resume topic']"),
+    )
+    .await;
     wait_text(&c, "#paused-state", "Running").await;
     assert_eq!(engine.stats(&orders).await.unwrap().paused_until, None);
 
