@@ -210,6 +210,17 @@ pub enum LogFormat {
     Json,
 }
 
+/// `keep`, `replace` or `debounce`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnConflictArg {
+    /// Leave the existing job as it is.
+    Keep,
+    /// Replace a waiting job's body, due time and options.
+    Replace,
+    /// Replace it, its due time counted from this push, within --max-wait.
+    Debounce,
+}
+
 /// `on`, `read-only` or `off`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -284,6 +295,14 @@ pub struct PushArgs {
     /// Deliveries before the job goes dead.
     #[arg(long)]
     pub max_attempts: Option<u32>,
+    /// When a live job with this id exists: keep it (default), replace a waiting one, or
+    /// debounce (replace it, due after this push's delay, within --max-wait of its first
+    /// push). A reserved or dead job is never touched.
+    #[arg(long, value_enum)]
+    pub on_conflict: Option<OnConflictArg>,
+    /// With --on-conflict debounce: the latest the job may run after its first push, e.g. 1m.
+    #[arg(long, value_parser = DurationParser)]
+    pub max_wait: Option<Duration>,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -249,6 +249,31 @@ fn pause_and_resume_from_the_command_line_issue_14() {
     let none = ok(s.run(&["reserve", "orders", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&none).unwrap();
     assert_eq!(v["jobs"], serde_json::json!([]), "{v}");
+    // Replace and debounce from the command line.
+    let out = ok(s.run(&[
+        "push",
+        "orders",
+        "y",
+        "--id",
+        "o1",
+        "--on-conflict",
+        "replace",
+    ]));
+    assert!(out.starts_with("replaced o1 in orders"), "{out}");
+    let out = ok(s.run(&[
+        "push",
+        "orders",
+        "z",
+        "--id",
+        "o2",
+        "--delay",
+        "5s",
+        "--on-conflict",
+        "debounce",
+        "--max-wait",
+        "1m",
+    ]));
+    assert!(out.starts_with("pushed o2"), "{out}");
     let timed = ok(s.run(&["pause", "orders", "--for", "1h"]));
     assert!(timed.starts_with("paused orders until 20"), "{timed}");
     ok(s.run(&["resume", "orders"]));
@@ -256,6 +281,7 @@ fn pause_and_resume_from_the_command_line_issue_14() {
     let got = ok(s.run(&["reserve", "orders", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&got).unwrap();
     assert_eq!(v["jobs"][0]["job"]["id"], "o1", "{v}");
+    assert_eq!(v["jobs"][0]["job"]["body"], "y", "{v}");
 }
 
 /// `delayq schedule put|get|list|delete` against a real server (issue 14): the put answers

@@ -543,6 +543,7 @@ impl JobSchedule {
             max_attempts: t.max_attempts,
             backoff: t.backoff,
             priority: t.priority,
+            on_conflict: crate::OnConflict::Keep,
         }
     }
 

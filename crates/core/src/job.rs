@@ -111,6 +111,28 @@ pub struct NewJob {
     pub backoff: Option<Backoff>,
     /// Among due jobs, lower runs first.
     pub priority: u32,
+    /// What the push does when a live job with this id exists (default: keep it).
+    pub on_conflict: OnConflict,
+}
+
+/// What a push does when a live job with its id exists (issue 14). Whatever it says, a
+/// reserved (or dead) job is never touched: the answer gives its state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OnConflict {
+    /// Leave the existing job as it is (the idempotent push). The default.
+    #[default]
+    Keep,
+    /// Replace a waiting (delayed or ready) job's body, due time and options with this
+    /// push's; its id, attempts and creation time stay, and it goes behind the jobs already
+    /// due at its new due time.
+    Replace,
+    /// As `Replace`, with the due time of each push counted from that push (its delay moves
+    /// the job back), but never later than `max_wait` after the job was first pushed (none:
+    /// no bound). A burst of pushes with one id runs once, after the burst goes quiet.
+    Debounce {
+        /// The latest a debounced job may become due, counted from its first push.
+        max_wait: Option<Duration>,
+    },
 }
 
 impl NewJob {
@@ -125,6 +147,7 @@ impl NewJob {
             max_attempts: None,
             backoff: None,
             priority: 0,
+            on_conflict: OnConflict::Keep,
         }
     }
 
@@ -168,6 +191,11 @@ impl NewJob {
         self.priority = priority;
         self
     }
+    /// Sets what the push does when a live job with this id exists ([`OnConflict`]).
+    pub fn with_on_conflict(mut self, on_conflict: OnConflict) -> Self {
+        self.on_conflict = on_conflict;
+        self
+    }
 
     /// Checks everything that needs no clock and no topic settings. Engines call this
     /// before writing anything, then check absolute times against their own clock and the
@@ -188,6 +216,14 @@ impl NewJob {
         }
         if let Some(n) = self.max_attempts {
             check_max_attempts(n)?;
+        }
+        if let OnConflict::Debounce { max_wait: Some(w) } = self.on_conflict {
+            check_delay(w).map_err(|_| {
+                Error::invalid(
+                    "max_wait",
+                    "a debounce's max_wait is over 10 years; give at most 10 years, or none",
+                )
+            })?;
         }
         match &self.backoff {
             Some(b) => b.validate(),
@@ -275,12 +311,15 @@ impl Delivery {
 pub struct Pushed {
     /// The job's id (generated or given).
     pub id: JobId,
-    /// True when this push created the job; false when a live job with this id existed,
-    /// in which case nothing was changed.
+    /// True when this push created the job; false when a live job with this id existed.
     pub created: bool,
+    /// True when a live job with this id existed and this push replaced it
+    /// ([`OnConflict::Replace`] or [`OnConflict::Debounce`] of a waiting job); false when it
+    /// created the job or left the existing one as it was.
+    pub replaced: bool,
     /// The job's state after the push.
     pub state: JobState,
-    /// The job's due time (of the existing job when `created` is false).
+    /// The job's due time after the push.
     pub ready_at: Timestamp,
 }
 

@@ -44,7 +44,9 @@ pub use engine::{
 };
 pub use error::{BoxError, Error, Result};
 pub use ids::{JobId, LeaseToken, MAX_ID_LEN, MAX_TOPIC_LEN, Topic};
-pub use job::{Delivery, Job, JobState, Lease, NackOutcome, NewJob, Pushed, check_max_attempts};
+pub use job::{
+    Delivery, Job, JobState, Lease, NackOutcome, NewJob, OnConflict, Pushed, check_max_attempts,
+};
 pub use limits::Limits;
 pub use time::{Schedule, Timestamp, duration_ms};
 pub use topic::{Retention, TopicConfig};

@@ -6,23 +6,29 @@
 -- ARGV[2 .. 7]  the built-in defaults: ttr ms, max attempts, back-off base ms, factor, max ms,
 --               jitter permille (delayq-core's, sent so that they live in one place)
 -- ARGV[8]  T, the number of distinct per-job settings in this call (0 when every job leaves
---          them to the topic), then 6 values per settings t (base = 8 + (t-1)*6): +1 ttr ms
---          +2 max attempts  +3 back-off base ms  +4 factor  +5 max ms  +6 jitter permille
---          ('' for ttr, max attempts or the back-off's four: unset, the topic's default applies)
--- then 5 values per job i (base = 8 + 6T + (i-1)*5):
+--          them to the topic and keeps an existing job), then 8 values per settings t
+--          (base = 8 + (t-1)*8): +1 ttr ms  +2 max attempts  +3 back-off base ms  +4 factor
+--          +5 max ms  +6 jitter permille ('' for ttr, max attempts or the back-off's four:
+--          unset, the topic's default applies)  +7 on conflict: 0 keep, 1 replace, 2 debounce
+--          +8 the debounce's max wait ms ('' = none)
+-- then 5 values per job i (base = 8 + 8T + (i-1)*5):
 --   +1 id   +2 body   +3 when: a delay in ms when >= 0, else the absolute due time -1 - when ms
 --   +4 priority   +5 settings: t (1..T), or 0 for none
 --   (so a job costs five arguments: most batches share one set of settings, sent once)
 --
--- Returns: { OK, the topic's purge count (config "purges"), then per job: created (1|0),
---            public state, due time ms }
+-- Returns: { OK, the topic's purge count (config "purges"), then per job: created (1), kept
+--            (0) or replaced (2), public state, due time ms }
 --          { INVALID_DELAY, index of the first job whose absolute time is over 10 years ahead }
 --          { BODY_TOO_LARGE, index of the first job whose body is over the topic's limit,
 --            that limit }
 --
 -- Invariants: a live id is never created twice (an existing job, in any state but done, is
--- left untouched and reported with created = 0; a done job holds no id: a push of its id
--- replaces its record with the new job's and takes it out of done); a duplicate later in the same batch sees the
+-- left untouched and reported with created = 0, unless its push says replace or debounce and
+-- the job is waiting, delayed or ready: then its record is rewritten with the push's body,
+-- due time and options, its attempts, creation time and last error kept, and it is placed
+-- anew (replaced = 2); a reserved or dead job is never touched; a done job holds no id: a
+-- push of its id replaces its record with the new job's and takes it out of done); a
+-- debounced job is due at most its max wait after its creation; a duplicate later in the same batch sees the
 -- first one; every absolute time and every body (against the topic's max_body) is checked
 -- before the first write; the due time is max(requested, now) on the Redis clock; a job's
 -- own settings win over the topic's, which are read in this call (one HMGET), so every
@@ -34,7 +40,7 @@
 local now = clock()
 local n = tonumber(ARGV[1])
 local t = tonumber(ARGV[8])
-local jobs_at = 8 + 6 * t
+local jobs_at = 8 + 8 * t
 local config, purges = settings()
 local max_body = config[C_MAX_BODY]
 
@@ -60,18 +66,23 @@ local backoff = { tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonum
 if config[C_BO_BASE] then
   backoff = { config[C_BO_BASE], config[C_BO_FACTOR], config[C_BO_MAX], config[C_BO_JITTER] }
 end
--- The call's distinct per-job settings, resolved once: { ttr, max attempts, back-off }.
+-- The call's distinct per-job settings, resolved once: { ttr, max attempts, back-off, on
+-- conflict, max wait }.
 local own = {}
 for k = 1, t do
-  local b = 8 + (k - 1) * 6
+  local b = 8 + (k - 1) * 8
   local bo = backoff
   if ARGV[b + 3] ~= '' then
     bo = { tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
       tonumber(ARGV[b + 6]) }
   end
-  own[k] = { tonumber(ARGV[b + 1]) or ttr, tonumber(ARGV[b + 2]) or max_attempts, bo }
+  own[k] = { tonumber(ARGV[b + 1]) or ttr, tonumber(ARGV[b + 2]) or max_attempts, bo,
+    tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8]) }
 end
-local plain = { ttr, max_attempts, backoff }
+local plain = { ttr, max_attempts, backoff, 0, nil }
+local function settings_of(i)
+  return own[tonumber(ARGV[jobs_at + (i - 1) * 5 + 5])] or plain
+end
 
 local ids = {}
 for i = 1, n do ids[i] = ARGV[jobs_at + 1 + (i - 1) * 5] end
@@ -90,9 +101,11 @@ local head, ready_empty = timer_head(), redis.call('ZCARD', K_READY) == 0
 -- Push order: one INCRBY for the jobs this call creates (none: the counter is untouched).
 local fresh, new_ids = 0, {}
 for i = 1, n do
-  if not existing[i] and not new_ids[ids[i]] then
+  if not new_ids[ids[i]] then
+    local j = existing[i]
+    -- A new job, or one its push may replace (if it turns out leased, its number is unused).
+    if not j or (settings_of(i)[4] ~= 0 and j[F_STATE] == WAITING) then fresh = fresh + 1 end
     new_ids[ids[i]] = true
-    fresh = fresh + 1
   end
 end
 local seq = 0
@@ -109,7 +122,13 @@ for i = 1, n do
   local b = jobs_at + (i - 1) * 5
   local id = ids[i]
   local j = seen[id] or existing[i]
-  if j then
+  local s = settings_of(i)
+  -- Replace or debounce a waiting job: out of delayed or ready first (neither holds a
+  -- leased job, which then stays as it is).
+  local replace = j and not seen[id] and s[4] ~= 0 and j[F_STATE] == WAITING
+    and (redis.call('ZREM', K_DELAYED, id) == 1
+      or redis.call('ZREM', K_READY, ready_member(id, j)) == 1)
+  if j and not replace then
     out[m + 1] = 0
     if seen[id] then
       out[m + 2] = new_state(j)
@@ -121,14 +140,18 @@ for i = 1, n do
     local when = whens[i]
     local ready_at
     if when < 0 then ready_at = math.max(-1 - when, now) else ready_at = now + when end
-    local s = own[tonumber(ARGV[b + 5])] or plain
+    if replace and s[4] == 2 and s[5] then
+      ready_at = math.max(math.min(ready_at, j[F_CREATED] + s[5]), now)
+    end
     local bo = s[3]
     seq = seq + 1
+    local attempts, created, err = 0, now, ''
+    if replace then attempts, created, err = j[F_ATTEMPTS], j[F_CREATED], j[F_ERR] end
     j = {
       WAITING, tonumber(ARGV[b + 4]), ready_at, seq,
-      s[1], s[2], 0,
+      s[1], s[2], attempts,
       bo[1], bo[2], bo[3], bo[4],
-      now, '', ARGV[b + 2],
+      created, err, ARGV[b + 2],
     }
     seen[id] = j
     if ready_at <= now then
@@ -151,7 +174,7 @@ for i = 1, n do
     records[w + 1] = id
     records[w + 2] = pack(j)
     w = w + 2
-    out[m + 1] = 1
+    out[m + 1] = replace and 2 or 1
     out[m + 2] = new_state(j)
     out[m + 3] = ready_at
   end

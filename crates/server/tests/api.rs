@@ -679,6 +679,58 @@ async fn purged_topic_leaves_topics_and_metrics_issue_12(setup: Setup) {
     assert!(s.text("/metrics").await.1.contains(series));
 }
 
+/// A push with `on_conflict` (issue 14): `replace` rewrites a waiting job and says so,
+/// `debounce` moves it back within `max_wait_ms`; bad fields are refused at their pointer.
+// See: issue 14
+async fn push_on_conflict_over_http_issue_14(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let (st, v) = s
+        .post(
+            "/v1/topics/c/jobs",
+            json!({"id": "a", "body": "v1", "delay_ms": 3_600_000}),
+        )
+        .await;
+    assert_eq!(
+        (st, &v["created"], &v["replaced"]),
+        (201, &json!(true), &json!(false))
+    );
+    let (st, v) = s
+        .post(
+            "/v1/topics/c/jobs",
+            json!({"id": "a", "body": "v2", "on_conflict": "replace"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (&v["created"], &v["replaced"], &v["state"]),
+        (&json!(false), &json!(true), &json!("ready"))
+    );
+    assert_eq!(s.get("/v1/topics/c/jobs/a").await.1["body"], "v2");
+    let (_, v) = s
+        .post("/v1/topics/c/jobs", json!({"id": "a", "body": "v3"}))
+        .await;
+    assert_eq!(v["replaced"], false, "keep is the default");
+    let (st, v) = s
+        .post(
+            "/v1/topics/c/jobs",
+            json!({"id": "b", "body": "x", "delay_ms": 500, "on_conflict": "debounce", "max_wait_ms": 2000}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    for (body, field) in [
+        (json!({"body": "x", "on_conflict": "merge"}), "/on_conflict"),
+        (json!({"body": "x", "max_wait_ms": 5}), "/max_wait_ms"),
+        (
+            json!({"body": "x", "on_conflict": "debounce", "max_wait_ms": 400_000_000_000_u64}),
+            "/max_wait_ms",
+        ),
+    ] {
+        let (st, e) = s.post("/v1/topics/c/jobs", body.clone()).await;
+        assert_eq!(st, 400, "{body}: {e}");
+        assert_eq!(e["error"]["field"], field, "{body}: {e}");
+    }
+}
+
 /// `POST /v1/topics/{topic}/pause` and `.../resume` (issue 14): a paused topic hands out
 /// nothing and says so in its stats and the metrics; a timed pause answers its end; bad
 /// fields are refused at their pointer; resume brings the jobs back.
@@ -1847,6 +1899,10 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn done_jobs_over_http() {
                 super::done_jobs_over_http($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn push_on_conflict_over_http_issue_14() {
+                super::push_on_conflict_over_http_issue_14($setup(Limits::default()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn pause_over_http_issue_14() {

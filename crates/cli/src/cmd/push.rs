@@ -6,13 +6,13 @@ use anyhow::Context;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::PushArgs;
+use crate::cli::{OnConflictArg, PushArgs};
 use crate::client::{Client, seg};
 
 pub async fn run(a: PushArgs) -> anyhow::Result<()> {
     let (body, encoding) = body(&a)?;
     let mut req = json!({ "body": body, "encoding": encoding });
-    let fields: [(&str, Option<Value>); 6] = [
+    let fields: [(&str, Option<Value>); 8] = [
         ("id", a.id.clone().map(Value::from)),
         (
             "delay_ms",
@@ -22,6 +22,20 @@ pub async fn run(a: PushArgs) -> anyhow::Result<()> {
         ("priority", a.priority.map(Value::from)),
         ("ttr_ms", a.ttr.map(|d| Value::from(d.as_millis() as u64))),
         ("max_attempts", a.max_attempts.map(Value::from)),
+        (
+            "on_conflict",
+            a.on_conflict.map(|c| {
+                Value::from(match c {
+                    OnConflictArg::Keep => "keep",
+                    OnConflictArg::Replace => "replace",
+                    OnConflictArg::Debounce => "debounce",
+                })
+            }),
+        ),
+        (
+            "max_wait_ms",
+            a.max_wait.map(|d| Value::from(d.as_millis() as u64)),
+        ),
     ];
     for (k, v) in fields {
         if let Some(v) = v {
@@ -41,6 +55,8 @@ pub async fn run(a: PushArgs) -> anyhow::Result<()> {
     } else {
         let verb = if v["created"].as_bool() == Some(true) {
             "pushed"
+        } else if v["replaced"].as_bool() == Some(true) {
+            "replaced"
         } else {
             "exists (unchanged)"
         };

@@ -7,8 +7,8 @@ use delayq_core::limits::{
     DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, MAX_DELAY, at_too_far, delay_ms_ceil,
 };
 use delayq_core::{
-    Backoff, Error, JobState, NewJob, Pushed, Result, Schedule, Timestamp, Topic, TopicConfig,
-    duration_ms,
+    Backoff, Error, JobState, NewJob, OnConflict, Pushed, Result, Schedule, Timestamp, Topic,
+    TopicConfig, duration_ms,
 };
 use redis::{Cmd, Value};
 
@@ -39,13 +39,23 @@ fn when_arg(s: Schedule) -> i64 {
     }
 }
 
-/// A job's own settings as push's six settings arguments (ttr, max attempts, the back-off's
-/// four), or `None` when it leaves them all to the topic.
-fn own_settings(j: &NewJob) -> Option<[String; 6]> {
-    if j.ttr.is_none() && j.max_attempts.is_none() && j.backoff.is_none() {
+/// A job's own settings as push's eight settings arguments (ttr, max attempts, the
+/// back-off's four, on conflict, the debounce's max wait), or `None` when it leaves them all
+/// to the topic and keeps an existing job.
+fn own_settings(j: &NewJob) -> Option<[String; 8]> {
+    if j.ttr.is_none()
+        && j.max_attempts.is_none()
+        && j.backoff.is_none()
+        && j.on_conflict == OnConflict::Keep
+    {
         return None;
     }
     let [a, b, c, d] = backoff_args(j.backoff.as_ref());
+    let (conflict, max_wait) = match j.on_conflict {
+        OnConflict::Keep => (0, None),
+        OnConflict::Replace => (1, None),
+        OnConflict::Debounce { max_wait } => (2, max_wait.map(delay_ms_ceil)),
+    };
     Some([
         opt_arg(j.ttr.map(duration_ms)),
         opt_arg(j.max_attempts.map(u64::from)),
@@ -53,6 +63,8 @@ fn own_settings(j: &NewJob) -> Option<[String; 6]> {
         b,
         c,
         d,
+        conflict.to_string(),
+        opt_arg(max_wait),
     ])
 }
 
@@ -61,7 +73,7 @@ impl Ops {
     /// the jobs carry (each sent once), then five arguments per job.
     fn push_invocation<'a>(&self, topic: &Topic, jobs: impl Iterator<Item = &'a NewJob>) -> Cmd {
         let jobs: Vec<&NewJob> = jobs.collect();
-        let mut distinct: Vec<[String; 6]> = Vec::new();
+        let mut distinct: Vec<[String; 8]> = Vec::new();
         let refs: Vec<usize> = jobs
             .iter()
             .map(|j| match own_settings(j) {
@@ -164,14 +176,16 @@ impl Ops {
             for (k, &i) in idx.iter().enumerate() {
                 let state = state_from_code(codec::int(&vals[3 * k + 1])?)?;
                 let ready_at = codec::uint(&vals[3 * k + 2])?;
-                let created = codec::int(&vals[3 * k])? == 1;
-                if created && matches!(state, JobState::Ready | JobState::Delayed) {
+                let code = codec::int(&vals[3 * k])?;
+                let (created, replaced) = (code == 1, code == 2);
+                if (created || replaced) && matches!(state, JobState::Ready | JobState::Delayed) {
                     self.waiters
                         .pushed(topic, ready_at, state == JobState::Ready);
                 }
                 answers[i] = Some(Pushed {
                     id: jobs[i].id.clone(),
                     created,
+                    replaced,
                     state,
                     ready_at: Timestamp::from_millis(ready_at),
                 });

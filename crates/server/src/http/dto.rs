@@ -164,6 +164,41 @@ pub struct PushRequest {
     pub priority: Option<u32>,
     /// The retry back-off (default: exponential from 1 s, doubling, up to 1 h, 10 % jitter).
     pub backoff: Option<BackoffDto>,
+    /// When a live job with this id exists: `keep` it (default), `replace` a waiting one's
+    /// body, due time and options, or `debounce` (replace, with each push's delay moving it
+    /// back, bounded by `max_wait_ms` from its first push). A reserved or dead job is never
+    /// touched.
+    #[serde(default)]
+    pub on_conflict: OnConflictDto,
+    /// With `debounce`: the latest the job may become due, in ms after its first push.
+    #[schema(maximum = 315_576_000_000_u64)]
+    pub max_wait_ms: Option<u64>,
+}
+
+/// What a push does when a live job with its id exists.
+#[derive(Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConflictDto {
+    /// Leave it as it is.
+    #[default]
+    Keep,
+    /// Replace a waiting job.
+    Replace,
+    /// Replace a waiting job, its due time counted from this push, within `max_wait_ms`.
+    Debounce,
+}
+
+impl OnConflictDto {
+    /// The core form, with the debounce's bound.
+    pub fn into_core(self, max_wait_ms: Option<u64>) -> delayq_core::OnConflict {
+        match self {
+            OnConflictDto::Keep => delayq_core::OnConflict::Keep,
+            OnConflictDto::Replace => delayq_core::OnConflict::Replace,
+            OnConflictDto::Debounce => delayq_core::OnConflict::Debounce {
+                max_wait: max_wait_ms.map(Duration::from_millis),
+            },
+        }
+    }
 }
 
 /// Up to 1000 jobs of one topic.
@@ -183,6 +218,9 @@ pub struct PushResponse {
     /// True when this push created the job; false when a live job with this id existed (then
     /// nothing changed).
     pub created: bool,
+    /// True when a live job with this id existed and this push replaced it (`on_conflict`
+    /// `replace` or `debounce` of a waiting job).
+    pub replaced: bool,
     /// The job's state.
     pub state: StateDto,
     /// The due time, RFC 3339.
@@ -828,6 +866,7 @@ impl From<Pushed> for PushResponse {
         PushResponse {
             id: p.id.to_string(),
             created: p.created,
+            replaced: p.replaced,
             state: p.state.into(),
             ready_at: rfc3339(p.ready_at),
             ready_at_ms: p.ready_at.as_millis(),

@@ -132,6 +132,14 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
             "\"skip\" (the default), \"once\" or \"each\"",
         ),
         "misfire_limit" => ("invalid_argument", "a whole number from 1 to 1000"),
+        "on_conflict" => (
+            "invalid_argument",
+            "\"keep\" (the default), \"replace\" or \"debounce\"",
+        ),
+        "max_wait_ms" => (
+            "invalid_argument",
+            "a whole number of milliseconds from 0 to 315576000000 (10 years), with \"on_conflict\": \"debounce\"",
+        ),
         "until" => (
             "invalid_argument",
             "an RFC 3339 time such as \"2026-01-02T15:04:05.000+00:00\", at most 10 years ahead",
@@ -158,6 +166,9 @@ pub fn locate(e: delayq_core::Error, delay_field: &str) -> ApiError {
         Error::InvalidTtr { .. } => Some("/ttr_ms".to_string()),
         Error::BodyTooLarge { .. } => Some("/body".to_string()),
         Error::InvalidArgument { what: "wait", .. } => Some("/wait_ms".to_string()),
+        Error::InvalidArgument {
+            what: "max_wait", ..
+        } => Some("/max_wait_ms".to_string()),
         Error::InvalidArgument { what, .. } if rule(what).0 != "invalid_request" => {
             Some(format!("/{what}"))
         }

@@ -6,8 +6,9 @@ use axum::response::{IntoResponse, Response};
 use delayq_core::{Cursor, Error, Limits, NewJob, Schedule, Timestamp, Topic};
 
 use super::dto::{
-    JobDto, ListResponse, PushBatchRequest, PushBatchResponse, PushRequest, PushResponse,
-    ReadyAtResponse, RescheduleRequest, apply_options, decode_body, delay_field, schedule,
+    JobDto, ListResponse, OnConflictDto, PushBatchRequest, PushBatchResponse, PushRequest,
+    PushResponse, ReadyAtResponse, RescheduleRequest, apply_options, decode_body, delay_field,
+    schedule,
 };
 use super::error::ApiError;
 use super::extract::{Json, Path, Query};
@@ -26,7 +27,15 @@ fn new_job(t: &Topic, req: PushRequest) -> Result<NewJob, ApiError> {
     if let Some(id) = &req.id {
         job = job.with_id(job_id(id).map_err(|e| e.at("/id"))?);
     }
-    let job = apply_options(job, req.ttr_ms, req.max_attempts, req.priority, req.backoff);
+    if req.max_wait_ms.is_some() && req.on_conflict != OnConflictDto::Debounce {
+        return Err(ApiError::invalid_argument(
+            "max_wait_ms bounds a debounce; give it with \"on_conflict\": \"debounce\", or drop it",
+        )
+        .at("/max_wait_ms"));
+    }
+    let on_conflict = req.on_conflict.into_core(req.max_wait_ms);
+    let job = apply_options(job, req.ttr_ms, req.max_attempts, req.priority, req.backoff)
+        .with_on_conflict(on_conflict);
     let unlimited = Limits {
         max_body: usize::MAX,
     };

@@ -1,7 +1,9 @@
 //! Push, as the Redis engine's `lua/push.lua`: creates jobs, idempotent on `(topic, id)`.
 
 use delayq_core::limits::delay_ms_ceil;
-use delayq_core::{NewJob, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms};
+use delayq_core::{
+    NewJob, OnConflict, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms,
+};
 use rusqlite::{OptionalExtension, params};
 
 use super::done;
@@ -23,11 +25,16 @@ pub(crate) fn due_time(schedule: Schedule, now: u64) -> u64 {
 /// unset comes from its topic's committed settings (the registry's), else the built-in
 /// defaults. A job whose id
 /// exists (in any state but done, or earlier in the same batch) is left untouched and answered with
-/// `created: false`, its state and due time. The caller validated the batch, absolute times
+/// `created: false`, its state and due time, unless the push says replace or debounce
+/// ([`OnConflict`]) and the job is waiting: then its body, due time (a debounce's bounded
+/// by its max wait from the job's creation) and options are rewritten, its attempts,
+/// creation time and last error kept, and it is answered `replaced: true`. The caller validated the batch, absolute times
 /// included, so nothing here refuses a job.
 pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
     let now = tx.now_ms();
     let mut out = Vec::with_capacity(jobs.len());
+    // The jobs this batch created or replaced, which later duplicates in it leave alone.
+    let mut pushed_here: std::collections::HashSet<(i64, &str)> = std::collections::HashSet::new();
     // The settings of the topic of the previous job (jobs of a batch mostly share one).
     let mut config: Option<(i64, TopicConfig)> = None;
     // One prepared INSERT for the whole batch (a cache lookup per job costs about a
@@ -79,23 +86,27 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
         // A done job holds no id: when the id is a done job's, it goes and the push creates.
         let created = insert()? || (done::forget(tx, tid, job.id.as_str())? && insert()?);
         if created {
+            pushed_here.insert((tid, job.id.as_str()));
             tx.list_topic(tid)?;
             tx.next_seq(tid)?;
             place(tx, tid, ready_at, now);
             out.push(Pushed {
                 id: job.id.clone(),
                 created,
+                replaced: false,
                 state: state_of(WAITING, ready_at, now)?,
                 ready_at: Timestamp::from_millis(ready_at),
             });
             continue;
         }
-        let (state, ready_at): (i64, u64) = tx
+        let (state, old_ready_at, created_at): (i64, u64, u64) = tx
             .conn
-            .prepare_cached("SELECT state, ready_at FROM jobs WHERE tid = ?1 AND id = ?2")
+            .prepare_cached(
+                "SELECT state, ready_at, created_at FROM jobs WHERE tid = ?1 AND id = ?2",
+            )
             .and_then(|mut s| {
                 s.query_row(params![tid, job.id.as_str()], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })
                 .optional()
             })
@@ -106,11 +117,59 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
                     job.id, job.topic
                 ))
             })?;
+        // Replace or debounce a waiting job (never a reserved or dead one, nor one this
+        // batch pushed already: a later duplicate sees the first, as on Redis).
+        if job.on_conflict != OnConflict::Keep
+            && state == WAITING
+            && !pushed_here.contains(&(tid, job.id.as_str()))
+        {
+            let ready_at = match job.on_conflict {
+                OnConflict::Debounce { max_wait: Some(w) } => ready_at
+                    .min(created_at.saturating_add(delay_ms_ceil(w)))
+                    .max(now),
+                _ => ready_at,
+            };
+            let seq = tx.next_seq(tid)?;
+            tx.conn
+                .prepare_cached(
+                    "UPDATE jobs SET priority = ?3, ready_at = ?4, seq = ?5, ttr_ms = ?6, \
+                     max_attempts = ?7, bo_base_ms = ?8, bo_factor = ?9, bo_max_ms = ?10, \
+                     bo_jitter = ?11, body = ?12 WHERE tid = ?1 AND id = ?2",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        tid,
+                        job.id.as_str(),
+                        job.priority,
+                        ready_at,
+                        seq,
+                        duration_ms(ttr),
+                        max_attempts,
+                        backoff.base_ms(),
+                        backoff.factor(),
+                        backoff.max_ms(),
+                        backoff.jitter_permille(),
+                        job.body.as_ref(),
+                    ])
+                })
+                .map_err(|e| db_err("replacing a job", e))?;
+            place(tx, tid, ready_at, now);
+            pushed_here.insert((tid, job.id.as_str()));
+            out.push(Pushed {
+                id: job.id.clone(),
+                created: false,
+                replaced: true,
+                state: state_of(WAITING, ready_at, now)?,
+                ready_at: Timestamp::from_millis(ready_at),
+            });
+            continue;
+        }
         out.push(Pushed {
             id: job.id.clone(),
             created,
-            state: state_of(state, ready_at, now)?,
-            ready_at: Timestamp::from_millis(ready_at),
+            replaced: false,
+            state: state_of(state, old_ready_at, now)?,
+            ready_at: Timestamp::from_millis(old_ready_at),
         });
     }
     Ok(out)

@@ -17,6 +17,7 @@ use delayq_core::{
 use crate::Harness;
 
 mod config;
+mod conflict;
 mod pause;
 mod refusal;
 mod retention;
@@ -24,6 +25,7 @@ mod schedules;
 mod settle;
 mod topics;
 pub use config::*;
+pub use conflict::*;
 pub use pause::*;
 pub use refusal::*;
 pub use retention::*;
@@ -1579,6 +1581,8 @@ macro_rules! conformance_suite {
             a_paused_topic_delivers_nothing_until_resumed_issue_14,
             a_timed_pause_ends_by_itself_issue_14,
             a_pause_too_far_ahead_is_refused_issue_14,
+            replace_rewrites_a_waiting_job_only_issue_14,
+            debounce_moves_the_due_time_back_within_its_max_wait_issue_14,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
