@@ -21,6 +21,7 @@ mod slot;
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use crate::redis_server::{REDIS_SERVER_ENV, binary};
@@ -83,6 +84,28 @@ impl RedisCluster {
         if let Err(e) = wait_settled(&cluster.running_ports(), SETTLE_TIMEOUT) {
             panic!("the Redis Cluster did not come up: {e}");
         }
+        cluster
+    }
+
+    /// The cluster that the tests of this binary running at the same time share, started by
+    /// the first of them ([`Self::start`]) and killed when the last one drops its handle.
+    ///
+    /// A cluster takes seconds to start; a suite that runs many short cases on it (the
+    /// worker suite, the HTTP API tests) shares one instead of starting one per case. Such
+    /// tests must keep apart by key prefix (each its own `RedisConfig::with_prefix`, which
+    /// also prefixes the topic registry and the schedules hash) and must not change the
+    /// topology: a test that kills a node or moves a slot starts a cluster of its own. No
+    /// process outlives the tests: the handle is counted, not a static that is never dropped;
+    /// when the tests run one at a time each starts its own.
+    pub fn shared() -> Arc<RedisCluster> {
+        static SHARED: Mutex<Weak<RedisCluster>> = Mutex::new(Weak::new());
+        // A test that panicked while starting the cluster left nothing behind to reuse.
+        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(cluster) = shared.upgrade() {
+            return cluster;
+        }
+        let cluster = Arc::new(RedisCluster::start());
+        *shared = Arc::downgrade(&cluster);
         cluster
     }
 
