@@ -71,16 +71,23 @@ impl RedisCluster {
     /// afterwards (so its replication stream flows). Panics with the reason and the nodes'
     /// logs otherwise.
     pub fn start() -> Self {
+        RedisCluster::start_with_replicas(1)
+    }
+
+    /// As [`Self::start`], with `replicas` replicas per primary (0 for 3 primaries alone, as
+    /// the benchmarks compare them with one node; [`Self::kill_primary`] then has nobody to
+    /// promote).
+    pub fn start_with_replicas(replicas: usize) -> Self {
         let opts = RedisOptions {
             cluster: true,
             extra_args: node_args(),
             ..RedisOptions::default()
         };
-        let servers = (0..PRIMARIES * 2)
+        let servers = (0..PRIMARIES * (1 + replicas))
             .map(|_| RedisServer::start_with(opts.clone()))
             .collect();
         let cluster = RedisCluster { servers };
-        cluster.create();
+        cluster.create(replicas);
         if let Err(e) = wait_settled(&cluster.running_ports(), SETTLE_TIMEOUT) {
             panic!("the Redis Cluster did not come up: {e}");
         }
@@ -319,7 +326,7 @@ impl RedisCluster {
 
     /// Runs `redis-cli --cluster create` (bounded by [`SETTLE_TIMEOUT`]), its output in
     /// `cluster-create.log` beside the first node's log.
-    fn create(&self) {
+    fn create(&self, replicas: usize) {
         let cli = cli_binary();
         let log = self.servers[0].dir().join("cluster-create.log");
         let out = File::create(&log)
@@ -330,7 +337,7 @@ impl RedisCluster {
         for s in &self.servers {
             cmd.arg(format!("127.0.0.1:{}", s.port()));
         }
-        cmd.args(["--cluster-replicas", "1", "--cluster-yes"])
+        cmd.args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null())
             .stdout(out.0)
             .stderr(out.1);
