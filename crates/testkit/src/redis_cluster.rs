@@ -50,7 +50,8 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Keys moved per `MIGRATE` by [`RedisCluster::migrate_slot`].
 const MIGRATE_BATCH: usize = 100;
 
-/// A running Redis Cluster owned by the test: 3 primaries with one replica each.
+/// A running Redis Cluster owned by the test: 3 primaries with one replica each (or with
+/// none, from [`RedisCluster::start_with_replicas`]).
 pub struct RedisCluster {
     servers: Vec<RedisServer>,
 }
