@@ -6,8 +6,10 @@
 //! W2's delayed delivery over three topics, one per primary of the cluster (the same names on
 //! every deployment). For each run: jobs/s, and for every node its CPU and its commands per
 //! job. Then what a failover loses: on a cluster of 3 primaries and 3 replicas, producers
-//! push to a topic of one primary, which is killed with SIGKILL; every push answered with
-//! success is then looked up (without wait-replicas, and with wait-replicas 1).
+//! push to a topic of one primary, which is killed with SIGKILL, or whose replica takes its
+//! slots over while it still runs (`CLUSTER FAILOVER TAKEOVER`: what the majority side of a
+//! partition does); every push answered with success is then looked up (without
+//! wait-replicas, and with wait-replicas 1).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -63,9 +65,31 @@ pub(crate) struct NodeLoad {
     pub commands_per_job: Spread,
 }
 
+/// How the primary is lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Loss {
+    /// SIGKILL; its replica takes over after `cluster-node-timeout`.
+    Kill,
+    /// Its replica takes over at once while it still runs and takes writes until it hears
+    /// of it (as after a partition), then becomes a replica and drops what it took since.
+    Takeover,
+}
+
+impl Loss {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Loss::Kill => "kill -9 of the primary",
+            Loss::Takeover => "replica takeover while the primary runs (a partition)",
+        }
+    }
+}
+
 /// What a failover lost.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct FailoverRow {
+    #[serde(default = "kill")]
+    pub how: Loss,
     pub wait_replicas: usize,
     /// Pushes answered with success to the killed primary's topic.
     pub answered: usize,
@@ -73,6 +97,10 @@ pub(crate) struct FailoverRow {
     pub lost: usize,
     /// Push calls that answered an error (retried by nobody; not counted as answered).
     pub failed_calls: usize,
+}
+
+fn kill() -> Loss {
+    Loss::Kill
 }
 
 /// The servers of one deployment, stopped on drop.
@@ -408,18 +436,27 @@ pub(crate) async fn w8(plan: &Plan) -> anyhow::Result<Vec<ClusterRow>> {
 /// fresh cluster of 3 primaries and 3 replicas.
 pub(crate) async fn w8_failover(plan: &Plan) -> anyhow::Result<Vec<FailoverRow>> {
     let mut rows = Vec::new();
-    for wait in [0, 1] {
-        let row = failover_once(wait, plan.w8_before_kill).await?;
-        say(&format!(
-            "W8 failover, wait-replicas {wait}: {} of {} pushes answered with success lost ({} calls failed)",
-            row.lost, row.answered, row.failed_calls
-        ));
-        rows.push(row);
+    for how in [Loss::Kill, Loss::Takeover] {
+        for wait in [0, 1] {
+            let row = failover_once(how, wait, plan.w8_before_kill).await?;
+            say(&format!(
+                "W8 failover ({}), wait-replicas {wait}: {} of {} pushes answered with success lost ({} calls failed)",
+                how.name(),
+                row.lost,
+                row.answered,
+                row.failed_calls
+            ));
+            rows.push(row);
+        }
     }
     Ok(rows)
 }
 
-async fn failover_once(wait: usize, before_kill: Duration) -> anyhow::Result<FailoverRow> {
+async fn failover_once(
+    how: Loss,
+    wait: usize,
+    before_kill: Duration,
+) -> anyhow::Result<FailoverRow> {
     let mut cluster = tokio::task::spawn_blocking(RedisCluster::start).await?;
     let engine = connect(&cluster.url(), wait).await?;
     let victim = cluster.primaries()[1].clone();
@@ -453,7 +490,36 @@ async fn failover_once(wait: usize, before_kill: Duration) -> anyhow::Result<Fai
         });
     }
     tokio::time::sleep(before_kill).await;
-    cluster.kill_primary(1).await;
+    match how {
+        Loss::Kill => {
+            cluster.kill_primary(1).await;
+        }
+        Loss::Takeover => {
+            let replica = cluster
+                .replicas()
+                .into_iter()
+                .find(|r| r.primary_id.as_ref() == Some(&victim.id))
+                .context("the primary has no replica")?;
+            let mut conn = cluster.server(replica.port).connection().await;
+            let _: () = redis::cmd("CLUSTER")
+                .arg("FAILOVER")
+                .arg("TAKEOVER")
+                .query_async(&mut conn)
+                .await
+                .context("CLUSTER FAILOVER TAKEOVER")?;
+            // The old primary hears of it by gossip and turns into the new one's replica.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !cluster
+                .replicas()
+                .iter()
+                .any(|r| r.port == victim.port && r.primary_id.as_ref() == Some(&replica.id))
+            {
+                anyhow::ensure!(Instant::now() < deadline, "the takeover did not settle");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            cluster.wait_replicated().await;
+        }
+    }
     stop.store(true, Ordering::Relaxed);
     let (mut answered, mut failed_calls) = (Vec::new(), 0);
     while let Some(r) = producers.join_next().await {
@@ -485,6 +551,7 @@ async fn failover_once(wait: usize, before_kill: Duration) -> anyhow::Result<Fai
         lost += r.context("a lookup panicked")??;
     }
     Ok(FailoverRow {
+        how,
         wait_replicas: wait,
         answered: answered.len(),
         lost,

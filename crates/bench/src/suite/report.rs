@@ -641,13 +641,14 @@ fn w8_markdown(s: &mut String, r: &Results) {
     if !r.w8_failover.is_empty() {
         let _ = writeln!(
             s,
-            "\nA failover under traffic: on a cluster of 3 primaries and 3 replicas, {FAILOVER_PRODUCERS} producers push batches of {FAILOVER_BATCH} jobs to a topic of one primary for {} s, then that primary gets SIGKILL and its replica takes over; afterwards every job whose push was answered with success is looked up. Calls that answered an error (during the failover, or `not_replicated` while the new primary has no replica) are not counted as answered.\n\n| wait-replicas | pushes answered with success | of them lost | push calls that failed |\n|---|---|---|---|",
+            "\nA failover under traffic: on a cluster of 3 primaries and 3 replicas, {FAILOVER_PRODUCERS} producers push batches of {FAILOVER_BATCH} jobs to a topic of one primary for {} s; then that primary gets SIGKILL and its replica takes over after `cluster-node-timeout`, or its replica takes its slots over at once while it still runs (`CLUSTER FAILOVER TAKEOVER`, what the majority side of a partition does: the old primary takes writes until it hears of it, then becomes a replica and drops them); the producers stop once the cluster has settled, and every job whose push was answered with success is looked up. Calls that answered an error (during the failover, or `not_replicated` while a primary has no replica in reach) are not counted as answered.\n\n| how | wait-replicas | pushes answered with success | of them lost | push calls that failed |\n|---|---|---|---|---|",
             p.w8_before_kill.as_secs_f64()
         );
         for f in &r.w8_failover {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} |",
+                f.how.name(),
                 f.wait_replicas,
                 fmt_num(f.answered as f64, 0),
                 fmt_num(f.lost as f64, 0),
