@@ -1,16 +1,20 @@
 //! The Redis engine on a real Redis Cluster (3 primaries, 3 replicas, started by the test):
 //! every operation on topics of different primaries, pipelines that mix slots, the topic
 //! registry, the functions library reloaded after a `FUNCTION FLUSH` and after a failover,
-//! a slot migration under traffic, the wait-replicas option across a failover, and waits
-//! across primaries that follow a migration and a failover (issue 13).
+//! a slot migration under traffic, the wait-replicas option across a failover (one and under
+//! 10,000 jobs of traffic), and waits across primaries that follow a migration and a failover
+//! (issue 13).
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use delayq_core::{
-    Engine, Error, JobId, JobState, Nack, NackOutcome, NewJob, Reserve, Settle, Settled, Topic,
+    Backoff, Engine, Error, JobId, JobState, Nack, NackOutcome, NewJob, Reserve, Settle, Settled,
+    Topic,
 };
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::{ClusterNode, RedisCluster, key_slot};
@@ -472,6 +476,202 @@ async fn a_slot_migrating_under_traffic_loses_and_duplicates_nothing_issue_13() 
         (stats.ready, stats.reserved, stats.delayed, stats.dead),
         (0, 0, 0, 0),
         "{stats:?}"
+    );
+}
+
+/// What the consumer of [`a_primary_killed_under_traffic_loses_no_acknowledged_job_issue_13`]
+/// saw.
+#[derive(Default)]
+struct Consumed {
+    /// The attempt numbers of each job's deliveries, in order.
+    deliveries: HashMap<String, Vec<u32>>,
+    /// Jobs whose ack answered success.
+    acked: HashSet<String>,
+    /// Jobs whose ack went in a call that answered an error (applied or not: unknown).
+    ack_unknown: HashSet<String>,
+    /// Jobs delivered again after their ack had answered success: must stay empty.
+    after_ack: Vec<String>,
+    /// Acks that answered `LEASE_LOST`/`NOT_FOUND` (the lease had expired meanwhile).
+    lease_lost: usize,
+    /// Calls that answered an error (`not_replicated`, `unavailable`).
+    errors: usize,
+}
+
+/// Kill -9 a primary while 10,000 jobs flow over topics of all three primaries, with
+/// wait-replicas 1: every push answered with success is delivered and acked; an ack that
+/// answered success is never followed by another delivery of its job; a job comes again
+/// only after a lease expired (a higher attempt number), and those duplicates are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_killed_under_traffic_loses_no_acknowledged_job_issue_13() {
+    // See: issue 13
+    let mut cluster = RedisCluster::start();
+    let e = engine_with(
+        &cluster,
+        RedisConfig::new(cluster.url()).with_wait_replicas(1, Duration::from_secs(2)),
+    )
+    .await;
+    let topics = topics_per_primary(&cluster, "flow");
+    const JOBS: usize = 10_000;
+    const BATCH: usize = 10;
+    // Short, so that deliveries whose reply was lost (a reserve answered `not_replicated`)
+    // come back within the test.
+    let ttr = Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let pushed = Arc::new(AtomicUsize::new(0));
+    let producer_done = Arc::new(AtomicBool::new(false));
+
+    let producer = {
+        let (e, topics) = (e.clone(), topics.clone());
+        let (pushed, done) = (pushed.clone(), producer_done.clone());
+        tokio::spawn(async move {
+            let mut answered = HashSet::new();
+            let (mut failed, mut longest) = (0usize, Duration::ZERO);
+            for b in 0..JOBS / BATCH {
+                let jobs: Vec<NewJob> = (b * BATCH..(b + 1) * BATCH)
+                    .map(|n| {
+                        NewJob::new(topics[n % topics.len()].clone(), "f")
+                            .with_id(id(&format!("f{n}")))
+                            .with_ttr(ttr)
+                            .with_max_attempts(1000)
+                            .with_backoff(Backoff::fixed(Duration::ZERO))
+                    })
+                    .collect();
+                // A push is idempotent: retry the batch until it is answered with success. (The
+                // engine itself retries through the failover within its response timeout, so
+                // a batch stalls for seconds rather than failing, unless the new primary has
+                // no replica yet: then it answers `not_replicated`.)
+                let start = Instant::now();
+                loop {
+                    match e.push_batch(jobs.clone()).await {
+                        Ok(results) => {
+                            answered.extend(results.into_iter().map(|p| p.id.to_string()));
+                            break;
+                        }
+                        Err(err @ (Error::NotReplicated { .. } | Error::Unavailable { .. })) => {
+                            failed += 1;
+                            assert!(Instant::now() < deadline, "pushes keep failing: {err}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                        Err(err) => panic!("push: {err}"),
+                    }
+                }
+                longest = longest.max(start.elapsed());
+                pushed.fetch_add(BATCH, Ordering::Relaxed);
+            }
+            done.store(true, Ordering::Release);
+            (answered, failed, longest)
+        })
+    };
+    let consumer = {
+        let (e, topics) = (e.clone(), topics.clone());
+        let done = producer_done.clone();
+        tokio::spawn(async move {
+            let req = Reserve::topics(topics.clone())
+                .max(50)
+                .wait(Duration::from_millis(200));
+            let mut seen = Consumed::default();
+            let mut settle: Vec<(String, Settle)> = Vec::new();
+            loop {
+                assert!(Instant::now() < deadline, "the consumer did not finish");
+                let settles: Vec<Settle> = settle.iter().map(|(_, s)| s.clone()).collect();
+                let got = match e.settle_and_reserve(&settles, &req).await {
+                    Ok(got) => got,
+                    Err(Error::NotReplicated { .. } | Error::Unavailable { .. }) => {
+                        seen.errors += 1;
+                        seen.ack_unknown.extend(settle.drain(..).map(|(i, _)| i));
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                    Err(err) => panic!("settle and reserve: {err}"),
+                };
+                for ((i, _), r) in settle.drain(..).zip(got.settled) {
+                    match r {
+                        Ok(_) => assert!(seen.acked.insert(i.clone()), "{i} acked twice"),
+                        Err(Error::LeaseLost { .. } | Error::NotFound { .. }) => {
+                            seen.lease_lost += 1
+                        }
+                        Err(err) => panic!("ack of {i}: {err}"),
+                    }
+                }
+                let idle = got.deliveries.is_empty();
+                for d in got.deliveries {
+                    let i = d.job.id.to_string();
+                    if seen.acked.contains(&i) {
+                        seen.after_ack.push(i.clone());
+                    }
+                    seen.deliveries
+                        .entry(i.clone())
+                        .or_default()
+                        .push(d.attempt());
+                    settle.push((i, Settle::Ack(d.lease.unwrap())));
+                }
+                if idle && settle.is_empty() && done.load(Ordering::Acquire) {
+                    // Nothing came: done once no job is left anywhere (leases whose
+                    // delivery was lost must expire and come again first).
+                    let mut left = 0;
+                    for t in &topics {
+                        if let Ok(s) = e.stats(t).await {
+                            left += s.ready + s.reserved + s.delayed + s.dead;
+                        } else {
+                            left += 1;
+                        }
+                    }
+                    if left == 0 {
+                        return seen;
+                    }
+                }
+            }
+        })
+    };
+
+    // Kill topic 1's primary once the traffic is well under way, then bring it back as the
+    // new primary's replica (until then its writes answer `not_replicated`).
+    while pushed.load(Ordering::Relaxed) < JOBS / 5 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        !producer_done.load(Ordering::Acquire),
+        "the producer finished before the failover"
+    );
+    let failover = cluster.kill_primary(1).await;
+    cluster.restart(failover.killed.port).await;
+
+    let (answered, push_failures, longest_push) = producer.await.unwrap();
+    let seen = consumer.await.unwrap();
+    let duplicates: usize = seen.deliveries.values().map(|a| a.len() - 1).sum();
+    println!(
+        "failover under traffic with wait-replicas 1: {} pushes answered with success, \
+         the longest batch took {longest_push:?}, {push_failures} batches retried, {} consumer \
+         calls failed, {} acks of unknown outcome, {} acks after a lease expiry, {duplicates} \
+         deliveries after a lease expiry",
+        answered.len(),
+        seen.errors,
+        seen.ack_unknown.len(),
+        seen.lease_lost
+    );
+    assert_eq!(answered.len(), JOBS);
+    assert!(
+        seen.after_ack.is_empty(),
+        "delivered again after an ack answered success: {:?}",
+        seen.after_ack
+    );
+    // Every answered push was delivered and acked: by an ack that answered success, or by
+    // one of unknown outcome after which the job never came again (and, the engine says,
+    // no job is left).
+    let unacked: Vec<&String> = answered
+        .iter()
+        .filter(|i| !seen.acked.contains(*i) && !seen.ack_unknown.contains(*i))
+        .collect();
+    assert!(unacked.is_empty(), "never acked: {unacked:?}");
+    // A job came again only after a lease expired: each delivery a higher attempt.
+    let twice: Vec<_> = seen
+        .deliveries
+        .iter()
+        .filter(|(_, a)| a.windows(2).any(|w| w[1] <= w[0]))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "delivered twice without a lease expiry: {twice:?}"
     );
 }
 

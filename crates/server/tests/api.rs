@@ -30,6 +30,26 @@ async fn redis(limits: Limits) -> Setup {
     }
 }
 
+/// The Redis engine on a Redis Cluster (3 primaries, 3 replicas): the tests running at the
+/// same time share one (`RedisCluster::shared`), each under a key prefix of its own, which
+/// also keeps their topic registries and schedules apart. The topics the tests name
+/// ("orders", "mail", "t", ...) hash to slots of every primary.
+async fn cluster(limits: Limits) -> Setup {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let cluster = tokio::task::spawn_blocking(delayq_testkit::RedisCluster::shared)
+        .await
+        .unwrap();
+    let config = delayq_redis::RedisConfig::new(cluster.url())
+        .with_prefix(format!("api-{n}"))
+        .with_limits(limits);
+    let engine = delayq_redis::RedisEngine::connect(config).await.unwrap();
+    Setup {
+        engine: Arc::new(engine),
+        _guard: Box::new(cluster),
+    }
+}
+
 async fn sqlite(limits: Limits) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let config = delayq_sqlite::SqliteConfig::dir(dir.path().join("data")).with_limits(limits);
@@ -1929,6 +1949,7 @@ macro_rules! engine_tests {
 
 engine_tests!(on_redis, redis);
 engine_tests!(on_sqlite, sqlite);
+engine_tests!(on_cluster, cluster);
 
 /// Redis down: the API answers 503 `unavailable` and readiness fails, health does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

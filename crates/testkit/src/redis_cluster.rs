@@ -21,6 +21,7 @@ mod slot;
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use crate::redis_server::{REDIS_SERVER_ENV, binary};
@@ -49,7 +50,8 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Keys moved per `MIGRATE` by [`RedisCluster::migrate_slot`].
 const MIGRATE_BATCH: usize = 100;
 
-/// A running Redis Cluster owned by the test: 3 primaries with one replica each.
+/// A running Redis Cluster owned by the test: 3 primaries with one replica each (or with
+/// none, from [`RedisCluster::start_with_replicas`]).
 pub struct RedisCluster {
     servers: Vec<RedisServer>,
 }
@@ -70,19 +72,48 @@ impl RedisCluster {
     /// afterwards (so its replication stream flows). Panics with the reason and the nodes'
     /// logs otherwise.
     pub fn start() -> Self {
+        RedisCluster::start_with_replicas(1)
+    }
+
+    /// As [`Self::start`], with `replicas` replicas per primary (0 for 3 primaries alone, as
+    /// the benchmarks compare them with one node; [`Self::kill_primary`] then has nobody to
+    /// promote).
+    pub fn start_with_replicas(replicas: usize) -> Self {
         let opts = RedisOptions {
             cluster: true,
             extra_args: node_args(),
             ..RedisOptions::default()
         };
-        let servers = (0..PRIMARIES * 2)
+        let servers = (0..PRIMARIES * (1 + replicas))
             .map(|_| RedisServer::start_with(opts.clone()))
             .collect();
         let cluster = RedisCluster { servers };
-        cluster.create();
+        cluster.create(replicas);
         if let Err(e) = wait_settled(&cluster.running_ports(), SETTLE_TIMEOUT) {
             panic!("the Redis Cluster did not come up: {e}");
         }
+        cluster
+    }
+
+    /// The cluster that the tests of this binary running at the same time share, started by
+    /// the first of them ([`Self::start`]) and killed when the last one drops its handle.
+    ///
+    /// A cluster takes seconds to start; a suite that runs many short cases on it (the
+    /// worker suite, the HTTP API tests) shares one instead of starting one per case. Such
+    /// tests must keep apart by key prefix (each its own `RedisConfig::with_prefix`, which
+    /// also prefixes the topic registry and the schedules hash) and must not change the
+    /// topology: a test that kills a node or moves a slot starts a cluster of its own. No
+    /// process outlives the tests: the handle is counted, not a static that is never dropped;
+    /// when the tests run one at a time each starts its own.
+    pub fn shared() -> Arc<RedisCluster> {
+        static SHARED: Mutex<Weak<RedisCluster>> = Mutex::new(Weak::new());
+        // A test that panicked while starting the cluster left nothing behind to reuse.
+        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(cluster) = shared.upgrade() {
+            return cluster;
+        }
+        let cluster = Arc::new(RedisCluster::start());
+        *shared = Arc::downgrade(&cluster);
         cluster
     }
 
@@ -296,7 +327,7 @@ impl RedisCluster {
 
     /// Runs `redis-cli --cluster create` (bounded by [`SETTLE_TIMEOUT`]), its output in
     /// `cluster-create.log` beside the first node's log.
-    fn create(&self) {
+    fn create(&self, replicas: usize) {
         let cli = cli_binary();
         let log = self.servers[0].dir().join("cluster-create.log");
         let out = File::create(&log)
@@ -307,7 +338,7 @@ impl RedisCluster {
         for s in &self.servers {
             cmd.arg(format!("127.0.0.1:{}", s.port()));
         }
-        cmd.args(["--cluster-replicas", "1", "--cluster-yes"])
+        cmd.args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null())
             .stdout(out.0)
             .stderr(out.1);

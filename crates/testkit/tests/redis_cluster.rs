@@ -105,6 +105,18 @@ async fn cluster_comes_up_with_every_slot_covered_and_three_replicas() {
     assert_eq!(cluster.url().matches(',').count(), 5, "{}", cluster.url());
 }
 
+/// Three primaries alone (the benchmarks' cluster): every slot covered, no replica.
+#[tokio::test]
+async fn three_primaries_without_replicas_cover_every_slot() {
+    let cluster = RedisCluster::start_with_replicas(0);
+    assert_cluster_ok(&cluster).await;
+    assert_eq!(cluster.primaries().len(), 3);
+    assert!(cluster.replicas().is_empty(), "{:?}", cluster.replicas());
+    let served: usize = cluster.primaries().iter().map(|p| p.slot_count()).sum();
+    assert_eq!(served, usize::from(SLOTS));
+    assert_eq!(cluster.urls().len(), 3);
+}
+
 #[tokio::test]
 async fn key_slot_agrees_with_cluster_keyslot() {
     // Any cluster-mode node answers CLUSTER KEYSLOT, even before it serves slots.

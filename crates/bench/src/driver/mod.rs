@@ -1,6 +1,8 @@
 //! Workloads on any delayq engine, through the worker runtime a Rust service would use:
 //! [`fill`] a topic, [`drain`] a backlog of ready jobs, deliver [`delayed`] jobs while they
-//! are pushed. The side-by-side suite and `delayq bench` both run these.
+//! are pushed; [`drain_topics`] and [`delayed_topics`] do the same over several topics (on a
+//! Redis Cluster, topics of several primaries). The side-by-side suite and `delayq bench`
+//! both run these.
 //!
 //! Each takes an [`indicatif::ProgressBar`] (pass [`ProgressBar::hidden`] for none).
 
@@ -95,12 +97,24 @@ pub fn batch(
     body: usize,
     rng: &mut impl Rng,
 ) -> Vec<NewJob> {
+    batch_over(std::slice::from_ref(topic), n, delays, body, rng)
+}
+
+/// `n` jobs dealt over `topics` in turn, each body stamped with its due time on the host
+/// clock.
+pub fn batch_over(
+    topics: &[Topic],
+    n: usize,
+    delays: Delays,
+    body: usize,
+    rng: &mut impl Rng,
+) -> Vec<NewJob> {
     let now = clock::now_ms();
     (0..n)
-        .map(|_| {
+        .map(|i| {
             let d = delays.draw(rng);
             let b = clock::body(now + d.as_millis() as u64, body);
-            NewJob::new(topic.clone(), b).with_delay(d)
+            NewJob::new(topics[i % topics.len()].clone(), b).with_delay(d)
         })
         .collect()
 }
@@ -131,6 +145,26 @@ pub async fn drain(
     cap: Duration,
     progress: &ProgressBar,
 ) -> anyhow::Result<DrainReport> {
+    drain_topics(
+        engine,
+        std::slice::from_ref(topic),
+        n,
+        consumers,
+        cap,
+        progress,
+    )
+    .await
+}
+
+/// [`drain`] with one worker over every topic of `topics`.
+pub async fn drain_topics(
+    engine: &Arc<dyn Engine>,
+    topics: &[Topic],
+    n: usize,
+    consumers: usize,
+    cap: Duration,
+    progress: &ProgressBar,
+) -> anyhow::Result<DrainReport> {
     let done = Arc::new(AtomicUsize::new(0));
     let reached = Arc::new(Notify::new());
     let handler = {
@@ -143,7 +177,12 @@ pub async fn drain(
             async { Ok::<(), JobError>(()) }
         }
     };
-    let worker = Worker::with_config(engine.clone(), [topic.clone()], config(consumers), handler)?;
+    let worker = Worker::with_config(
+        engine.clone(),
+        topics.iter().cloned(),
+        config(consumers),
+        handler,
+    )?;
     let start = Instant::now();
     let snapshot = Arc::new(OnceLock::new());
     let stop = {
@@ -211,6 +250,17 @@ pub async fn delayed(
     spec: DelayedSpec,
     progress: &ProgressBar,
 ) -> anyhow::Result<DelayedReport> {
+    delayed_topics(engine, std::slice::from_ref(topic), spec, progress).await
+}
+
+/// [`delayed`] over every topic of `topics`: each push call deals its jobs over them in
+/// turn, and one worker takes from all of them.
+pub async fn delayed_topics(
+    engine: &Arc<dyn Engine>,
+    topics: &[Topic],
+    spec: DelayedSpec,
+    progress: &ProgressBar,
+) -> anyhow::Result<DelayedReport> {
     let host = Arc::new(Mutex::new(Lateness::new()));
     let eng = Arc::new(Mutex::new(Lateness::new()));
     let done = Arc::new(AtomicUsize::new(0));
@@ -242,7 +292,7 @@ pub async fn delayed(
     };
     let worker = Worker::with_config(
         engine.clone(),
-        [topic.clone()],
+        topics.iter().cloned(),
         config(spec.consumers),
         handler,
     )?;
@@ -260,7 +310,7 @@ pub async fn delayed(
     let pushing = async {
         while pushed < spec.jobs {
             let n = spec.batch.min(spec.jobs - pushed);
-            let jobs = batch(topic, n, delays, spec.body, &mut rand::rng());
+            let jobs = batch_over(topics, n, delays, spec.body, &mut rand::rng());
             engine
                 .push_batch(jobs)
                 .await

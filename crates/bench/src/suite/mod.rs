@@ -1,14 +1,15 @@
 //! The side-by-side suite: every workload (W1–W7 of issue 6) for every system (delayq,
-//! ChasquiMQ, BullMQ, beanstalkd, the seeds' design), then the Markdown section of
-//! BENCHMARKS.md, `results.json` and the plots.
+//! ChasquiMQ, BullMQ, beanstalkd, the seeds' design), delayq on a Redis Cluster (W8, issue
+//! 13), then the Markdown section of BENCHMARKS.md, `results.json` and the plots.
 //!
 //! - `plan`: the sizes (full and smoke); `env`: what is installed and its versions.
 //! - `systems`: the systems behind one trait; `procs`, `redis_info`, `profile`: measuring.
-//! - `throughput` (W1, W2, W7), `storage` (W3, W4), `idle` (W5), `table` (W6).
+//! - `throughput` (W1, W2, W7), `storage` (W3, W4), `idle` (W5), `table` (W6), `cluster` (W8).
 //! - `report`: the Markdown, the goals, and the splice into BENCHMARKS.md.
 //! - `child`: the suite's own child processes (HTTP server, idle workers, W6 consumer).
 
 pub(crate) mod child;
+mod cluster;
 mod env;
 mod idle;
 mod plan;
@@ -29,7 +30,7 @@ use anyhow::Context;
 use systems::Kind;
 
 /// The workloads `--only` takes.
-const WORKLOADS: [&str; 7] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7"];
+const WORKLOADS: [&str; 8] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8"];
 
 /// Options of `all` and `smoke`.
 #[derive(clap::Args, Debug)]
@@ -44,7 +45,8 @@ pub(crate) struct Args {
     /// Where logs, data directories and results.json go (default: target/bench).
     #[arg(long)]
     work: Option<PathBuf>,
-    /// Only these workloads (w1 … w7; w7 is measured during w1's drains); all when absent.
+    /// Only these workloads (w1 … w8; w7 is measured during w1's drains; w8 is delayq on a
+    /// Redis Cluster and runs only with delayq-redis among the systems); all when absent.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded,
@@ -221,6 +223,11 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
     if wants("w6") && kinds.contains(&Kind::DelayqRedis) {
         results.w6 = table::w6(&env, &plan).await?;
         lap(&mut results, "W6");
+    }
+    if wants("w8") && kinds.contains(&Kind::DelayqRedis) {
+        results.w8 = cluster::w8(&plan).await?;
+        results.w8_failover = cluster::w8_failover(&plan).await?;
+        lap(&mut results, "W8");
     }
     results.beanstalkd_stalls =
         systems::BEANSTALKD_STALLS.load(std::sync::atomic::Ordering::Relaxed);

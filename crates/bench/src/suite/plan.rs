@@ -32,6 +32,12 @@ pub(crate) struct Plan {
     pub w6_jobs: usize,
     pub w6_consumers: Vec<usize>,
     pub w6_ttr: Duration,
+    /// W8: the backlog of each drain on a cluster and beside it (W2's sizes are W2's).
+    #[serde(default)]
+    pub w8_jobs: usize,
+    /// W8's failover: how long the producers push before the primary is killed.
+    #[serde(default)]
+    pub w8_before_kill: Duration,
 }
 
 impl Plan {
@@ -57,6 +63,8 @@ impl Plan {
             w6_jobs: 2_000,
             w6_consumers: vec![1, 10],
             w6_ttr: Duration::from_secs(1),
+            w8_jobs: 100_000,
+            w8_before_kill: Duration::from_secs(1),
         }
     }
 
@@ -82,6 +90,8 @@ impl Plan {
             w6_jobs: 300,
             w6_consumers: vec![1, 10],
             w6_ttr: Duration::from_secs(1),
+            w8_jobs: 2_000,
+            w8_before_kill: Duration::from_millis(200),
         }
     }
 }

@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::Context;
 use delayq_bench::stats::{Spread, fmt_num};
 
+use super::cluster::{ClusterRow, FAILOVER_BATCH, FAILOVER_PRODUCERS, FailoverRow};
 use super::env::Meta;
 use super::idle::IdleRow;
 use super::plan::Plan;
@@ -32,6 +33,11 @@ pub(crate) struct Results {
     pub w4: Vec<ScaleRow>,
     pub w5: Vec<IdleRow>,
     pub w6: Vec<TableRow>,
+    /// W8: delayq on a Redis Cluster beside one node (absent from older results).
+    #[serde(default)]
+    pub w8: Vec<ClusterRow>,
+    #[serde(default)]
+    pub w8_failover: Vec<FailoverRow>,
     pub profiles: Vec<Profile>,
     pub goals: Vec<Goal>,
     /// Seconds each workload took.
@@ -547,6 +553,8 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
         );
     }
 
+    w8_markdown(&mut s, &r);
+
     let _ = writeln!(
         s,
         "\n### Where Redis spends its time\n\n`INFO commandstats` over the last W2 repetition of each Redis-based system, and over the last W4 delivery at the lowest and the highest pending level (calls made inside scripts included), per job delivered; the slow log; and where `perf` could sample redis-server, its hottest symbols (self time)."
@@ -583,6 +591,71 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
         }
     }
     s
+}
+
+/// W8's tables: the deployments side by side, then the failover.
+fn w8_markdown(s: &mut String, r: &Results) {
+    if r.w8.is_empty() && r.w8_failover.is_empty() {
+        return;
+    }
+    let p = &r.plan;
+    let _ = writeln!(
+        s,
+        "\n### W8 Redis Cluster: 3 primaries beside one node, and the cost of wait-replicas 1\n\nOn each deployment, one after the other: W1's drain of {} ready jobs with C = 50, then W2's {} delayed jobs ({} consumers), dealt over three topics whose slots lie on the three primaries of the cluster (the same topics everywhere). The cluster has no replicas here, so it compares with one node primary for primary; \"1 primary + 1 replica\" is one Redis with a replica, without and with wait-replicas 1 (every write waits for the replica, at most 1 s). Node CPU in % of one core and commands per job (`INFO commandstats`, calls inside functions included) for each node; \"jobs per Redis core-second\" is the rate divided by the primaries' summed CPU: what one Redis core carries. All of it runs on this machine's {} cores, so the cluster's total cannot triple; with each primary on a machine of its own and enough clients, N primaries would carry up to N times the jobs per Redis core-second of one, topics spread evenly.\n\n| deployment | workload | jobs/s | p99 lateness ms | jobs per Redis core-second | benchmark process CPU % | each node: CPU %, commands per job |\n|---|---|---|---|---|---|---|",
+        fmt_num(p.w8_jobs as f64, 0),
+        fmt_num(p.w2_jobs as f64, 0),
+        p.w2_consumers,
+        r.meta.cores
+    );
+    for row in &r.w8 {
+        let primary_cpu: f64 = row
+            .nodes
+            .iter()
+            .filter(|n| n.node.starts_with("primary"))
+            .map(|n| n.cpu_pct.median)
+            .sum();
+        let nodes: Vec<String> = row
+            .nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "{}: {} %, {}",
+                    n.node,
+                    sp(&n.cpu_pct, 0),
+                    sp(&n.commands_per_job, 2)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            row.deployment,
+            row.workload,
+            sp(&row.rate, 0),
+            row.p99_ms.map(|v| sp(&v, 2)).unwrap_or_else(|| "—".into()),
+            fmt_num(ratio(row.rate.median, primary_cpu / 100.0), 0),
+            sp(&row.client_cpu_pct, 0),
+            nodes.join("; ")
+        );
+    }
+    if !r.w8_failover.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nA failover under traffic: on a cluster of 3 primaries and 3 replicas, {FAILOVER_PRODUCERS} producers push batches of {FAILOVER_BATCH} jobs to a topic of one primary for {} s; then that primary gets SIGKILL and its replica takes over after `cluster-node-timeout`, or its replica takes its slots over at once while it still runs (`CLUSTER FAILOVER TAKEOVER`, what the majority side of a partition does: the old primary takes writes until it hears of it, then becomes a replica and drops them); the producers stop once the cluster has settled, and every job whose push was answered with success is looked up. Calls that answered an error (during the failover, or `not_replicated` while a primary has no replica in reach) are not counted as answered.\n\n| how | wait-replicas | pushes answered with success | of them lost | push calls that failed |\n|---|---|---|---|---|",
+            p.w8_before_kill.as_secs_f64()
+        );
+        for f in &r.w8_failover {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                f.how.name(),
+                f.wait_replicas,
+                fmt_num(f.answered as f64, 0),
+                fmt_num(f.lost as f64, 0),
+                f.failed_calls
+            );
+        }
+    }
 }
 
 /// Fails at once, with what to do, when `path` cannot take the section: a run checks its

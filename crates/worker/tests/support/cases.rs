@@ -144,10 +144,10 @@ async fn state<E: Engine>(e: &E, t: &Topic, name: &str) -> Option<JobState> {
 
 /// Never more handlers run at once than the concurrency (counted inside the handlers),
 /// and the limit is reached when enough jobs are ready.
-pub async fn concurrency_limit_is_never_exceeded<B: Backend>(_name: &str) {
+pub async fn concurrency_limit_is_never_exceeded<B: Backend>(name: &str) {
     const JOBS: usize = 24;
     const LIMIT: usize = 4;
-    let b = B::start().await;
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("concurrency");
     push_ids(&e, &t, (0..JOBS).map(|i| format!("j{i}"))).await;
@@ -183,11 +183,11 @@ pub async fn concurrency_limit_is_never_exceeded<B: Backend>(_name: &str) {
 /// prefetch and asks no reserve for more, while no more handlers run than its concurrency;
 /// it does hold more than the concurrency (it fetches ahead), including while some jobs
 /// fail and are nacked, and holds none after shutdown.
-pub async fn leases_held_never_exceed_prefetch<B: Backend>(_name: &str) {
+pub async fn leases_held_never_exceed_prefetch<B: Backend>(name: &str) {
     const JOBS: usize = 60;
     const LIMIT: usize = 3;
     const PREFETCH: usize = 8;
-    let b = B::start().await;
+    let b = B::start(name).await;
     let e = Counting::new(b.open().await);
     let counts = e.counts();
     let t = topic("prefetch");
@@ -284,10 +284,10 @@ impl Gate {
 /// each of them must start with at least half of its lease left in the engine (renewed, or
 /// given back and reserved again), once, on its first attempt. Renewal while a handler
 /// runs is set late (at 75 % of the ttr), so that it cannot be what renewed them.
-pub async fn a_buffered_job_starts_with_enough_lease_left<B: Backend>(_name: &str) {
+pub async fn a_buffered_job_starts_with_enough_lease_left<B: Backend>(name: &str) {
     const TTR: Duration = Duration::from_secs(2);
     const AFTER: usize = 30;
-    let b = B::start().await;
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("lease-left");
     push_named(&e, &t, "fast", 200, TTR).await;
@@ -354,9 +354,9 @@ pub async fn a_buffered_job_starts_with_enough_lease_left<B: Backend>(_name: &st
 /// the running handlers: while the one handler still runs (held by the test, well inside
 /// the grace period), only its job stays reserved; the others are ready again on their
 /// first attempt, reported as released, and another worker takes them.
-pub async fn shutdown_releases_the_buffer_at_once<B: Backend>(_name: &str) {
+pub async fn shutdown_releases_the_buffer_at_once<B: Backend>(name: &str) {
     const AFTER: usize = 40;
-    let b = B::start().await;
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("buffer-release");
     push_named(&e, &t, "fast", 200, LONG).await;
@@ -442,8 +442,8 @@ pub async fn shutdown_releases_the_buffer_at_once<B: Backend>(_name: &str) {
 /// Prefetch rule (c): no hoarding. Two workers whose windows grew on a deep queue then see
 /// a short one (40 jobs of 20 ms, pushed at once): the windows fell back when their
 /// reserves came back short, so both get work instead of the first to wake taking all.
-pub async fn two_workers_share_a_short_queue<B: Backend>(_name: &str) {
-    let b = B::start().await;
+pub async fn two_workers_share_a_short_queue<B: Backend>(name: &str) {
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("no-hoarding");
     push_named(&e, &t, "warm", 600, LONG).await;
@@ -487,8 +487,8 @@ pub async fn two_workers_share_a_short_queue<B: Backend>(_name: &str) {
 /// A panicking handler is a failed attempt: nacked with "handler panicked: ...", retried
 /// with the back-off, dead after max attempts; the worker keeps taking jobs. The same for a
 /// panic in the first poll (run in place) and after it (in the handler's own task).
-pub async fn panic_retries_then_dead_and_the_worker_carries_on<B: Backend>(_name: &str) {
-    let b = B::start().await;
+pub async fn panic_retries_then_dead_and_the_worker_carries_on<B: Backend>(name: &str) {
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("panics");
     let bad = NewJob::new(t.clone(), "x")
@@ -559,8 +559,8 @@ struct Charge {
 
 /// A permanent error buries the job at its first failure, whatever attempts are left; so
 /// does a body that does not decode (without calling the handler).
-pub async fn permanent_error_is_dead_at_the_first_failure<B: Backend>(_name: &str) {
-    let b = B::start().await;
+pub async fn permanent_error_is_dead_at_the_first_failure<B: Backend>(name: &str) {
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("permanent");
     let body = Json(Charge { cents: 500 }).encode().unwrap();
@@ -621,8 +621,8 @@ pub async fn permanent_error_is_dead_at_the_first_failure<B: Backend>(_name: &st
 
 /// Renewal keeps the lease of a handler that runs 3.5 times its ttr (1 s): the job stays
 /// reserved on its first attempt the whole time, is never redelivered, and is acked.
-pub async fn renewal_keeps_a_long_handler_alive<B: Backend>(_name: &str) {
-    let b = B::start().await;
+pub async fn renewal_keeps_a_long_handler_alive<B: Backend>(name: &str) {
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("renewal");
     let job = NewJob::new(t.clone(), "x")
@@ -687,8 +687,8 @@ pub async fn renewal_keeps_a_long_handler_alive<B: Backend>(_name: &str) {
 /// neither acked nor nacked (it is gone), never delivered again, and the worker carries on
 /// with the next job.
 // See: issue 14
-pub async fn deleting_a_running_job_cancels_its_handler_issue_14<B: Backend>(_name: &str) {
-    let b = B::start().await;
+pub async fn deleting_a_running_job_cancels_its_handler_issue_14<B: Backend>(name: &str) {
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("cancel");
     let ttr = Duration::from_secs(3);
@@ -802,8 +802,8 @@ async fn drain_ids<E: Engine>(e: &E, t: &Topic) -> Vec<(String, u64)> {
 /// about 3.5 s: every fire from the first to the last has exactly one job, due at its fire
 /// time (issue 14: exactly one job per fire whatever the number of servers).
 // See: issue 14
-pub async fn two_schedulers_push_one_job_per_fire_issue_14<B: Backend>(_name: &str) {
-    let b = B::start().await;
+pub async fn two_schedulers_push_one_job_per_fire_issue_14<B: Backend>(name: &str) {
+    let b = B::start(name).await;
     let (e1, e2) = (b.open().await, b.open().await);
     let t = topic("cron");
     let s = every_second("every-second", &t);
@@ -850,9 +850,9 @@ pub async fn two_schedulers_push_one_job_per_fire_issue_14<B: Backend>(_name: &s
 pub async fn late_fires_are_pushed_and_a_replaced_schedule_forgets_its_old_fire_issue_14<
     B: Backend,
 >(
-    _name: &str,
+    name: &str,
 ) {
-    let b = B::start().await;
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("cron-late");
     let s = every_second("late", &t);
@@ -910,8 +910,8 @@ pub async fn late_fires_are_pushed_and_a_replaced_schedule_forgets_its_old_fire_
 /// Shutdown waits the grace period, fires the tokens of the handlers still running and
 /// releases their jobs; another worker gets them at once, on attempt 1 (a lease that ran
 /// out would count an attempt, and would take the 30 s ttr).
-pub async fn shutdown_releases_jobs_to_another_worker_at_once<B: Backend>(_name: &str) {
-    let b = B::start().await;
+pub async fn shutdown_releases_jobs_to_another_worker_at_once<B: Backend>(name: &str) {
+    let b = B::start(name).await;
     let e = b.open().await;
     let t = topic("shutdown");
     push_ids(&e, &t, ["s1".to_string(), "s2".to_string()]).await;
@@ -989,7 +989,7 @@ pub async fn killed_worker_jobs_come_back_after_the_ttr<B: Backend>(name: &str) 
     }
     let slow: BTreeSet<String> = (0..3).map(|i| format!("slow-{i}")).collect();
     let quick: BTreeSet<String> = (0..5).map(|i| format!("quick-{i}")).collect();
-    let b = B::start().await;
+    let b = B::start(name).await;
     let t = topic("killed");
     {
         let e = b.open().await;

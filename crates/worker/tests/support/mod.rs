@@ -2,6 +2,7 @@
 //! instantiates every case for one engine, and small helpers.
 
 pub mod cases;
+pub mod cluster;
 pub mod counting;
 pub mod redis;
 pub mod sqlite;
@@ -18,8 +19,9 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// The engine.
     type Engine: Engine + Clone;
 
-    /// Starts a fresh store (its own `redis-server`, or its own data directory).
-    async fn start() -> Self;
+    /// Starts a fresh store (its own `redis-server`, its own data directory, or a key
+    /// prefix of its own on a shared cluster) for the test `name` (its module path).
+    async fn start(name: &str) -> Self;
 
     /// A handle on the store (another client of the same Redis; for an embedded engine,
     /// the handle of the one engine that owns the directory).

@@ -13,7 +13,7 @@ pub struct RedisBackend {
 impl Backend for RedisBackend {
     type Engine = RedisEngine;
 
-    async fn start() -> Self {
+    async fn start(_name: &str) -> Self {
         RedisBackend {
             server: RedisServer::start(),
         }

@@ -24,7 +24,7 @@ impl SqliteBackend {
 impl Backend for SqliteBackend {
     type Engine = SqliteEngine;
 
-    async fn start() -> Self {
+    async fn start(_name: &str) -> Self {
         SqliteBackend {
             dir: tempfile::tempdir().unwrap(),
             engine: Mutex::new(None),
