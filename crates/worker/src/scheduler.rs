@@ -15,7 +15,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use delayq_core::{Engine, JobSchedule, Result, ScheduleName, StoredSchedule, Timestamp};
+use delayq_core::{Engine, Error, JobSchedule, Result, ScheduleName, StoredSchedule, Timestamp};
 use tokio::sync::Notify;
 
 /// How a [`Scheduler`] runs.
@@ -47,6 +47,8 @@ pub struct Tick {
     pub pushed: u64,
     /// Missed fires their policy dropped.
     pub skipped: u64,
+    /// Schedules whose jobs the engine refused this tick (logged; tried again next tick).
+    pub failed: u64,
     /// The earliest fire pushed ahead and still to come: when the next tick has work.
     pub next_work: Option<Timestamp>,
 }
@@ -73,12 +75,26 @@ impl<E: Engine> Scheduler<E> {
         Arc::clone(&self.kick)
     }
 
-    /// One tick over every schedule, at the engine's time.
+    /// One tick over every schedule, at the engine's time. A schedule whose push the engine
+    /// refuses (its body over a limit set on its topic since, say) is logged and left for
+    /// the next tick; the others go on. An unavailable engine ends the tick with its error.
     pub async fn tick(&self) -> Result<Tick> {
         let now = self.engine.now().await?;
         let mut out = Tick::default();
         for stored in self.engine.schedules().await? {
-            let t = tick_one(&self.engine, &stored, now).await?;
+            let t = match tick_one(&self.engine, &stored, now).await {
+                Ok(t) => t,
+                Err(e @ Error::Unavailable { .. }) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(
+                        schedule = %stored.schedule.name(),
+                        error = %e,
+                        "schedules: this schedule's jobs were refused; it is tried again at the next tick"
+                    );
+                    out.failed += 1;
+                    continue;
+                }
+            };
             out.pushed += t.pushed;
             out.skipped += t.skipped;
             out.next_work = earliest(out.next_work, t.next_work);
@@ -155,13 +171,16 @@ async fn tick_one<E: Engine + ?Sized>(
     Ok(Tick {
         pushed,
         skipped: plan.skipped,
+        failed: 0,
         next_work: through.filter(|t| *t > now),
     })
 }
 
 /// Creates or replaces a schedule and pushes its next fire at once; answers the stored
 /// schedule. A replaced schedule's fire that its old definition had pushed ahead (still
-/// delayed) is deleted first, so a changed schedule never fires on its old times.
+/// delayed) is deleted first, so a changed schedule never fires on its old times. When the
+/// engine refuses the new definition's job (a body over its topic's limit, say), the old
+/// definition (or none) is put back and the refusal answered: nothing changed.
 pub async fn put_schedule<E: Engine + ?Sized>(
     engine: &E,
     schedule: &JobSchedule,
@@ -170,15 +189,33 @@ pub async fn put_schedule<E: Engine + ?Sized>(
     let old = engine.schedule(schedule.name()).await?;
     let revision = engine.put_schedule(schedule).await?;
     let now = engine.now().await?;
-    if let Some(old) = old {
-        forget_pending(engine, &old, now).await?;
+    if let Some(old) = &old {
+        forget_pending(engine, old, now).await?;
     }
     let stored = StoredSchedule {
         schedule: schedule.clone(),
         revision,
         through: None,
     };
-    tick_one(engine, &stored, now).await?;
+    if let Err(e) = tick_one(engine, &stored, now).await {
+        if e.is_invalid_input() {
+            match &old {
+                Some(old) => {
+                    let revision = engine.put_schedule(&old.schedule).await?;
+                    let back = StoredSchedule {
+                        schedule: old.schedule.clone(),
+                        revision,
+                        through: None,
+                    };
+                    tick_one(engine, &back, now).await?;
+                }
+                None => {
+                    engine.delete_schedule(schedule.name()).await?;
+                }
+            }
+        }
+        return Err(e);
+    }
     Ok(engine.schedule(schedule.name()).await?.unwrap_or(stored))
 }
 

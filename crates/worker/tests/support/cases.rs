@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use delayq_core::{
     Backoff, Engine, JobSchedule, JobState, JobTemplate, NewJob, Reserve, ScheduleName, Topic,
+    TopicConfig,
 };
 use delayq_worker::{
     CancelReason, Handler, Job, JobError, Json, Payload, Report, Scheduler, SchedulerConfig,
@@ -905,6 +906,69 @@ pub async fn late_fires_are_pushed_and_a_replaced_schedule_forgets_its_old_fire_
     assert!(delete_schedule(&e, s.name()).await.unwrap().is_some());
     assert_eq!(e.get(&t, &hourly.job_id(next)).await.unwrap(), None);
     assert_eq!(e.schedules().await.unwrap(), vec![]);
+}
+
+/// A schedule whose job the engine refuses (its body over the topic's limit) is refused
+/// at its put and changes nothing (the definition it replaced stays); one that became
+/// refused later (stored past the check) is skipped by a tick without stopping the others.
+// See: issue 14
+pub async fn a_refused_schedule_changes_nothing_and_stops_no_other_issue_14<B: Backend>(
+    name: &str,
+) {
+    let b = B::start(name).await;
+    let e = b.open().await;
+    let small = topic("cron-small");
+    e.set_topic_config(
+        &small,
+        &TopicConfig {
+            max_body: Some(4),
+            ..TopicConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let sched = |body: &'static str| {
+        JobSchedule::new(
+            ScheduleName::new("small").unwrap(),
+            "0 * * * *",
+            "UTC",
+            small.clone(),
+            JobTemplate {
+                body: Bytes::from_static(body.as_bytes()),
+                ..JobTemplate::default()
+            },
+        )
+        .unwrap()
+    };
+    let kept = put_schedule(&e, &sched("ok")).await.unwrap();
+    let refused = put_schedule(&e, &sched("far too long")).await;
+    assert!(
+        matches!(refused, Err(delayq_core::Error::BodyTooLarge { .. })),
+        "{refused:?}"
+    );
+    let now = e.schedule(kept.schedule.name()).await.unwrap().unwrap();
+    assert_eq!(now.schedule, kept.schedule, "the old definition is back");
+    let pending = now.through.expect("its next fire is pushed again");
+    let job = e
+        .get(&small, &kept.schedule.job_id(pending))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&job.body[..], b"ok");
+
+    // Stored past the check: ticks skip it and run the other schedules.
+    e.put_schedule(&sched("far too long")).await.unwrap();
+    let good_topic = topic("cron-good");
+    put_schedule(&e, &every_second("good", &good_topic))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let tick = Scheduler::new(e.clone(), SchedulerConfig::default())
+        .tick()
+        .await
+        .unwrap();
+    assert_eq!(tick.failed, 1, "{tick:?}");
+    assert!(tick.pushed >= 1, "the good schedule went on: {tick:?}");
 }
 
 /// Shutdown waits the grace period, fires the tokens of the handlers still running and

@@ -55,6 +55,7 @@ macro_rules! worker_suite {
             deleting_a_running_job_cancels_its_handler_issue_14,
             two_schedulers_push_one_job_per_fire_issue_14,
             late_fires_are_pushed_and_a_replaced_schedule_forgets_its_old_fire_issue_14,
+            a_refused_schedule_changes_nothing_and_stops_no_other_issue_14,
         );
     };
     (@cases $backend:ty; $($case:ident),* $(,)?) => {
