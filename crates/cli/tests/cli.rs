@@ -130,8 +130,9 @@ fn client_subcommands_and_exit_codes() {
         "--id",
         "order-42",
         "--delay",
-        "300ms",
+        "3s",
     ]));
+    // 3 s: the two commands below must see it still delayed, even on a loaded machine.
     assert!(out.contains("pushed order-42 in orders: delayed"), "{out}");
     let out = ok(s.run(&["push", "orders", "again", "--id", "order-42"]));
     assert!(out.contains("exists (unchanged)"), "{out}");
@@ -141,7 +142,7 @@ fn client_subcommands_and_exit_codes() {
         "{out}"
     );
 
-    let out = ok(s.run(&["reserve", "orders", "--wait", "5s", "--json"]));
+    let out = ok(s.run(&["reserve", "orders", "--wait", "10s", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let token = v["jobs"][0]["token"].as_u64().unwrap().to_string();
     ok(s.run(&["ack", "orders", "order-42", &token]));
