@@ -18,6 +18,13 @@ pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
             e,
         );
     }
+    if e.code() == Some("NOAUTH") {
+        return Error::InvalidConfig {
+            reason: format!(
+                "{what}: Redis requires a user and password ({e}); put them in the URL (redis://user:password@host:port)"
+            ),
+        };
+    }
     match e.kind() {
         ErrorKind::Server(ServerErrorKind::ResponseError)
             if detail.contains("user_script")
@@ -36,7 +43,7 @@ pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
         },
         ErrorKind::Server(ServerErrorKind::NoPerm) => Error::InvalidConfig {
             reason: format!(
-                "{what}: the Redis user lacks a permission delayq needs ({e}); allow FCALL, FUNCTION, INFO, TIME, SADD, SMEMBERS, BZPOPMIN, ZADD, CLIENT (and WAIT with the wait-replicas option) on the delayq:* keys"
+                "{what}: the Redis user lacks a permission delayq needs ({e}); allow FCALL, FUNCTION, INFO, TIME, SADD, SMEMBERS, BZPOPMIN, ZADD, CLIENT (and WAIT with the wait-replicas option, CLUSTER SLOTS on a Redis Cluster) on the delayq:* keys"
             ),
         },
         _ => Error::unavailable(format!("{what}: {e}"), e),

@@ -2,8 +2,8 @@
 //! every operation on topics of different primaries, pipelines that mix slots, the topic
 //! registry, the functions library reloaded after a `FUNCTION FLUSH` and after a failover,
 //! a slot migration under traffic, the wait-replicas option across a failover (one and under
-//! 10,000 jobs of traffic), and waits across primaries that follow a migration and a failover
-//! (issue 13).
+//! 10,000 jobs of traffic), waits across primaries that follow a migration and a failover,
+//! and all of it over TLS with an ACL user (issue 13).
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
@@ -13,11 +13,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use delayq_core::{
-    Backoff, Engine, Error, JobId, JobState, Nack, NackOutcome, NewJob, Reserve, Settle, Settled,
-    Topic,
+    Backoff, Delivery, Engine, Error, JobId, JobState, Nack, NackOutcome, NewJob, Reserve, Settle,
+    Settled, Topic,
 };
 use delayq_redis::{RedisConfig, RedisEngine};
-use delayq_testkit::{ClusterNode, RedisCluster, key_slot};
+use delayq_testkit::{
+    AclUser, ClusterNode, ClusterOptions, RedisCluster, RedisOptions, RedisServer, key_slot,
+};
 
 fn topic(s: &str) -> Topic {
     Topic::new(s).unwrap()
@@ -699,6 +701,37 @@ async fn calls_on(cluster: &RedisCluster, ports: &[u16]) -> u64 {
     total
 }
 
+/// Starts `req` on `waiter` and checks that it waits; once `ready` (what must hold before the
+/// push) is done, `producer` pushes `body` to `on`. Answers what the reserve got: that job
+/// alone, delivered within 20 ms of being due (a signal woke the waiter, not a timer).
+async fn woken_by_a_push(
+    waiter: &RedisEngine,
+    producer: &RedisEngine,
+    req: &Reserve,
+    on: Topic,
+    body: &str,
+    ready: impl std::future::Future<Output = ()>,
+) -> Vec<Delivery> {
+    let (w, r) = (waiter.clone(), req.clone());
+    let waiting = tokio::spawn(async move { w.reserve(&r).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "the reserve did not wait");
+    ready.await;
+    producer
+        .push(NewJob::new(on, body.to_string()))
+        .await
+        .unwrap();
+    let got = waiting.await.unwrap().unwrap();
+    assert_eq!(got.len(), 1, "{body}");
+    assert_eq!(got[0].job.body.as_ref(), body.as_bytes());
+    assert!(
+        got[0].lateness <= Duration::from_millis(20),
+        "{body}: delivered {:?} after it was due",
+        got[0].lateness
+    );
+    got
+}
+
 /// A reserve waiting on topics of three primaries (one wait per slot, each on the node that
 /// serves it) wakes at once for a job pushed by another process, costs nothing while idle,
 /// and keeps waking after its topic's slot migrated and after its primary failed over.
@@ -716,22 +749,7 @@ async fn a_wait_across_primaries_wakes_at_once_for_pushes_from_elsewhere_issue_1
     let topics = topics_per_primary(&cluster, "wait");
     let req = Reserve::topics(topics.clone()).wait(Duration::from_secs(20));
     let wait_for = |body: &'static str, on: Topic| {
-        let (w, p, r) = (waiter.clone(), producer.clone(), req.clone());
-        async move {
-            let waiting = tokio::spawn(async move { w.reserve(&r).await });
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            assert!(!waiting.is_finished(), "the reserve did not wait");
-            p.push(NewJob::new(on, body)).await.unwrap();
-            let got = waiting.await.unwrap().unwrap();
-            assert_eq!(got.len(), 1, "{body}");
-            assert_eq!(got[0].job.body.as_ref(), body.as_bytes());
-            assert!(
-                got[0].lateness <= Duration::from_millis(20),
-                "{body}: delivered {:?} after it was due",
-                got[0].lateness
-            );
-            got
-        }
+        woken_by_a_push(&waiter, &producer, &req, on, body, async {})
     };
     for (k, t) in topics.iter().enumerate() {
         let got = wait_for(["zero", "one", "two"][k], t.clone()).await;
@@ -772,4 +790,163 @@ async fn a_wait_across_primaries_wakes_at_once_for_pushes_from_elsewhere_issue_1
     cluster.kill_primary(1).await;
     let got = wait_for("failed over", topics[1].clone()).await;
     waiter.ack(got[0].lease.as_ref().unwrap()).await.unwrap();
+}
+
+/// The ACL user of the TLS clusters below (`delayq_testkit::ACL_RULES`: what delayq needs).
+fn app_user() -> AclUser {
+    AclUser::new("delayq-app", "app-s3cret")
+}
+
+/// A cluster that speaks only TLS, with [`app_user`] on every node.
+fn tls_cluster(replicas: usize) -> RedisCluster {
+    RedisCluster::start_with(ClusterOptions {
+        replicas,
+        tls: true,
+        acl: Some(app_user()),
+    })
+}
+
+/// The engine on a cluster that speaks only TLS and has an ACL user with just what delayq
+/// needs: it connects with `rediss+cluster://user:password@...` and the CA, serves topics on
+/// every primary, and a reserve waiting across primaries (one blocking connection per slot,
+/// each over TLS as that user) wakes at once for a push from another engine.
+#[tokio::test]
+async fn works_over_tls_as_an_acl_user_on_every_primary_issue_13() {
+    // See: issue 13
+    let cluster = tls_cluster(1);
+    let url = cluster.url();
+    let prefix = format!("rediss+cluster://{}@127.0.0.1:", app_user().userinfo());
+    assert!(url.starts_with(&prefix), "{url}");
+    let config = || RedisConfig::new(cluster.url()).with_tls_ca_file(cluster.tls_ca_file());
+    // A safety wake longer than every wait here: only a signal can wake the waiter in time.
+    let waiter = RedisEngine::connect(config().with_safety_wake(Duration::from_secs(120)))
+        .await
+        .unwrap();
+    let producer = RedisEngine::connect(config()).await.unwrap();
+    let topics = topics_per_primary(&cluster, "tls");
+
+    // A push to each primary, one reserve across them all, an ack of each.
+    for (k, t) in topics.iter().enumerate() {
+        let job = NewJob::new(t.clone(), format!("job {k}")).with_id(id(&format!("j{k}")));
+        assert!(producer.push(job).await.unwrap().created);
+    }
+    let got = waiter
+        .reserve(&Reserve::topics(topics.clone()).max(10))
+        .await
+        .unwrap();
+    let mut bodies: Vec<&[u8]> = got.iter().map(|d| d.job.body.as_ref()).collect();
+    bodies.sort();
+    assert_eq!(bodies, [&b"job 0"[..], b"job 1", b"job 2"]);
+    for d in &got {
+        waiter.ack(d.lease.as_ref().unwrap()).await.unwrap();
+    }
+    for (k, t) in topics.iter().enumerate() {
+        let left = producer.get(t, &id(&format!("j{k}"))).await.unwrap();
+        assert!(left.is_none(), "acked, yet still there: {left:?}");
+    }
+
+    // Waits across the primaries: each wakes for a job pushed by the other engine.
+    let req = Reserve::topics(topics.clone()).wait(Duration::from_secs(20));
+    for (k, t) in topics.iter().enumerate() {
+        let ready = blocked_as_app_user_on_every_primary(&cluster);
+        let got = woken_by_a_push(
+            &waiter,
+            &producer,
+            &req,
+            t.clone(),
+            &format!("woken {k}"),
+            ready,
+        )
+        .await;
+        waiter.ack(got[0].lease.as_ref().unwrap()).await.unwrap();
+    }
+}
+
+/// Waits (at most 10 s) until every primary holds a blocked `BZPOPMIN` of the application's
+/// user: the waker's per-node waits are up, each over TLS as that user. A wait starts at a
+/// seed and follows MOVED to the slot's primary, two TLS handshakes that a busy machine may
+/// stretch; a job pushed before then is still found, but later than a signal would bring it.
+async fn blocked_as_app_user_on_every_primary(cluster: &RedisCluster) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for p in cluster.primaries() {
+        let mut admin = cluster.server(p.port).connection().await;
+        loop {
+            let clients: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+            let user = format!(" user={} ", app_user().name);
+            if clients.lines().any(|l| {
+                l.contains(&user) && l.contains(" cmd=bzpopmin ") && l.contains(" flags=b ")
+            }) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no blocked wait of the ACL user on port {}:\n{clients}",
+                p.port
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// On a TLS cluster with an ACL user, a wrong password is a configuration error that says
+/// to check the credentials, and a client that does not trust the cluster's CA cannot
+/// connect: both answer within the connect timeout, neither hangs.
+#[tokio::test]
+async fn a_wrong_password_or_an_untrusted_ca_fails_at_connect_issue_13() {
+    // See: issue 13
+    let cluster = tls_cluster(0);
+    let user = app_user();
+    let bounded = |what: &str, started: Instant| {
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(8), "{what} took {took:?}");
+    };
+
+    let wrong = cluster
+        .url()
+        .replace(&user.userinfo(), &format!("{}:wrong", user.name));
+    assert_ne!(wrong, cluster.url());
+    let started = Instant::now();
+    let r =
+        RedisEngine::connect(RedisConfig::new(wrong).with_tls_ca_file(cluster.tls_ca_file())).await;
+    bounded("a wrong password", started);
+    assert!(
+        matches!(r, Err(Error::InvalidConfig { ref reason }) if reason.contains("password")),
+        "{:?}",
+        r.err()
+    );
+
+    // No credentials: the default user is password-protected.
+    let anonymous = cluster.url().replace(&format!("{}@", user.userinfo()), "");
+    let started = Instant::now();
+    let r =
+        RedisEngine::connect(RedisConfig::new(anonymous).with_tls_ca_file(cluster.tls_ca_file()))
+            .await;
+    bounded("no credentials", started);
+    assert!(
+        matches!(r, Err(Error::InvalidConfig { ref reason }) if reason.contains("password")),
+        "{:?}",
+        r.err()
+    );
+
+    // Another CA than the one that signed the nodes' certificates, then the system's roots.
+    let other = RedisServer::start_with(RedisOptions {
+        tls: true,
+        ..RedisOptions::default()
+    });
+    for config in [
+        RedisConfig::new(cluster.url()).with_tls_ca_file(other.tls_ca_file()),
+        RedisConfig::new(cluster.url()),
+    ] {
+        let started = Instant::now();
+        let r = RedisEngine::connect(config).await;
+        bounded("an untrusted CA", started);
+        let e = r
+            .err()
+            .expect("a certificate from an untrusted CA was accepted");
+        assert!(e.to_string().contains("certificate"), "{e:?}");
+    }
 }

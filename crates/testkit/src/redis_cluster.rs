@@ -5,7 +5,8 @@
 //! Each node is a [`RedisServer`] in cluster mode ([`RedisOptions::cluster`]): free loopback
 //! ports, its own temporary directory (`nodes.conf`, `redis.log`, and whatever a replica's
 //! sync writes, so restarted nodes never read another node's files), killed on drop, its log
-//! printed when a test panics. Methods that wait for the cluster to converge (seconds) are
+//! printed when a test panics. [`ClusterOptions`] may secure it as one node is: TLS only
+//! (clients, cluster bus, replication; one generated CA for all nodes) and an ACL user. Methods that wait for the cluster to converge (seconds) are
 //! async, so the test's traffic keeps flowing meanwhile; the ones that read the topology ask
 //! one node and answer at once.
 //!
@@ -24,8 +25,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use crate::redis_server::{REDIS_SERVER_ENV, binary};
-use crate::{RedisOptions, RedisServer};
+use crate::redis_server::{Access, REDIS_SERVER_ENV, TlsFiles, binary};
+use crate::{AclUser, RedisOptions, RedisServer};
 pub use nodes::ClusterNode;
 use settle::{observe, on_node, ordered, replicated, wait_settled};
 pub use slot::{SLOTS, key_slot};
@@ -54,6 +55,34 @@ const MIGRATE_BATCH: usize = 100;
 /// none, from [`RedisCluster::start_with_replicas`]).
 pub struct RedisCluster {
     servers: Vec<RedisServer>,
+    opts: ClusterOptions,
+}
+
+/// Options of a test cluster, as [`RedisOptions`] are for one node.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// Replicas per primary (1 by default; 0 for 3 primaries alone).
+    pub replicas: usize,
+    /// Every node speaks TLS only, with a certificate for `127.0.0.1` signed by one CA
+    /// generated for the cluster ([`RedisCluster::tls_ca_file`]): to clients (no plain port,
+    /// so the cluster announces the TLS ports), on the cluster bus and to its primary; the
+    /// cluster is formed with `redis-cli --tls`. [`RedisCluster::url`] is then
+    /// `rediss+cluster://`.
+    pub tls: bool,
+    /// An ACL user on every node ([`RedisOptions::acl`]); [`RedisCluster::url`] carries its
+    /// credentials. The default user needs the harness's password, which replicas give their
+    /// primary (`masterauth`) and `redis-cli` the nodes.
+    pub acl: Option<AclUser>,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            replicas: 1,
+            tls: false,
+            acl: None,
+        }
+    }
 }
 
 /// What [`RedisCluster::kill_primary`] did.
@@ -72,24 +101,35 @@ impl RedisCluster {
     /// afterwards (so its replication stream flows). Panics with the reason and the nodes'
     /// logs otherwise.
     pub fn start() -> Self {
-        RedisCluster::start_with_replicas(1)
+        RedisCluster::start_with(ClusterOptions::default())
     }
 
     /// As [`Self::start`], with `replicas` replicas per primary (0 for 3 primaries alone, as
     /// the benchmarks compare them with one node; [`Self::kill_primary`] then has nobody to
     /// promote).
     pub fn start_with_replicas(replicas: usize) -> Self {
-        let opts = RedisOptions {
+        RedisCluster::start_with(ClusterOptions {
+            replicas,
+            ..ClusterOptions::default()
+        })
+    }
+
+    /// As [`Self::start`], with options: replicas, TLS, an ACL user.
+    pub fn start_with(opts: ClusterOptions) -> Self {
+        let node = RedisOptions {
             cluster: true,
             extra_args: node_args(),
+            tls: opts.tls,
+            acl: opts.acl.clone(),
             ..RedisOptions::default()
         };
-        let servers = (0..PRIMARIES * (1 + replicas))
-            .map(|_| RedisServer::start_with(opts.clone()))
+        let tls = opts.tls.then(TlsFiles::generate);
+        let servers = (0..PRIMARIES * (1 + opts.replicas))
+            .map(|_| RedisServer::start_with_tls_files(node.clone(), tls.as_ref()))
             .collect();
-        let cluster = RedisCluster { servers };
-        cluster.create(replicas);
-        if let Err(e) = wait_settled(&cluster.running_ports(), SETTLE_TIMEOUT) {
+        let cluster = RedisCluster { servers, opts };
+        cluster.create();
+        if let Err(e) = wait_settled(cluster.access(), &cluster.running_ports(), SETTLE_TIMEOUT) {
             panic!("the Redis Cluster did not come up: {e}");
         }
         cluster
@@ -117,19 +157,40 @@ impl RedisCluster {
         cluster
     }
 
-    /// `redis://127.0.0.1:<port>` of every running node: seeds for a cluster client.
+    /// `redis://127.0.0.1:<port>` (`rediss://` with TLS) of every running node, without
+    /// credentials: seeds for a cluster client.
     pub fn urls(&self) -> Vec<String> {
         self.running().map(RedisServer::url).collect()
     }
 
     /// `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,...` over every running node: the URL
-    /// form of a cluster that `delayq serve --redis` and `Queue::open` take (issue 13).
+    /// form of a cluster that `delayq serve --redis` and `Queue::open` take (issue 13). With
+    /// TLS `rediss+cluster://`; with an ACL user `...://user:password@127.0.0.1:<p1>,...`.
     pub fn url(&self) -> String {
         let seeds: Vec<String> = self
             .running()
             .map(|s| format!("127.0.0.1:{}", s.port()))
             .collect();
-        format!("redis+cluster://{}", seeds.join(","))
+        let scheme = if self.opts.tls { "rediss" } else { "redis" };
+        let userinfo = self
+            .opts
+            .acl
+            .as_ref()
+            .map(|u| format!("{}@", u.userinfo()))
+            .unwrap_or_default();
+        format!("{scheme}+cluster://{userinfo}{}", seeds.join(","))
+    }
+
+    /// The PEM file of the CA that signed every node's certificate (only with
+    /// [`ClusterOptions::tls`]).
+    pub fn tls_ca_file(&self) -> PathBuf {
+        assert!(self.opts.tls, "this cluster was started without TLS");
+        self.servers[0].tls_ca_file()
+    }
+
+    /// The options the cluster was started with.
+    pub fn options(&self) -> &ClusterOptions {
+        &self.opts
     }
 
     /// Every running node as the cluster sees it now: primaries first, ordered by the first
@@ -139,7 +200,7 @@ impl RedisCluster {
         let ports = self.running_ports();
         let mut last = String::from("no node is running");
         for &port in &ports {
-            match observe(port) {
+            match observe(self.access(), port) {
                 Ok(o) => return ordered(o.view.into_iter().map(|e| e.node), &ports),
                 Err(e) => last = e,
             }
@@ -182,12 +243,23 @@ impl RedisCluster {
             .unwrap_or_else(|| panic!("port {port} is not a node of this cluster"))
     }
 
-    /// A cluster connection (redis-rs) seeded with every running node: it follows MOVED and
-    /// ASK. Connect and response timeouts are set, since redis-rs has none by default.
+    /// A cluster connection (redis-rs) seeded with every running node, as the default user
+    /// (over TLS, with the harness's password when there is an ACL user): it follows MOVED
+    /// and ASK. Connect and response timeouts are set, since redis-rs has none by default.
     pub async fn cluster_connection(&self) -> redis::cluster_async::ClusterConnection {
-        let client = redis::cluster::ClusterClient::builder(self.urls())
+        let access = self.access();
+        let seeds: Vec<String> = self
+            .running_ports()
+            .iter()
+            .map(|&p| access.url(p))
+            .collect();
+        let mut builder = redis::cluster::ClusterClient::builder(seeds)
             .connection_timeout(Duration::from_secs(1))
-            .response_timeout(Duration::from_secs(5))
+            .response_timeout(Duration::from_secs(5));
+        if let Some(certs) = access.certs() {
+            builder = builder.certs(certs);
+        }
+        let client = builder
             .build()
             .unwrap_or_else(|e| panic!("bad seed URLs {:?}: {e}", self.urls()));
         client
@@ -206,10 +278,11 @@ impl RedisCluster {
     /// that connection's last write, and one that wrote nothing gets its answer at once.
     pub async fn wait_replicated(&self) {
         let view = self.nodes();
+        let access = self.access().clone();
         let deadline = Instant::now() + SETTLE_TIMEOUT;
         let done = tokio::task::spawn_blocking(move || {
             loop {
-                match replicated(&view) {
+                match replicated(&access, &view) {
                     Ok(()) => return Ok(()),
                     Err(e) if Instant::now() > deadline => return Err(e),
                     Err(_) => std::thread::sleep(Duration::from_millis(50)),
@@ -286,10 +359,12 @@ impl RedisCluster {
         let (from, to) = (from.clone(), to.clone());
         let to_id = to.id.clone();
         let primaries: Vec<u16> = self.primaries().iter().map(|p| p.port).collect();
-        let moved = tokio::task::spawn_blocking(move || migrate(slot, &from, &to, &primaries))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|moved| moved);
+        let access = self.access().clone();
+        let moved =
+            tokio::task::spawn_blocking(move || migrate(&access, slot, &from, &to, &primaries))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|moved| moved);
         if let Err(e) = moved {
             panic!("migrating slot {slot} failed: {e}");
         }
@@ -303,11 +378,17 @@ impl RedisCluster {
     /// Waits (off the async runtime) until the running nodes are settled; answers the view.
     async fn settle(&self, what: &str) -> Vec<ClusterNode> {
         let ports = self.running_ports();
-        tokio::task::spawn_blocking(move || wait_settled(&ports, SETTLE_TIMEOUT))
+        let access = self.access().clone();
+        tokio::task::spawn_blocking(move || wait_settled(&access, &ports, SETTLE_TIMEOUT))
             .await
             .map_err(|e| e.to_string())
             .and_then(|settled| settled)
             .unwrap_or_else(|e| panic!("{what}, the cluster did not settle: {e}"))
+    }
+
+    /// How the harness reaches the nodes (every node is secured alike).
+    fn access(&self) -> &Access {
+        self.servers[0].access()
     }
 
     fn running(&self) -> impl Iterator<Item = &RedisServer> {
@@ -326,22 +407,34 @@ impl RedisCluster {
     }
 
     /// Runs `redis-cli --cluster create` (bounded by [`SETTLE_TIMEOUT`]), its output in
-    /// `cluster-create.log` beside the first node's log.
-    fn create(&self, replicas: usize) {
+    /// `cluster-create.log` beside the first node's log; with `--tls` and the CA on a TLS
+    /// cluster, and the default user's password (in `REDISCLI_AUTH`, off the command line)
+    /// when it has one.
+    fn create(&self) {
         let cli = cli_binary();
         let log = self.servers[0].dir().join("cluster-create.log");
         let out = File::create(&log)
             .and_then(|f| Ok((f.try_clone()?, f)))
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", log.display()));
         let mut cmd = Command::new(&cli);
+        if self.opts.tls {
+            cmd.arg("--tls").arg("--cacert").arg(self.tls_ca_file());
+        }
+        if let Some(password) = self.access().password() {
+            cmd.env("REDISCLI_AUTH", password);
+        }
         cmd.arg("--cluster").arg("create");
         for s in &self.servers {
             cmd.arg(format!("127.0.0.1:{}", s.port()));
         }
-        cmd.args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
-            .stdin(Stdio::null())
-            .stdout(out.0)
-            .stderr(out.1);
+        cmd.args([
+            "--cluster-replicas",
+            &self.opts.replicas.to_string(),
+            "--cluster-yes",
+        ])
+        .stdin(Stdio::null())
+        .stdout(out.0)
+        .stderr(out.1);
         let mut child = cmd.spawn().unwrap_or_else(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 panic!(
@@ -413,15 +506,18 @@ fn cli_binary() -> PathBuf {
     PathBuf::from("redis-cli")
 }
 
-/// The steps of [`RedisCluster::migrate_slot`], on blocking connections.
+/// The steps of [`RedisCluster::migrate_slot`], on blocking connections. `MIGRATE` logs in
+/// to the destination as the harness does (over TLS when the cluster bus is TLS: Redis does
+/// that on its own).
 fn migrate(
+    access: &Access,
     slot: u16,
     from: &ClusterNode,
     to: &ClusterNode,
     primaries: &[u16],
 ) -> Result<(), String> {
     let setslot = |port: u16, state: &str, id: &str| -> Result<(), String> {
-        on_node(port, |c| {
+        on_node(access, port, |c| {
             redis::cmd("CLUSTER")
                 .arg("SETSLOT")
                 .arg(slot)
@@ -433,7 +529,7 @@ fn migrate(
     setslot(to.port, "IMPORTING", &from.id)?;
     setslot(from.port, "MIGRATING", &to.id)?;
     loop {
-        let keys: Vec<Vec<u8>> = on_node(from.port, |c| {
+        let keys: Vec<Vec<u8>> = on_node(access, from.port, |c| {
             redis::cmd("CLUSTER")
                 .arg("GETKEYSINSLOT")
                 .arg(slot)
@@ -445,17 +541,13 @@ fn migrate(
         }
         // An empty key name with the KEYS option moves the listed keys in one call; it
         // answers NOKEY when traffic deleted them all meanwhile, which is fine.
-        on_node(from.port, |c| {
-            redis::cmd("MIGRATE")
-                .arg("127.0.0.1")
-                .arg(to.port)
-                .arg("")
-                .arg(0)
-                .arg(5000)
-                .arg("KEYS")
-                .arg(keys)
-                .query::<redis::Value>(c)
-        })?;
+        let mut cmd = redis::cmd("MIGRATE");
+        cmd.arg("127.0.0.1").arg(to.port).arg("").arg(0).arg(5000);
+        if let Some(password) = access.password() {
+            cmd.arg("AUTH").arg(password);
+        }
+        cmd.arg("KEYS").arg(keys);
+        on_node(access, from.port, |c| cmd.query::<redis::Value>(c))?;
     }
     // The destination first, so it never answers MOVED back to the source.
     setslot(to.port, "NODE", &to.id)?;

@@ -3,14 +3,21 @@
 //!
 //! No test ever connects to a Redis it did not start. A missing binary fails with a message
 //! that says what to install; it never skips.
+//!
+//! `access` owns what secures a server (TLS files, the ACL user) and how the harness itself
+//! gets in.
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+mod access;
+
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+pub use access::{ACL_RULES, AclUser};
+pub(crate) use access::{Access, TlsFiles};
 
 /// The environment variable that overrides the `redis-server` binary.
 pub const REDIS_SERVER_ENV: &str = "DELAYQ_REDIS_SERVER";
@@ -36,7 +43,14 @@ pub struct RedisOptions {
     pub extra_args: Vec<String>,
     /// Also listen with TLS on a second port, with a certificate for `127.0.0.1` signed by a
     /// CA generated for this server ([`RedisServer::tls_url`], [`RedisServer::tls_ca_file`]).
+    /// A cluster node ([`Self::cluster`]) with TLS speaks nothing else: no plain port
+    /// (`--port 0`, so [`RedisServer::port`] is its TLS port), TLS on the cluster bus
+    /// (`tls-cluster`) and to its primary (`tls-replication`).
     pub tls: bool,
+    /// An ACL user for the application, holding [`ACL_RULES`]; the default user then needs a
+    /// password that only the harness knows (its own connections, `redis-cli`, and replicas,
+    /// with `masterauth`, use it).
+    pub acl: Option<AclUser>,
     /// Start as a Redis Cluster node (`--cluster-enabled yes`), its cluster state in
     /// `nodes.conf` in its own directory and its cluster bus on a second free port
     /// (`--cluster-port`, since the default, port + 10000, may be taken or out of range). It
@@ -52,6 +66,7 @@ pub struct RedisServer {
     bus_port: u16,
     dir: TempDir,
     opts: RedisOptions,
+    access: Access,
 }
 
 impl RedisServer {
@@ -62,15 +77,26 @@ impl RedisServer {
 
     /// Starts a server with options.
     pub fn start_with(opts: RedisOptions) -> Self {
+        Self::start_with_tls_files(opts, None)
+    }
+
+    /// Starts a server with options; with TLS, with `tls` (the files every node of a cluster
+    /// shares) or else files generated for this server.
+    pub(crate) fn start_with_tls_files(opts: RedisOptions, tls: Option<&TlsFiles>) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("delayq-redis-")
             .tempdir()
             .unwrap_or_else(|e| {
                 panic!("cannot create a temporary directory for redis-server: {e}")
             });
-        if opts.tls {
-            write_tls_files(dir.path());
+        let tls = opts
+            .tls
+            .then(|| tls.cloned().unwrap_or_else(TlsFiles::generate));
+        if let Some(files) = &tls {
+            files.write(dir.path());
         }
+        let tls_only = opts.tls && opts.cluster;
+        let access = Access::new(tls.as_ref().filter(|_| tls_only), opts.acl.is_some());
         let mut server = RedisServer {
             child: None,
             port: 0,
@@ -78,13 +104,14 @@ impl RedisServer {
             bus_port: 0,
             dir,
             opts,
+            access,
         };
         let mut last_log = String::new();
         // The port is free when probed but may be taken before redis binds it: retry.
         for _ in 0..10 {
             server.port = free_port();
             if server.opts.tls {
-                server.tls_port = free_port();
+                server.tls_port = if tls_only { server.port } else { free_port() };
             }
             if server.opts.cluster {
                 server.bus_port = free_port();
@@ -97,9 +124,11 @@ impl RedisServer {
         panic!("redis-server did not start after 10 attempts; last log:\n{last_log}");
     }
 
-    /// `redis://127.0.0.1:<port>`.
+    /// `redis://127.0.0.1:<port>` (`rediss://` on a TLS cluster node, which has no plain
+    /// port), without credentials.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls_only() { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// `rediss://127.0.0.1:<tls port>` (only with [`RedisOptions::tls`]).
@@ -113,9 +142,19 @@ impl RedisServer {
         self.dir.path().join("ca.pem")
     }
 
-    /// The port.
+    /// The port clients connect to: the plain one, or on a TLS cluster node its TLS port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// How the harness itself gets in (TLS, the default user's password).
+    pub(crate) fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// A cluster node with TLS has no plain port.
+    fn tls_only(&self) -> bool {
+        self.opts.tls && self.opts.cluster
     }
 
     /// The server's data directory.
@@ -154,9 +193,12 @@ impl RedisServer {
         }
     }
 
-    /// A new async connection (for assertions in tests).
+    /// A new async connection (for assertions in tests), as the default user: over TLS on
+    /// a TLS cluster node, with the harness's password when the server has an ACL user.
     pub async fn connection(&self) -> redis::aio::MultiplexedConnection {
-        let client = redis::Client::open(self.url())
+        let client = self
+            .access
+            .client(self.port)
             .unwrap_or_else(|e| panic!("bad test URL {}: {e}", self.url()));
         client
             .get_multiplexed_async_connection()
@@ -172,8 +214,9 @@ impl RedisServer {
     fn spawn_and_wait(&mut self) -> Result<(), String> {
         let bin = binary();
         let mut cmd = Command::new(&bin);
+        let plain_port = if self.tls_only() { 0 } else { self.port };
         cmd.arg("--port")
-            .arg(self.port.to_string())
+            .arg(plain_port.to_string())
             .arg("--bind")
             .arg("127.0.0.1")
             .arg("--dir")
@@ -213,6 +256,12 @@ impl RedisServer {
                 .arg("--tls-auth-clients")
                 .arg("no");
         }
+        if self.tls_only() {
+            cmd.args(["--tls-cluster", "yes", "--tls-replication", "yes"]);
+        }
+        if let Some(user) = &self.opts.acl {
+            cmd.args(user.server_args());
+        }
         if self.opts.cluster {
             cmd.arg("--cluster-enabled")
                 .arg("yes")
@@ -240,7 +289,7 @@ impl RedisServer {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if ping(self.port) {
+            if self.access.ping(self.port) {
                 return Ok(());
             }
             let exited = self
@@ -270,27 +319,6 @@ impl Drop for RedisServer {
     }
 }
 
-/// Writes `ca.pem`, `server.pem` and `server.key` (for 127.0.0.1 and localhost) into `dir`.
-fn write_tls_files(dir: &Path) {
-    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-    let fail = |e: rcgen::Error| -> ! { panic!("cannot generate the test TLS certificates: {e}") };
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap_or_else(|e| fail(e));
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_key = KeyPair::generate().unwrap_or_else(|e| fail(e));
-    let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap_or_else(|e| fail(e));
-    let key = KeyPair::generate().unwrap_or_else(|e| fail(e));
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-        .and_then(|p| p.signed_by(&key, &ca))
-        .unwrap_or_else(|e| fail(e));
-    for (name, pem) in [
-        ("ca.pem", ca.pem()),
-        ("server.pem", cert.pem()),
-        ("server.key", key.serialize_pem()),
-    ] {
-        std::fs::write(dir.join(name), pem).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
-    }
-}
-
 pub(crate) fn binary() -> PathBuf {
     std::env::var_os(REDIS_SERVER_ENV)
         .map(PathBuf::from)
@@ -302,22 +330,6 @@ pub(crate) fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap_or_else(|e| panic!("cannot find a free loopback port: {e}"))
-}
-
-/// True when a server on `port` answers PING with PONG (and is not loading its data).
-fn ping(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect_timeout(
-        &(Ipv4Addr::LOCALHOST, port).into(),
-        Duration::from_millis(200),
-    ) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    if s.write_all(b"PING\r\n").is_err() {
-        return false;
-    }
-    let mut buf = [0u8; 64];
-    matches!(s.read(&mut buf), Ok(n) if buf[..n].starts_with(b"+PONG"))
 }
 
 impl RedisServer {

@@ -1,11 +1,14 @@
 //! The Redis Cluster harness against real `redis-server` nodes: the cluster it forms, how
-//! keys route, a failover after kill -9, and a slot migration under traffic.
+//! keys route, a failover after kill -9, a slot migration under traffic, and the same helpers
+//! on a cluster that speaks only TLS and has an ACL user.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use delayq_testkit::{ClusterNode, RedisCluster, RedisOptions, RedisServer, SLOTS, key_slot};
+use delayq_testkit::{
+    AclUser, ClusterNode, ClusterOptions, RedisCluster, RedisOptions, RedisServer, SLOTS, key_slot,
+};
 use redis::AsyncCommands;
 
 /// `CLUSTER INFO` of the node on `port`.
@@ -385,4 +388,120 @@ async fn wait_replicated_leaves_every_acknowledged_write_on_the_replicas() {
             assert_eq!(value, Some(i), "{key} on replica {}", replica.port);
         }
     }
+}
+
+/// A cluster connection as `user`, over TLS trusting the cluster's CA.
+async fn connect_as(
+    cluster: &RedisCluster,
+    user: &AclUser,
+) -> redis::RedisResult<redis::cluster_async::ClusterConnection> {
+    let ca = std::fs::read(cluster.tls_ca_file())
+        .unwrap_or_else(|e| panic!("cannot read the cluster's CA: {e}"));
+    let seeds: Vec<String> = cluster
+        .nodes()
+        .iter()
+        .map(|n| format!("rediss://{}@127.0.0.1:{}", user.userinfo(), n.port))
+        .collect();
+    redis::cluster::ClusterClient::builder(seeds)
+        .certs(redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(ca),
+        })
+        .connection_timeout(std::time::Duration::from_secs(1))
+        .response_timeout(std::time::Duration::from_secs(5))
+        .build()?
+        .get_async_connection()
+        .await
+}
+
+#[tokio::test]
+async fn a_tls_cluster_with_an_acl_user_forms_and_its_helpers_work_issue_13() {
+    // See: issue 13 (TLS and ACL users on a cluster, as for one node)
+    let user = AclUser::new("app", "s3cret");
+    let mut cluster = RedisCluster::start_with(ClusterOptions {
+        tls: true,
+        acl: Some(user.clone()),
+        ..ClusterOptions::default()
+    });
+    assert_cluster_ok(&cluster).await;
+    assert_eq!(cluster.primaries().len(), 3);
+    assert_eq!(cluster.replicas().len(), 3);
+    let url = cluster.url();
+    assert!(
+        url.starts_with("rediss+cluster://app:s3cret@127.0.0.1:"),
+        "{url}"
+    );
+    assert_eq!(url.matches(',').count(), 5, "{url}");
+    assert!(
+        cluster
+            .urls()
+            .iter()
+            .all(|u| u.starts_with("rediss://127.0.0.1:"))
+    );
+
+    // Only TLS: the port the cluster announces does not answer a plain-text PING.
+    let primaries = cluster.primaries();
+    let port = primaries[0].port;
+    let plain = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(2)))?;
+        s.write_all(b"PING\r\n")?;
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf).unwrap_or(0);
+        Ok::<_, std::io::Error>(buf[..n].to_vec())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !plain.as_ref().is_ok_and(|b| b.starts_with(b"+PONG")),
+        "port {port} answered plain text: {plain:?}"
+    );
+
+    // The default user needs the harness's password; the app's user may use delayq's keys
+    // and nothing else.
+    let stranger = AclUser::new("default", "guess");
+    let refused = connect_as(&cluster, &stranger).await.err();
+    assert!(
+        refused.is_some(),
+        "the default user logged in without its password"
+    );
+    let mut app = connect_as(&cluster, &user)
+        .await
+        .unwrap_or_else(|e| panic!("the ACL user cannot connect: {e}"));
+    let tags = tag_per_primary(&primaries);
+    for tag in &tags {
+        let () = app
+            .set(tagged(tag, "k"), tag)
+            .await
+            .unwrap_or_else(|e| panic!("SET as the ACL user on {tag}: {e}"));
+    }
+    let denied = app.set::<_, _, ()>("other:key", 1).await;
+    assert!(
+        denied.as_ref().is_err_and(|e| e.code() == Some("NOPERM")),
+        "{denied:?}"
+    );
+
+    // The helpers go through TLS and the password: MIGRATE logs in to the destination.
+    let key = tagged(&tags[0], "k");
+    cluster
+        .migrate_slot(key_slot(&tags[0]), &primaries[0], &primaries[1])
+        .await;
+    assert_eq!(cluster.node_for_key(&key).id, primaries[1].id);
+    let moved: Option<String> = app
+        .get(&key)
+        .await
+        .unwrap_or_else(|e| panic!("GET {key}: {e}"));
+    assert_eq!(moved.as_deref(), Some(tags[0].as_str()));
+    // A replica that takes over had synced over TLS, logged in with `masterauth`.
+    cluster.wait_replicated().await;
+    let failover = cluster.kill_primary(2).await;
+    assert_eq!(failover.promoted.slots, failover.killed.slots);
+    assert_cluster_ok(&cluster).await;
+    let key = tagged(&tags[2], "k");
+    let kept: Option<String> = app
+        .get(&key)
+        .await
+        .unwrap_or_else(|e| panic!("GET {key}: {e}"));
+    assert_eq!(kept.as_deref(), Some(tags[2].as_str()));
 }

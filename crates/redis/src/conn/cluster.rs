@@ -16,7 +16,7 @@ use futures_util::future::try_join_all;
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Cmd, RedisResult, Value};
+use redis::{Cmd, ErrorKind, RedisError, RedisResult, Value};
 
 use super::replicas::Replicas;
 use super::{
@@ -159,7 +159,8 @@ pub(super) async fn connect(config: &RedisConfig) -> Result<Inner> {
     })?;
     let nodes = seeds
         .iter()
-        .map(|s| s.rsplit_once('@').map_or(s.as_str(), |(_, h)| h))
+        .map(|s| s.split_once("://").map_or(s.as_str(), |(_, rest)| rest))
+        .map(|s| s.rsplit_once('@').map_or(s, |(_, h)| h))
         .collect::<Vec<_>>()
         .join(",");
     let mut conn = tokio::time::timeout(
@@ -173,7 +174,7 @@ pub(super) async fn connect(config: &RedisConfig) -> Result<Inner> {
             std::io::Error::from(std::io::ErrorKind::TimedOut),
         )
     })?
-    .map_err(|e| super::connect_error(&nodes, e))?;
+    .map_err(|e| super::connect_error(&nodes, refused_credentials(e)))?;
     // INFO goes to every primary and answers each one's reply.
     let info: Value = redis::cmd("INFO")
         .arg("server")
@@ -189,6 +190,25 @@ pub(super) async fn connect(config: &RedisConfig) -> Result<Inner> {
         .map_err(|e| map_redis_err("loading the delayq functions on every primary", e))?;
     warn_on_eviction(&mut conn).await;
     Ok(Inner::Cluster(conn))
+}
+
+/// redis-rs reports a cluster it could not reach through any seed as an I/O error, with the
+/// last seed's error flattened into its detail text; a refused password (or none given where
+/// one is required) would then read as "unavailable", and a caller would wait for a cluster
+/// that will never let it in. This finds the refusal in the text and gives it back its kind,
+/// so that it answers a configuration error, as on one node.
+fn refused_credentials(e: RedisError) -> RedisError {
+    let detail = e.detail().unwrap_or_default();
+    let refused = ["AuthenticationFailed", "WRONGPASS", "NOAUTH"]
+        .iter()
+        .any(|code| detail.contains(code));
+    if e.kind() == ErrorKind::Io && refused {
+        return RedisError::from((
+            ErrorKind::AuthenticationFailed,
+            "Password authentication failed",
+        ));
+    }
+    e
 }
 
 /// Every string in a reply (a map's values, an array's items, or the string itself).

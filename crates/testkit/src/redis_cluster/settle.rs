@@ -1,11 +1,13 @@
 //! Whether a cluster has settled, asked of each node on blocking connections: every node
 //! healthy, in agreement on roles and slots, every slot served, every replica synced and
-//! streaming (it acknowledged a write made through its primary after its sync).
+//! streaming (it acknowledged a write made through its primary after its sync). Every
+//! connection goes in as the harness does ([`Access`]: TLS, the default user's password).
 
 use std::time::{Duration, Instant};
 
 use super::nodes::{ClusterNode, Entry, field, parse_nodes};
 use super::slot::{SLOTS, key_slot};
+use crate::redis_server::Access;
 
 /// How long [`replicated`] lets the replicas of one primary take to acknowledge a write.
 /// A replica that just finished a diskless sync only receives the stream after its next
@@ -20,8 +22,8 @@ pub(super) struct Observation {
 }
 
 /// Asks the node on `port` for `CLUSTER INFO`, `CLUSTER NODES` and `INFO replication`.
-pub(super) fn observe(port: u16) -> Result<Observation, String> {
-    let (info, view, replication): (String, String, String) = on_node(port, |c| {
+pub(super) fn observe(access: &Access, port: u16) -> Result<Observation, String> {
+    let (info, view, replication): (String, String, String) = on_node(access, port, |c| {
         redis::pipe()
             .cmd("CLUSTER")
             .arg("INFO")
@@ -42,11 +44,12 @@ pub(super) fn observe(port: u16) -> Result<Observation, String> {
 /// Runs `f` on a new blocking connection to the node on `port`, with bounded connect and
 /// read times; errors name the port.
 pub(super) fn on_node<T>(
+    access: &Access,
     port: u16,
     f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
 ) -> Result<T, String> {
     let fail = |e: redis::RedisError| format!("port {port}: {e}");
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).map_err(fail)?;
+    let client = access.client(port).map_err(fail)?;
     let mut conn = client
         .get_connection_with_timeout(Duration::from_secs(1))
         .map_err(fail)?;
@@ -57,10 +60,15 @@ pub(super) fn on_node<T>(
 
 /// Polls [`check_settled`], then [`replicated`], until both hold or `timeout` passes;
 /// answers the last reason.
-pub(super) fn wait_settled(ports: &[u16], timeout: Duration) -> Result<Vec<ClusterNode>, String> {
+pub(super) fn wait_settled(
+    access: &Access,
+    ports: &[u16],
+    timeout: Duration,
+) -> Result<Vec<ClusterNode>, String> {
     let deadline = Instant::now() + timeout;
     loop {
-        match check_settled(ports).and_then(|view| replicated(&view).map(|()| view)) {
+        match check_settled(access, ports).and_then(|view| replicated(access, &view).map(|()| view))
+        {
             Ok(view) => return Ok(view),
             Err(e) if Instant::now() > deadline => {
                 return Err(format!("still after {timeout:?}: {e}"));
@@ -75,10 +83,10 @@ pub(super) fn wait_settled(ports: &[u16], timeout: Duration) -> Result<Vec<Clust
 /// agrees with the others on roles and slots; every slot is served by one of them; and each
 /// is either a primary with slots or a replica of one of them whose sync is complete.
 /// Answers the agreed view, or what does not hold yet.
-pub(super) fn check_settled(ports: &[u16]) -> Result<Vec<ClusterNode>, String> {
+pub(super) fn check_settled(access: &Access, ports: &[u16]) -> Result<Vec<ClusterNode>, String> {
     let observed = ports
         .iter()
-        .map(|&p| observe(p).map(|o| (p, o)))
+        .map(|&p| observe(access, p).map(|o| (p, o)))
         .collect::<Result<Vec<_>, _>>()?;
     let mut ids = Vec::new();
     for (port, o) in &observed {
@@ -177,7 +185,7 @@ pub(super) fn check_settled(ports: &[u16]) -> Result<Vec<ClusterNode>, String> {
 /// a second), so for up to a second writes pile up on the primary and are lost if it dies.
 /// Nor does a `WAIT` on a connection that wrote nothing: it answers at once with the number
 /// of replicas online, whatever they hold.
-pub(super) fn replicated(view: &[ClusterNode]) -> Result<(), String> {
+pub(super) fn replicated(access: &Access, view: &[ClusterNode]) -> Result<(), String> {
     for primary in view.iter().filter(|n| n.is_primary()) {
         let replicas = view
             .iter()
@@ -188,7 +196,7 @@ pub(super) fn replicated(view: &[ClusterNode]) -> Result<(), String> {
         }
         let key = sync_key(primary).ok_or(format!("port {} serves no slot", primary.port))?;
         let timeout = u64::try_from(REPLICATION_WAIT.as_millis()).unwrap_or(u64::MAX);
-        let (acked,): (usize,) = on_node(primary.port, |c| {
+        let (acked,): (usize,) = on_node(access, primary.port, |c| {
             redis::pipe()
                 .cmd("SET")
                 .arg(&key)
