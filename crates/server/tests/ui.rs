@@ -155,6 +155,77 @@ async fn check_view(c: &Client, name: &str) {
     );
 }
 
+/// The page's content, for a failed wait's message.
+async fn main_html(c: &Client) -> String {
+    match c.find(Locator::Css("main")).await {
+        Ok(m) => m.html(false).await.unwrap_or_default(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Waits (bounded) until `css` matches an element, and answers it.
+async fn wait_for(c: &Client, css: &str) -> fantoccini::elements::Element {
+    let start = Instant::now();
+    loop {
+        if let Ok(e) = c.find(Locator::Css(css)).await {
+            return e;
+        }
+        if start.elapsed() > Duration::from_secs(15) {
+            let page = main_html(c).await;
+            panic!("nothing matches {css} on the page: {page}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Pushes 30 jobs of topic `emails` through the server's API and reserves them (10 some
+/// 300 ms after they fell due, 20 as they fall due), then acks 27, buries 2 and nacks one on
+/// its last attempt: what the overview's charts count.
+async fn http_session(s: &TestServer) {
+    let batch = |ids: std::ops::Range<u64>| -> Value {
+        let jobs: Vec<Value> = ids
+            .map(|i| json!({"id": format!("e{i}"), "body": "mail", "delay_ms": 20 * i, "max_attempts": 1}))
+            .collect();
+        json!({ "jobs": jobs })
+    };
+    let (st, v) = s.post("/v1/topics/emails/batch", batch(0..10)).await;
+    assert_eq!(st, 200, "{v}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (st, v) = s.post("/v1/topics/emails/batch", batch(10..30)).await;
+    assert_eq!(st, 200, "{v}");
+    let mut got = Vec::new();
+    let start = Instant::now();
+    while got.len() < 30 {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "not all delivered"
+        );
+        let (st, v) = s
+            .post(
+                "/v1/reserve",
+                json!({"topics": ["emails"], "max": 10, "wait_ms": 1000}),
+            )
+            .await;
+        assert_eq!(st, 200, "{v}");
+        got.extend(v["jobs"].as_array().unwrap().iter().cloned());
+    }
+    for (i, d) in got.iter().enumerate() {
+        let (id, token) = (d["job"]["id"].as_str().unwrap(), &d["token"]);
+        let (verb, want) = match i {
+            0 | 1 => ("bury", 204),
+            2 => ("nack", 200),
+            _ => ("ack", 204),
+        };
+        let (st, v) = s
+            .post(
+                &format!("/v1/topics/emails/jobs/{id}/{verb}"),
+                json!({ "token": token }),
+            )
+            .await;
+        assert_eq!(st, want, "{verb} {id}: {v}");
+    }
+}
+
 /// Waits (bounded) until `css` matches an element whose text contains `text`.
 async fn wait_text(c: &Client, css: &str, text: &str) {
     let start = Instant::now();
@@ -167,10 +238,7 @@ async fn wait_text(c: &Client, css: &str, text: &str) {
             }
         }
         if start.elapsed() > Duration::from_secs(15) {
-            let page = match c.find(Locator::Css("main")).await {
-                Ok(m) => m.html(false).await.unwrap_or_default(),
-                Err(e) => e.to_string(),
-            };
+            let page = main_html(c).await;
             panic!("no {css} with {text:?} on the page: {page}");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -240,6 +308,37 @@ async fn the_dashboard_in_a_browser_issue_15() {
         .await
         .unwrap();
     wait_text(&c, "table[aria-label=Topics] a", "orders").await;
+
+    // What the server did shows in the overview's charts, with numbers in their names.
+    http_session(&s).await;
+    wait_text(&c, "h2", "per server, since it started").await;
+    let chart = wait_for(&c, "#activity-chart[data-acked='27']").await;
+    let label = chart.attr("aria-label").await.unwrap().unwrap();
+    assert!(
+        label.contains("30 pushed, 30 delivered, 27 acked, 3 dead"),
+        "{label}"
+    );
+    assert_eq!(chart.attr("role").await.unwrap().as_deref(), Some("img"));
+    let histogram = wait_for(&c, "#lateness-histogram[data-total='30']").await;
+    let label = histogram.attr("aria-label").await.unwrap().unwrap();
+    assert!(
+        label.starts_with("Lateness of the 30 deliveries of the last hour"),
+        "{label}"
+    );
+    assert!(
+        !c.find_all(Locator::Css("#lateness-histogram rect.bar"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let percentiles = c
+        .find(Locator::Css("table[aria-label='Lateness percentiles']"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(percentiles.contains("last hour 30"), "{percentiles}");
     check_view(&c, "overview").await;
 
     // A dead job, kicked from the topic page, becomes ready.
