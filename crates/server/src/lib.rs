@@ -9,11 +9,13 @@
 //!   request field accepts, and decode errors in those words), `receipt` (one string per
 //!   delivery that names its lease), `params` (path and query parameters and the documented
 //!   error responses), `ops` (health, metrics), `limit` (one limit on concurrent requests for
-//!   the whole server, another on open reserves).
+//!   the whole server, another on open reserves), `series` (`GET /v1/series`).
 //! - `auth`: optional bearer tokens, compared in constant time.
 //! - `bursts`: repeated errors logged once, then counted (one line per window).
 //! - `metrics`: counters, histograms (lateness, time reserved), per-state gauges, HTTP
 //!   requests by route and status, the build; `process`: CPU, memory, file descriptors.
+//! - `series`: the dashboard's time series, the last hour of what this server did per topic in
+//!   memory (a ring buffer fed by `metrics`, filed each second by a sampler task).
 //! - `state`: [`AppState`]; `config`: [`ServerConfig`]; `build`: version, commit and build
 //!   date.
 //! - `tls`: HTTPS with rustls ([`serve_tls`]), the certificate reloaded on SIGHUP.
@@ -29,6 +31,7 @@ mod config;
 pub mod http;
 mod metrics;
 mod process;
+mod series;
 mod state;
 mod tls;
 pub mod ui;

@@ -4,6 +4,8 @@
 //!
 //! Every per-topic series exists, at 0, from the first scrape after its topic appears in the
 //! engine's list, and goes when the topic leaves it (a purge).
+//!
+//! The same calls feed the dashboard's time series ([`Series`]), so the two never disagree.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -20,6 +22,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use crate::process::ProcessCollector;
+use crate::series::{self, Series};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TopicLabel {
@@ -48,12 +51,9 @@ struct StateLabel {
     state: String,
 }
 
+/// The buckets of every histogram in seconds: the dashboard's lateness histogram's.
 fn seconds_buckets() -> impl Iterator<Item = f64> {
-    [
-        0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-        60.0, 300.0, 900.0, 3600.0,
-    ]
-    .into_iter()
+    series::BOUNDS.into_iter()
 }
 
 type Histograms = Family<TopicLabel, Histogram, fn() -> Histogram>;
@@ -89,6 +89,8 @@ pub struct Metrics {
     paused: Family<TopicLabel, Gauge>,
     /// When this server handed out each lease it still tracks.
     leases: Mutex<HashMap<(Topic, JobId, u64), Instant>>,
+    /// The last hour of pushes, deliveries, acks, deaths and lateness, for the dashboard.
+    series: Series,
 }
 
 /// What ended a lease, for the counters.
@@ -96,8 +98,11 @@ pub struct Metrics {
 pub enum LeaseEnd {
     /// Acked.
     Acked,
-    /// Nacked.
-    Nacked,
+    /// Nacked: `dead` when it was the job's last attempt.
+    Nacked {
+        /// The job went dead.
+        dead: bool,
+    },
     /// Buried.
     Buried,
     /// Released.
@@ -225,7 +230,13 @@ impl Metrics {
             oldest_overdue,
             paused,
             leases: Mutex::new(HashMap::new()),
+            series: Series::new(Instant::now()),
         }
+    }
+
+    /// The dashboard's time series, which this struct's methods feed.
+    pub fn series(&self) -> &Series {
+        &self.series
     }
 
     fn label(topic: &Topic) -> TopicLabel {
@@ -239,6 +250,7 @@ impl Metrics {
         self.pushed
             .get_or_create(&Self::label(topic))
             .inc_by(created);
+        self.series.pushed(topic, created);
     }
 
     /// Records a delivery: lateness, and the lease's start for the time-reserved histogram.
@@ -248,6 +260,7 @@ impl Metrics {
         self.lateness
             .get_or_create(&label)
             .observe(lateness.as_secs_f64());
+        self.series.delivered(topic, lateness);
         if let Some(token) = token {
             let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
             if leases.len() < MAX_TRACKED_LEASES {
@@ -261,11 +274,16 @@ impl Metrics {
         let label = Self::label(topic);
         let counter = match how {
             LeaseEnd::Acked => &self.acked,
-            LeaseEnd::Nacked => &self.nacked,
+            LeaseEnd::Nacked { .. } => &self.nacked,
             LeaseEnd::Buried => &self.buried,
             LeaseEnd::Released => &self.released,
         };
         counter.get_or_create(&label).inc();
+        match how {
+            LeaseEnd::Acked => self.series.acked(topic),
+            LeaseEnd::Buried | LeaseEnd::Nacked { dead: true } => self.series.dead(topic),
+            LeaseEnd::Nacked { dead: false } | LeaseEnd::Released => {}
+        }
         let start = self
             .leases
             .lock()
@@ -292,8 +310,9 @@ impl Metrics {
     }
 
     /// Makes every per-topic series of the listed topics exist (at 0 when nothing happened
-    /// yet), and drops the series of topics no longer listed.
-    fn sync_topics(&self, listed: &[Topic]) {
+    /// yet), and drops the series of topics no longer listed (the time series' too).
+    pub fn sync_topics(&self, listed: &[Topic]) {
+        self.series.retain(listed);
         let mut known = self.topics.lock().unwrap_or_else(|e| e.into_inner());
         let listed_set: HashSet<&Topic> = listed.iter().collect();
         known.retain(|topic| {

@@ -34,7 +34,8 @@ pub struct AppState {
 impl AppState {
     /// State over an engine. Call it inside a Tokio runtime: it starts the task that sends
     /// batched acks, which ends when the last clone of the state is dropped, and the
-    /// scheduler, which ends when `shutdown` is cancelled.
+    /// scheduler and the dashboard's sampler (`series`), which end when `shutdown` is
+    /// cancelled.
     pub fn new(engine: Arc<dyn Engine>, config: ServerConfig) -> Self {
         let (acker, acks) = ack_batcher();
         let batches = engine.clone();
@@ -44,11 +45,14 @@ impl AppState {
         let kicker = scheduler.kicker();
         let stop = shutdown.clone();
         tokio::spawn(async move { scheduler.run(stop.cancelled_owned()).await });
+        let metrics = Arc::new(Metrics::new());
+        let (sampled, stop) = (metrics.clone(), shutdown.clone());
+        tokio::spawn(async move { sampled.series().run(stop).await });
         AppState {
             acker,
             engine,
             config: Arc::new(config),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             shutdown,
             scheduler: kicker,
         }

@@ -511,7 +511,7 @@ async fn auth_on_and_off(setup: Setup) {
     )
     .await;
     let anonymous = reqwest::Client::new();
-    for path in ["/v1/topics", "/metrics"] {
+    for path in ["/v1/topics", "/metrics", "/v1/series"] {
         let r = anonymous.get(s.url(path)).send().await.unwrap();
         assert_eq!(r.status().as_u16(), 401, "{path}");
         assert_eq!(r.headers()["www-authenticate"], "Bearer");
@@ -657,6 +657,133 @@ async fn metrics_follow_the_session(setup: Setup) {
     ] {
         assert!(text.contains(needle), "{needle} missing from\n{text}");
     }
+}
+
+/// `GET /v1/series` (issue 15): pushes, deliveries, acks and deaths through HTTP show in the
+/// minute in progress and in the lateness of the last minute and hour; a topic the server has
+/// not seen answers zeros; a purged topic leaves; a bad topic is refused.
+// See: issue 15
+async fn series_follow_the_session_issue_15(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    for id in ["a", "b", "c"] {
+        let (st, v) = s
+            .post(
+                "/v1/topics/sx/jobs",
+                json!({"id": id, "body": "x", "max_attempts": 1}),
+            )
+            .await;
+        assert_eq!(st, 201, "{v}");
+    }
+    s.post(
+        "/v1/topics/other/jobs",
+        json!({"body": "y", "delay_ms": 3_600_000}),
+    )
+    .await;
+    let mut tokens = std::collections::HashMap::new();
+    let start = Instant::now();
+    while tokens.len() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(10), "not delivered");
+        let (st, v) = s
+            .post(
+                "/v1/reserve",
+                json!({"topics": ["sx"], "max": 3, "wait_ms": 1000}),
+            )
+            .await;
+        assert_eq!(st, 200, "{v}");
+        for d in v["jobs"].as_array().unwrap() {
+            let id = d["job"]["id"].as_str().unwrap().to_string();
+            tokens.insert(id, d["token"].as_u64().unwrap());
+        }
+    }
+    let ok = |answer: (u16, Value), want: u16| assert_eq!(answer.0, want, "{}", answer.1);
+    ok(
+        s.post("/v1/topics/sx/jobs/a/ack", json!({"token": tokens["a"]}))
+            .await,
+        204,
+    );
+    ok(
+        s.post("/v1/topics/sx/jobs/b/bury", json!({"token": tokens["b"]}))
+            .await,
+        204,
+    );
+    let (st, v) = s
+        .post("/v1/topics/sx/jobs/c/nack", json!({"token": tokens["c"]}))
+        .await;
+    assert_eq!((st, v["outcome"].as_str()), (200, Some("dead")), "{v}");
+
+    let (st, v) = s.get("/v1/series?topic=sx").await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["topic"], "sx");
+    assert_eq!(v["scope"], "per server, since it started");
+    let minutes = v["minutes"].as_array().unwrap();
+    assert!((1..=2).contains(&minutes.len()), "{v}");
+    let sum = |field: &str| -> u64 { minutes.iter().map(|m| m[field].as_u64().unwrap()).sum() };
+    assert_eq!(
+        (sum("pushed"), sum("delivered"), sum("acked"), sum("dead")),
+        (3, 3, 1, 2),
+        "{v}"
+    );
+    assert!(v["since_ms"].as_u64().unwrap() <= minutes[0]["start_ms"].as_u64().unwrap());
+    let lateness = &v["lateness"];
+    assert_eq!(lateness["bounds_ms"].as_array().unwrap().len(), 19);
+    for window in ["last_minute", "last_hour"] {
+        let w = &lateness[window];
+        assert_eq!(w["count"], 3, "{window}: {w}");
+        let counts: Vec<u64> = w["counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap())
+            .collect();
+        assert_eq!((counts.len(), counts.iter().sum::<u64>()), (20, 3), "{w}");
+        let p = |f: &str| w[f].as_f64().unwrap();
+        assert!(0.0 <= p("p50_ms") && p("p50_ms") <= p("p99_ms"), "{w}");
+        assert!(p("p99_ms") <= p("max_ms"), "{w}");
+    }
+
+    // Every topic, summed: the other topic's push too.
+    let (_, all) = s.get("/v1/series").await;
+    assert!(all["topic"].is_null());
+    let pushed: u64 = all["minutes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["pushed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(pushed, 4, "{all}");
+
+    // A topic never seen: zeros, not an error.
+    let (st, v) = s.get("/v1/series?topic=never-seen").await;
+    assert_eq!(st, 200, "{v}");
+    assert!(
+        v["minutes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["pushed"] == 0),
+        "{v}"
+    );
+    assert_eq!(v["lateness"]["last_hour"]["count"], 0);
+    assert!(v["lateness"]["last_hour"]["p50_ms"].is_null());
+
+    // Bad input names what to do.
+    let (st, v) = s.get("/v1/series?topic=no%20spaces").await;
+    assert_eq!((st, code(&v)), (400, "invalid_topic"), "{v}");
+    let (st, v) = s.get("/v1/series?topik=sx").await;
+    assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
+
+    // A purged topic leaves the series.
+    assert_eq!(s.delete("/v1/topics/sx").await.0, 200);
+    let (_, v) = s.get("/v1/series?topic=sx").await;
+    assert_eq!(v["lateness"]["last_hour"]["count"], 0, "{v}");
+    assert!(
+        v["minutes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["acked"] == 0),
+        "{v}"
+    );
 }
 
 /// A purged topic leaves `GET /v1/topics` and its series leave `/metrics`; the next push
@@ -1915,6 +2042,10 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn metrics_follow_the_session() {
                 super::metrics_follow_the_session($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn series_follow_the_session_issue_15() {
+                super::series_follow_the_session_issue_15($setup(Limits::default()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn done_jobs_over_http() {

@@ -101,10 +101,99 @@ function stopRefresh() {
   refresh = null;
 }
 
-// The overview: every topic with its counts; refreshed every 2 s.
+// The charts of the overview, drawn as inline SVG from `GET /v1/series` (nothing fetched
+// from elsewhere, no library). Colours live in app.css (`.s-pushed` ...), so that the
+// page's content security policy needs no inline style.
+const SVG_NS = "http://www.w3.org/2000/svg";
+const KINDS = ["pushed", "delivered", "acked", "dead"];
+const SCOPE_NOTE = "per server, since it started";
+
+function svg(tag, attrs = {}, ...children) {
+  const n = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) n.setAttribute(k, v);
+  for (const c of children.flat()) if (c !== null && c !== undefined) n.append(c instanceof Node ? c : String(c));
+  return n;
+}
+
+// A lateness in ms, short: "0.42 ms", "12.3 ms", "2.5 s".
+const fmtLate = (ms) => (ms === null || ms === undefined ? "—" : ms < 1 ? `${ms.toFixed(2)} ms` : ms < 1000 ? `${ms.toFixed(1)} ms` : fmtMs(Math.round(ms)));
+// A histogram bound in ms: "0.5 ms", "250 ms", "2.5 s", "5 min", "1 h".
+const fmtBound = (ms) => (ms < 1000 ? `${ms} ms` : ms < 60000 ? `${ms / 1000} s` : ms < 3600000 ? `${ms / 60000} min` : `${ms / 3600000} h`);
+
+// Jobs pushed, delivered, acked and dead per minute over the last hour: one line each, the
+// minutes right-aligned on a 60-minute axis (the server's start marked when it is younger).
+function activityChart(minutes) {
+  const W = 600, H = 180, L = 44, R = 12, T = 12, B = 26, SLOTS = 60;
+  const totals = Object.fromEntries(KINDS.map((k) => [k, minutes.reduce((a, m) => a + m[k], 0)]));
+  const peak = Math.max(...minutes.flatMap((m) => KINDS.map((k) => m[k])), 0);
+  const top = Math.max(peak, 1);
+  const x = (i) => L + ((W - L - R) * (i + SLOTS - minutes.length)) / (SLOTS - 1);
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  const label = `Jobs per minute over the last hour, ${SCOPE_NOTE}: ${KINDS.map((k) => `${totals[k]} ${k}`).join(", ")}; busiest minute ${peak}.`;
+  const data = Object.fromEntries(KINDS.map((k) => [`data-${k}`, totals[k]]));
+  return el("figure", { class: "chart" },
+    svg("svg", { id: "activity-chart", role: "img", "aria-label": label, viewBox: `0 0 ${W} ${H}`, ...data },
+      svg("line", { class: "grid", x1: L, x2: W - R, y1: y(top), y2: y(top) }),
+      svg("line", { class: "axis", x1: L, x2: W - R, y1: y(0), y2: y(0) }),
+      svg("text", { x: L - 6, y: y(top) + 4, "text-anchor": "end" }, top),
+      svg("text", { x: L - 6, y: y(0) + 4, "text-anchor": "end" }, 0),
+      svg("text", { x: L, y: H - 6 }, "60 min ago"),
+      svg("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "30 min ago"),
+      svg("text", { x: W - R, y: H - 6, "text-anchor": "end" }, "now"),
+      minutes.length < SLOTS ? svg("line", { class: "start", x1: x(0), x2: x(0), y1: T, y2: y(0) }) : null,
+      // Smaller dots for each later line, so that equal counts stay visible as rings.
+      KINDS.map((k, n) => svg("g", { class: `s-${k}` },
+        svg("polyline", { points: minutes.map((m, i) => `${x(i)},${y(m[k])}`).join(" ") }),
+        minutes.map((m, i) => (m[k] > 0 ? svg("circle", { cx: x(i), cy: y(m[k]), r: 5 - n }) : null))))),
+    el("figcaption", {}, el("ul", { class: "legend" },
+      KINDS.map((k) => el("li", {}, el("span", { class: `swatch s-${k}`, "aria-hidden": "true" }), `${k} ${totals[k]}`)))));
+}
+
+// The lateness histogram of the last hour: a bar per bucket, from the first bucket with
+// deliveries to the last (at least six), labelled with the buckets' upper bounds.
+function latenessHistogram(bounds, window) {
+  const { counts, count } = window;
+  if (count === 0) return el("p", { id: "lateness-histogram", class: "muted" }, "No delivery in the last hour.");
+  const used = counts.map((n, i) => (n > 0 ? i : -1)).filter((i) => i >= 0);
+  let first = Math.max(0, used[0] - 1), last = Math.min(counts.length - 1, used[used.length - 1] + 1);
+  while (last - first < 5) { if (last < counts.length - 1) last++; else first--; }
+  const W = 600, H = 180, L = 44, R = 12, T = 12, B = 26;
+  const shown = counts.slice(first, last + 1);
+  const top = Math.max(...shown);
+  const step = (W - L - R) / shown.length;
+  const name = (i) => (i < bounds.length ? `≤ ${fmtBound(bounds[i])}` : `> ${fmtBound(bounds[bounds.length - 1])}`);
+  const every = Math.ceil(60 / step);
+  const label = `Lateness of the ${count} deliveries of the last hour, ${SCOPE_NOTE}: ` +
+    counts.map((n, i) => (n > 0 ? `${n} ${name(i)}` : null)).filter(Boolean).join(", ") + ".";
+  return el("figure", { class: "chart" },
+    svg("svg", { id: "lateness-histogram", role: "img", "aria-label": label, viewBox: `0 0 ${W} ${H}`, "data-total": count },
+      svg("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }),
+      svg("text", { x: L - 6, y: T + 4, "text-anchor": "end" }, top),
+      svg("text", { x: L - 6, y: H - B + 4, "text-anchor": "end" }, 0),
+      shown.map((n, j) => {
+        const h = ((H - T - B) * n) / top;
+        return svg("g", {},
+          svg("rect", { class: "bar", x: L + j * step + 2, y: H - B - h, width: Math.max(1, step - 4), height: h },
+            svg("title", {}, `${n} ${name(first + j)}`)),
+          j % every === 0 ? svg("text", { x: L + j * step + step / 2, y: H - 8, "text-anchor": "middle" }, name(first + j)) : null);
+      })),
+    el("figcaption", { class: "muted" }, "Deliveries per lateness bucket (delivery time minus due time), last hour"));
+}
+
+function latenessTable(lateness) {
+  const row = (name, w) => el("tr", {}, el("th", { scope: "row" }, name),
+    el("td", { class: "num" }, w.count), ...["p50_ms", "p90_ms", "p99_ms", "max_ms"].map((f) => el("td", { class: "num" }, fmtLate(w[f]))));
+  return el("table", { "aria-label": "Lateness percentiles" },
+    el("thead", {}, el("tr", {}, el("th", {}, "window"), el("th", { class: "num" }, "deliveries"),
+      ...["p50", "p90", "p99", "max"].map((h) => el("th", { class: "num" }, h)))),
+    el("tbody", {}, row("last minute", lateness.last_minute), row("last hour", lateness.last_hour)));
+}
+
+// The overview: every topic with its counts, then what this server did over the last hour
+// and how late it delivered; refreshed every 2 s.
 async function overview() {
   const draw = async () => {
-    const { topics } = await api("GET", "/v1/topics");
+    const [{ topics }, series] = await Promise.all([api("GET", "/v1/topics"), api("GET", "/v1/series")]);
     const rows = topics.map((t) => el("tr", {},
       el("td", {}, el("a", { href: `#/topic/${enc(t.topic)}` }, t.topic)),
       ...STATES.map((s) => el("td", { class: "num" }, t[s])),
@@ -120,6 +209,12 @@ async function overview() {
             el("th", { class: "num" }, "oldest overdue"), el("th", {}, "next due"), el("th", {}, "paused"))),
           el("tbody", {}, rows)),
       el("p", { class: "muted" }, "Counts come from the engine and are the same on every server; refreshed every 2 s."),
+      el("h2", {}, "Last hour ", el("span", { class: "note" }, `(${SCOPE_NOTE})`)),
+      el("p", { class: "muted" }, `What this server did since ${series.since}: other servers count their own, and a restart starts again at zero.`),
+      el("div", { class: "charts" },
+        el("section", { "aria-label": "Jobs per minute" }, el("h3", {}, "Jobs per minute"), activityChart(series.minutes)),
+        el("section", { "aria-label": "Lateness" }, el("h3", {}, "Lateness"), latenessTable(series.lateness),
+          latenessHistogram(series.lateness.bounds_ms, series.lateness.last_hour))),
     );
   };
   await draw();

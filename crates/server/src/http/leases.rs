@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use delayq_core::limits::MAX_WAIT;
 use delayq_core::{
-    DeliveryMode, Lease, LeaseToken, Nack, Reserve, Settle, Settled, Topic,
+    DeliveryMode, Lease, LeaseToken, Nack, NackOutcome, Reserve, Settle, Settled, Topic,
     check_settle_and_reserve,
 };
 
@@ -233,7 +233,12 @@ fn settled_dto(state: &AppState, s: &Settle, r: delayq_core::Result<Settled>) ->
         Ok(done) => {
             let (end, nack) = match done {
                 Settled::Acked => (LeaseEnd::Acked, None),
-                Settled::Nacked(o) => (LeaseEnd::Nacked, Some(NackResponse::from(o))),
+                Settled::Nacked(o) => (
+                    LeaseEnd::Nacked {
+                        dead: o == NackOutcome::Dead,
+                    },
+                    Some(NackResponse::from(o)),
+                ),
                 Settled::Buried => (LeaseEnd::Buried, None),
                 Settled::Released => (LeaseEnd::Released, None),
             };
@@ -376,9 +381,10 @@ pub async fn nack(
         )
         .await
         .map_err(|e| locate(e, "/delay_ms"))?;
+    let dead = out == NackOutcome::Dead;
     state
         .metrics
-        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Nacked);
+        .lease_ended(&l.topic, &l.id, l.token.0, LeaseEnd::Nacked { dead });
     Ok(axum::Json(NackResponse::from(out)))
 }
 

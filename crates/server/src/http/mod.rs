@@ -13,6 +13,7 @@ mod ops;
 pub mod params;
 mod receipt;
 mod schedules;
+mod series;
 mod topics;
 
 use std::sync::Arc;
@@ -44,7 +45,8 @@ use crate::auth::require_token;
         (name = "jobs", description = "Push, read, delete, reschedule and list jobs"),
         (name = "leases", description = "Reserve jobs and answer for their deliveries"),
         (name = "topics", description = "Topics: stats, settings, dead jobs, purge"),
-        (name = "schedules", description = "Recurring jobs: a cron expression in a time zone, run by every server")
+        (name = "schedules", description = "Recurring jobs: a cron expression in a time zone, run by every server"),
+        (name = "series", description = "What this server did over the last hour, per server since it started (the dashboard's charts)")
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
     modifiers(&BearerAuth)
@@ -94,6 +96,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         ))
         .routes(routes!(schedules::list))
         .routes(routes!(schedules::get, schedules::put, schedules::delete))
+        .routes(routes!(series::series))
         .split_for_parts()
 }
 
