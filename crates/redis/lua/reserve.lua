@@ -71,7 +71,9 @@ if n == 0 or redis.call('EXISTS', K_JOBS) == 0 then
 end
 
 local left_behind, unchanged, delayed_head, lease_head = tick(now, math.max(budget, n))
-if expire_due(now, math.max(budget, n)) then left_behind = true end
+-- Jobs with an expiry are rare: one EXISTS tells whether the topic has any waiting.
+local has_expiring = redis.call('EXISTS', K_EXPIRING) == 1
+if has_expiring and expire_due(now, math.max(budget, n)) then left_behind = true end
 
 -- A paused topic hands out nothing (its jobs still fell due above); the next look is when
 -- the pause ends (pause.lua signals an earlier end).
@@ -95,7 +97,7 @@ if taken > 0 then
   -- The expiries of the jobs taken (only when the topic has jobs with one): each leaves
   -- expiring, and one whose expiry passed (expire_due's limit left it) is expired here.
   local expiries = false
-  if redis.call('EXISTS', K_EXPIRING) == 1 then
+  if has_expiring then
     expiries = redis.call('ZMSCORE', K_EXPIRING, unpack(ids))
     local listed, l = {}, 0
     for i = 1, taken do
@@ -149,7 +151,7 @@ elseif unchanged and taken == 0 and a == 0 then
 else
   wake = timer_head() or -1
 end
-local expiry_head = head_score(K_EXPIRING)
+local expiry_head = has_expiring and head_score(K_EXPIRING)
 if expiry_head and (wake < 0 or expiry_head < wake) then wake = expiry_head end
 out[2] = wake
 if wake == now then out[3] = 1 end
