@@ -303,8 +303,27 @@ pub struct PushArgs {
     /// With --on-conflict debounce: the latest the job may run after its first push, e.g. 1m.
     #[arg(long, value_parser = DurationParser)]
     pub max_wait: Option<Duration>,
+    /// Not delivered after this RFC 3339 time (after its due time): a job still waiting
+    /// then goes dead with the reason "expired", or is dropped (--on-expire).
+    #[arg(long, conflicts_with = "max_lateness")]
+    pub expires_at: Option<String>,
+    /// Not delivered more than this long after its due time, e.g. 5m.
+    #[arg(long, value_parser = DurationParser)]
+    pub max_lateness: Option<Duration>,
+    /// With --expires-at or --max-lateness: what an expired job does, dead (default) or drop.
+    #[arg(long, value_enum)]
+    pub on_expire: Option<OnExpireArg>,
     #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// `--on-expire`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnExpireArg {
+    /// Dead, with the reason "expired".
+    Dead,
+    /// Deleted.
+    Drop,
 }
 
 /// A job by topic and id.

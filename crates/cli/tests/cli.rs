@@ -285,6 +285,87 @@ fn pause_and_resume_from_the_command_line_issue_14() {
     assert_eq!(v["jobs"][0]["job"]["body"], "y", "{v}");
 }
 
+/// `delayq push --max-lateness / --expires-at / --on-expire` (issue 14): `get` shows the
+/// expiry; a job that expired on a paused topic is dead "expired" and counted in `stats`;
+/// bad expiries exit 1 naming the field.
+// See: issue 14
+#[test]
+fn expiry_from_the_command_line_issue_14() {
+    let s = Server::start(&[]);
+    ok(s.run(&["pause", "mail"]));
+    ok(s.run(&[
+        "push",
+        "mail",
+        "hello",
+        "--id",
+        "m1",
+        "--max-lateness",
+        "200ms",
+    ]));
+    ok(s.run(&[
+        "push",
+        "mail",
+        "later",
+        "--id",
+        "m2",
+        "--delay",
+        "1h",
+        "--expires-at",
+        "2030-01-01T00:00:00Z",
+        "--on-expire",
+        "drop",
+    ]));
+    let m2 = ok(s.run(&["get", "mail", "m2"]));
+    assert!(
+        m2.contains("expires_at: 2030-01-01T00:00:00.000+00:00") && m2.contains("on_expire: drop"),
+        "{m2}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    ok(s.run(&["resume", "mail"]));
+    let none = ok(s.run(&["reserve", "mail", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&none).unwrap();
+    assert_eq!(v["jobs"], serde_json::json!([]), "{v}");
+    let m1 = ok(s.run(&["get", "mail", "m1"]));
+    assert!(
+        m1.contains("state: dead") && m1.contains("last_error: expired"),
+        "{m1}"
+    );
+    let stats = ok(s.run(&["stats"]));
+    assert!(stats.contains("EXPIRED"), "{stats}");
+    let row = stats.lines().find(|l| l.starts_with("mail")).unwrap_or("");
+    assert_eq!(
+        row.split_whitespace().take(7).collect::<Vec<_>>(),
+        ["mail", "1", "0", "0", "1", "0", "1"],
+        "{stats}"
+    );
+    for (args, field) in [
+        (
+            &["push", "mail", "x", "--on-expire", "drop"][..],
+            "/on_expire",
+        ),
+        (
+            &["push", "mail", "x", "--max-lateness", "0s"][..],
+            "/max_lateness_ms",
+        ),
+        (
+            &[
+                "push",
+                "mail",
+                "x",
+                "--delay",
+                "1h",
+                "--expires-at",
+                "2026-01-01T00:00:00Z",
+            ][..],
+            "/expires_at",
+        ),
+    ] {
+        let (code, err) = fails(s.run(args));
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(err.contains(field), "{args:?}: {err}");
+    }
+}
+
 /// `delayq schedule put|get|list|delete` against a real server (issue 14): the put answers
 /// the next fire, which is pushed at once as a delayed job with the derived id; the list
 /// shows it; a bad time zone fails naming the field; delete removes it.

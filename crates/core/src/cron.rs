@@ -544,6 +544,8 @@ impl JobSchedule {
             backoff: t.backoff,
             priority: t.priority,
             on_conflict: crate::OnConflict::Keep,
+            expiry: None,
+            on_expire: crate::OnExpire::Dead,
         }
     }
 

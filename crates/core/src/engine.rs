@@ -256,6 +256,9 @@ pub struct TopicStats {
     /// Leases that ran out without an answer (the worker died or overran its ttr), counted
     /// since the topic was created or last purged.
     pub expired_leases: u64,
+    /// Jobs whose expiry ([`crate::Expiry`]) passed before a delivery, counted since the
+    /// topic was created or last purged (gone dead with the reason `expired`, or dropped).
+    pub expired_jobs: u64,
     /// While the topic is paused ([`Engine::pause`]): when the pause ends
     /// ([`Timestamp::NEVER`] for a pause until resumed); `None` when it is not paused.
     pub paused_until: Option<Timestamp>,

@@ -113,7 +113,63 @@ pub struct NewJob {
     pub priority: u32,
     /// What the push does when a live job with this id exists (default: keep it).
     pub on_conflict: OnConflict,
+    /// The latest the job may be delivered ([`Expiry`]); `None`: no limit.
+    pub expiry: Option<Expiry>,
+    /// What happens to the job when its expiry passes before a delivery (default: it goes
+    /// dead with the reason `expired`).
+    pub on_expire: OnExpire,
 }
+
+/// The latest a job may be delivered (issue 14): a job that could not be delivered by then
+/// (no reserver in time, a paused topic, a retry due after it) is not delivered; it goes
+/// dead with the reason [`EXPIRED`] or is dropped ([`OnExpire`]), and its topic counts it
+/// ([`crate::TopicStats::expired_jobs`]). The engine's clock decides; a delivery made in
+/// time runs to its end, however long it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// At this absolute time on the engine's clock, which must be after the job's due time.
+    At(Timestamp),
+    /// This long after the job's due time at its push (`max_lateness`): at least 1 ms, at
+    /// most 10 years. A retry does not move it.
+    AfterDue(Duration),
+}
+
+/// What an engine does with a job whose [`Expiry`] passed before it was delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub enum OnExpire {
+    /// It goes dead with the reason [`EXPIRED`] (and can be kicked). The default.
+    #[default]
+    Dead,
+    /// It is deleted.
+    Drop,
+}
+
+impl OnExpire {
+    /// The lowercase name (`dead`, `drop`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnExpire::Dead => "dead",
+            OnExpire::Drop => "drop",
+        }
+    }
+}
+
+impl FromStr for OnExpire {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "dead" => Ok(OnExpire::Dead),
+            "drop" => Ok(OnExpire::Drop),
+            _ => Err(Error::invalid(
+                "on_expire",
+                format!("{s:?} is not one of dead, drop"),
+            )),
+        }
+    }
+}
+
+/// The reason ([`Job::last_error`]) of a job that went dead because its [`Expiry`] passed.
+pub const EXPIRED: &str = "expired";
 
 /// What a push does when a live job with its id exists (issue 14). Whatever it says, a
 /// reserved (or dead) job is never touched: the answer gives its state.
@@ -148,6 +204,8 @@ impl NewJob {
             backoff: None,
             priority: 0,
             on_conflict: OnConflict::Keep,
+            expiry: None,
+            on_expire: OnExpire::Dead,
         }
     }
 
@@ -196,6 +254,21 @@ impl NewJob {
         self.on_conflict = on_conflict;
         self
     }
+    /// Not delivered after `at` on the engine's clock ([`Expiry::At`]).
+    pub fn with_expires_at(mut self, at: Timestamp) -> Self {
+        self.expiry = Some(Expiry::At(at));
+        self
+    }
+    /// Not delivered more than `lateness` after its due time ([`Expiry::AfterDue`]).
+    pub fn with_max_lateness(mut self, lateness: Duration) -> Self {
+        self.expiry = Some(Expiry::AfterDue(lateness));
+        self
+    }
+    /// Sets what happens when its expiry passes before a delivery ([`OnExpire`]).
+    pub fn with_on_expire(mut self, on_expire: OnExpire) -> Self {
+        self.on_expire = on_expire;
+        self
+    }
 
     /// Checks everything that needs no clock and no topic settings. Engines call this
     /// before writing anything, then check absolute times against their own clock and the
@@ -225,10 +298,70 @@ impl NewJob {
                 )
             })?;
         }
+        match self.expiry {
+            Some(Expiry::At(at)) => check_at(at).map_err(|_| {
+                Error::invalid(
+                    "expires_at",
+                    format!(
+                        "{} ms is before 2000-01-01; pass milliseconds since the Unix epoch, not seconds",
+                        at.as_millis()
+                    ),
+                )
+            })?,
+            Some(Expiry::AfterDue(d)) => check_max_lateness(d)?,
+            None => {}
+        }
         match &self.backoff {
             Some(b) => b.validate(),
             None => Ok(()),
         }
+    }
+}
+
+/// Checks a `max_lateness`: 1 ms to 10 years.
+pub fn check_max_lateness(d: Duration) -> Result<(), Error> {
+    if d < Duration::from_millis(1) || check_delay(d).is_err() {
+        return Err(Error::invalid(
+            "max_lateness",
+            "is outside 1 ms to 10 years; give how late the job may still run, e.g. 30s",
+        ));
+    }
+    Ok(())
+}
+
+/// The refusal of a job whose expiry is not after its due time: it could never run.
+pub fn expiry_before_due() -> Error {
+    Error::invalid(
+        "expires_at",
+        "is not after the job's due time, so the job could never run; give a later expires_at or an earlier due time",
+    )
+}
+
+impl NewJob {
+    /// Checks an absolute expiry against the due time this push gives the job at the
+    /// engine's time `now` (its schedule's, never before `now`): an expiry not after it is
+    /// refused ([`expiry_before_due`]), as the job could never run. Engines call this with
+    /// their own clock before writing.
+    pub fn check_expiry(&self, now: Timestamp) -> Result<(), Error> {
+        let Some(Expiry::At(at)) = self.expiry else {
+            return Ok(());
+        };
+        let due = match self.schedule {
+            Schedule::Delay(d) => now.plus(d),
+            Schedule::At(a) => a.max(now),
+        };
+        if at <= due {
+            return Err(expiry_before_due());
+        }
+        Ok(())
+    }
+
+    /// The job's absolute expiry once its due time is `ready_at`, if it has one.
+    pub fn expires_at(&self, ready_at: Timestamp) -> Option<Timestamp> {
+        self.expiry.map(|e| match e {
+            Expiry::At(at) => at,
+            Expiry::AfterDue(d) => ready_at.plus(d),
+        })
     }
 }
 
@@ -272,8 +405,12 @@ pub struct Job {
     /// The lease deadline while reserved; when it went dead while dead; when it was acked
     /// while done.
     pub deadline: Option<Timestamp>,
-    /// The reason given by the last nack or bury, or "lease expired".
+    /// The reason given by the last nack or bury, "lease expired", or [`EXPIRED`].
     pub last_error: Option<String>,
+    /// The latest it may be delivered ([`Expiry`]), on the engine's clock; `None`: no limit.
+    pub expires_at: Option<Timestamp>,
+    /// What happens when `expires_at` passes before a delivery.
+    pub on_expire: OnExpire,
 }
 
 /// The identity of one delivery: what ack, nack, touch, bury and release need.

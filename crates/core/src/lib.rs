@@ -45,7 +45,8 @@ pub use engine::{
 pub use error::{BoxError, Error, Result};
 pub use ids::{JobId, LeaseToken, MAX_ID_LEN, MAX_TOPIC_LEN, Topic};
 pub use job::{
-    Delivery, Job, JobState, Lease, NackOutcome, NewJob, OnConflict, Pushed, check_max_attempts,
+    Delivery, EXPIRED, Expiry, Job, JobState, Lease, NackOutcome, NewJob, OnConflict, OnExpire,
+    Pushed, check_max_attempts, check_max_lateness, expiry_before_due,
 };
 pub use limits::Limits;
 pub use time::{Schedule, Timestamp, duration_ms};

@@ -7,7 +7,8 @@
 -- Returns: by id: { OK } | { NOT_FOUND } | { WRONG_STATE, public state }
 --          batch: { OK, kicked, dead jobs left }
 --
--- Invariants: only dead jobs move; the last error is kept for the record.
+-- Invariants: only dead jobs move; the last error is kept for the record; an expiry that
+-- has passed is cleared (the kicked job runs), one still ahead is kept.
 
 local now = clock()
 
@@ -15,6 +16,8 @@ local function kick(id, j)
   redis.call('ZREM', K_DEAD, id)
   j[F_ATTEMPTS] = 0
   j[F_READY_AT] = now
+  -- A kick is an order to run the job: an expiry that has passed no longer holds.
+  if j[F_EXPIRES] > 0 and j[F_EXPIRES] <= now then j[F_EXPIRES] = 0 end
   place(id, j, now)
   store(id, j)
 end

@@ -22,6 +22,8 @@
 --                          after a purge)
 --   KEYS[10] done    ZSET  id scored by the time of its ack (ms): the done jobs the topic's
 --                          retention keeps, whose records stay in jobs as they were
+--   KEYS[11] expiring ZSET id scored by its expiry (ms), for each waiting (delayed or
+--                          ready, not leased) job that has one: what expire_due sweeps
 --
 -- The lease (token, deadline) is not in the record: it is the job's token field in jobs and
 -- its entry in leases, so settling checks two small fields instead of decoding the record,
@@ -41,17 +43,21 @@
 --     or done: the sets say which; a done job's record is the one it was leased with, so
 --     its public attempts are the record's plus one, as a leased job's);
 --   * done holds at most the retention's max_jobs ids, and none without a retention;
+--   * a job id is in expiring iff its record has an expiry and it is in delayed or ready;
+--     a job whose expiry has passed is never leased (expire_due and the reserve's check);
 --   * time comes only from redis.call('TIME'); no argument carries "now";
 --   * every check that can refuse the call runs before the first write.
 
 -- The keys of the current call, set by bind. Redis runs one function at a time, so these
 -- shared upvalues always hold the running call's keys.
 local K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_CONFIG, K_DONE
+local K_EXPIRING
 
 -- Binds the helpers to a call's KEYS; every function calls it first.
 local function bind(keys)
   K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_SEQ, K_WAKE, K_COUNTERS, K_CONFIG, K_DONE =
     keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8], keys[9], keys[10]
+  K_EXPIRING = keys[11]
 end
 
 -- The field of jobs that holds a leased job's token: a space, then the id. A space is not
@@ -63,6 +69,7 @@ end
 
 -- Status codes, mirrored by `Status` in codec.rs.
 local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY, BODY_TOO_LARGE = 0, 1, 2, 3, 4, 5
+local INVALID_EXPIRY = 6
 
 -- The topic's settings: fields of the config hash, in the order configure.lua takes them and
 -- config.lua answers them (mirrored by ops::config), at the C_ positions. A missing field is
@@ -90,9 +97,23 @@ local WAITING, DEAD = 1, 4
 local P_DELAYED, P_READY, P_RESERVED, P_DEAD, P_DONE = 1, 2, 3, 4, 5
 
 -- Record fields (positions in the cmsgpack sequence). F_ATTEMPTS counts ended attempts.
+-- F_EXPIRES is the job's expiry in ms (0: none), F_ON_EXPIRE what it does then (0: dead with
+-- the reason "expired", 1: dropped); they come after the body, so records written before
+-- they existed (14 fields) still read: load and load_many fill them with 0.
 local F_STATE, F_PRIO, F_READY_AT, F_SEQ, F_TTR, F_MAX, F_ATTEMPTS = 1, 2, 3, 4, 5, 6, 7
 local F_BO_BASE, F_BO_FACTOR, F_BO_MAX, F_BO_JITTER = 8, 9, 10, 11
-local F_CREATED, F_ERR, F_BODY = 12, 13, 14
+local F_CREATED, F_ERR, F_BODY, F_EXPIRES, F_ON_EXPIRE = 12, 13, 14, 15, 16
+
+-- The reason of a job that went dead because its expiry passed (delayq-core's EXPIRED).
+local EXPIRED_REASON = 'expired'
+-- The counter (in counters) of jobs whose expiry passed before a delivery.
+local EXPIRED_JOBS = 'expired_jobs'
+
+-- A decoded record with the fields a 14-field record lacks.
+local function complete(j)
+  if j[F_EXPIRES] == nil then j[F_EXPIRES], j[F_ON_EXPIRE] = 0, 0 end
+  return j
+end
 
 -- 10 years of 365.25 days, as core's MAX_DELAY.
 local MAX_DELAY_MS = 315576000000
@@ -139,7 +160,7 @@ local function load_many(ids)
   local out = raw_many(ids)
   for i = 1, #ids do
     local rec = out[i]
-    out[i] = rec and { cmsgpack.unpack(rec) } or false
+    out[i] = rec and complete({ cmsgpack.unpack(rec) }) or false
   end
   return out
 end
@@ -151,13 +172,13 @@ local function ttr_of(rec)
 end
 
 local function pack(j)
-  return cmsgpack.pack(unpack(j, 1, F_BODY))
+  return cmsgpack.pack(unpack(j, 1, F_ON_EXPIRE))
 end
 
 local function load(id)
   local rec = redis.call('HGET', K_JOBS, id)
   if not rec then return nil end
-  return { cmsgpack.unpack(rec) }
+  return complete({ cmsgpack.unpack(rec) })
 end
 
 local function store(id, j)
@@ -184,11 +205,14 @@ local function head_score(key)
   return nil
 end
 
--- The earliest timed event of the topic: the first delayed due time or lease deadline.
+-- The earliest timed event of the topic: the first delayed due time, lease deadline or
+-- expiry of a waiting job.
 local function timer_head()
-  local a, b = head_score(K_DELAYED), head_score(K_LEASES)
-  if a and b then return math.min(a, b) end
-  return a or b
+  local a, b, c = head_score(K_DELAYED), head_score(K_LEASES), head_score(K_EXPIRING)
+  local h = a
+  if b and (h == nil or b < h) then h = b end
+  if c and (h == nil or c < h) then h = c end
+  return h
 end
 
 -- Tells one blocked waiter (any process) to look at time `at`. ZADD LT keeps the earliest.
@@ -196,8 +220,9 @@ local function signal(at)
   redis.call('ZADD', K_WAKE, 'LT', at, 'w')
 end
 
--- Puts a WAITING job into ready (due) or delayed (not yet due), signalling a waiter when
--- this makes the topic's next event earlier. The caller stores the record.
+-- Puts a WAITING job into ready (due) or delayed (not yet due), and into expiring when it
+-- has an expiry, signalling a waiter when this makes the topic's next event earlier. The
+-- caller stores the record.
 local function place(id, j, now)
   j[F_STATE] = WAITING
   if j[F_READY_AT] <= now then
@@ -208,6 +233,11 @@ local function place(id, j, now)
     redis.call('ZADD', K_DELAYED, j[F_READY_AT], id)
     if head == nil or j[F_READY_AT] < head then signal(j[F_READY_AT]) end
   end
+  if j[F_EXPIRES] > 0 then
+    local head = head_score(K_EXPIRING)
+    redis.call('ZADD', K_EXPIRING, j[F_EXPIRES], id)
+    if head == nil or j[F_EXPIRES] < head then signal(j[F_EXPIRES]) end
+  end
 end
 
 -- Ends a job's lease: out of leases, its token field gone. The caller rewrites, places or
@@ -217,8 +247,10 @@ local function drop_lease(id)
   redis.call('HDEL', K_JOBS, token_field(id))
 end
 
--- Removes a job from whichever set holds it. The caller deletes or rewrites the record.
+-- Removes a job from whichever set holds it (and from expiring). The caller deletes or
+-- rewrites the record.
 local function unplace(id, j)
+  if j[F_EXPIRES] > 0 then redis.call('ZREM', K_EXPIRING, id) end
   if j[F_STATE] == DEAD then
     redis.call('ZREM', K_DEAD, id)
   elseif redis.call('ZREM', K_DELAYED, id) == 0
@@ -226,6 +258,46 @@ local function unplace(id, j)
     and redis.call('ZREM', K_DONE, id) == 0 then
     drop_lease(id)
   end
+end
+
+-- A waiting job whose expiry passed, already out of delayed, ready and expiring: dead with
+-- the reason "expired" at `now` (its attempts as they were), or deleted when it says drop.
+-- The caller counts it (count_expired).
+local function expire(id, j, now)
+  if j[F_ON_EXPIRE] == 1 then
+    redis.call('HDEL', K_JOBS, id)
+    return
+  end
+  j[F_STATE] = DEAD
+  j[F_ERR] = EXPIRED_REASON
+  redis.call('ZADD', K_DEAD, now, id)
+  store(id, j)
+end
+
+local function count_expired(n)
+  if n > 0 then redis.call('HINCRBY', K_COUNTERS, EXPIRED_JOBS, n) end
+end
+
+-- Expires at most `limit` waiting jobs whose expiry is at or before `now` (the earliest
+-- first). Answers whether the limit left some behind. One ZRANGE of a missing key is all a
+-- topic without expiring jobs pays.
+local function expire_due(now, limit)
+  local ids = redis.call('ZRANGE', K_EXPIRING, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
+  if #ids == 0 then return false end
+  -- They are exactly the first #ids ranks.
+  redis.call('ZREMRANGEBYRANK', K_EXPIRING, 0, #ids - 1)
+  local js = load_many(ids)
+  for i, id in ipairs(ids) do
+    local j = js[i]
+    if j then
+      if redis.call('ZREM', K_DELAYED, id) == 0 then
+        redis.call('ZREM', K_READY, ready_member(id, j))
+      end
+      expire(id, j, now)
+    end
+  end
+  count_expired(#ids)
+  return #ids == limit
 end
 
 -- The topic's retention of done jobs: the most kept and for how long (ms), or nil when it

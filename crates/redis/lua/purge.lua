@@ -14,6 +14,7 @@
 
 -- jobs holds a record per job (done ones too) and a token field per leased job.
 local n = redis.call('HLEN', K_JOBS) - redis.call('ZCARD', K_LEASES)
-redis.call('UNLINK', K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_WAKE, K_COUNTERS, K_DONE)
+redis.call('UNLINK', K_JOBS, K_DELAYED, K_READY, K_LEASES, K_DEAD, K_WAKE, K_COUNTERS, K_DONE,
+  K_EXPIRING)
 redis.call('HINCRBY', K_CONFIG, 'purges', 1)
 return n

@@ -6,12 +6,14 @@
 -- ARGV[2 .. 7]  the built-in defaults: ttr ms, max attempts, back-off base ms, factor, max ms,
 --               jitter permille (delayq-core's, sent so that they live in one place)
 -- ARGV[8]  T, the number of distinct per-job settings in this call (0 when every job leaves
---          them to the topic and keeps an existing job), then 8 values per settings t
---          (base = 8 + (t-1)*8): +1 ttr ms  +2 max attempts  +3 back-off base ms  +4 factor
+--          them to the topic and keeps an existing job), then 10 values per settings t
+--          (base = 8 + (t-1)*10): +1 ttr ms  +2 max attempts  +3 back-off base ms  +4 factor
 --          +5 max ms  +6 jitter permille ('' for ttr, max attempts or the back-off's four:
 --          unset, the topic's default applies)  +7 on conflict: 0 keep, 1 replace, 2 debounce
---          +8 the debounce's max wait ms ('' = none)
--- then 5 values per job i (base = 8 + 8T + (i-1)*5):
+--          +8 the debounce's max wait ms ('' = none)  +9 expiry: '' none, a max lateness in
+--          ms when >= 0 (counted from the due time), else the absolute expiry -1 - value ms
+--          +10 on expire: 0 dead, 1 drop
+-- then 5 values per job i (base = 8 + 10T + (i-1)*5):
 --   +1 id   +2 body   +3 when: a delay in ms when >= 0, else the absolute due time -1 - when ms
 --   +4 priority   +5 settings: t (1..T), or 0 for none
 --   (so a job costs five arguments: most batches share one set of settings, sent once)
@@ -21,6 +23,8 @@
 --          { INVALID_DELAY, index of the first job whose absolute time is over 10 years ahead }
 --          { BODY_TOO_LARGE, index of the first job whose body is over the topic's limit,
 --            that limit }
+--          { INVALID_EXPIRY, index of the first job whose absolute expiry is not after the
+--            due time this push would give it (it could never run) }
 --
 -- Invariants: a live id is never created twice (an existing job, in any state but done, is
 -- left untouched and reported with created = 0, unless its push says replace or debounce and
@@ -30,7 +34,8 @@
 -- push of its id replaces its record with the new job's and takes it out of done); a
 -- debounced job is due at most its max wait after its creation; a duplicate later in the same batch sees the
 -- first one; every absolute time and every body (against the topic's max_body) is checked
--- before the first write; the due time is max(requested, now) on the Redis clock; a job's
+-- before the first write (an absolute expiry against the due time too); a job with an
+-- expiry is in expiring while it waits; the due time is max(requested, now) on the Redis clock; a job's
 -- own settings win over the topic's, which are read in this call (one HMGET), so every
 -- process applies the same. Everything else was validated by delayq-core (the engine's own
 -- body limit too). The purge count lets the caller put the topic back in the registry (a
@@ -40,7 +45,7 @@
 local now = clock()
 local n = tonumber(ARGV[1])
 local t = tonumber(ARGV[8])
-local jobs_at = 8 + 8 * t
+local jobs_at = 8 + 10 * t
 local config, purges = settings()
 local max_body = config[C_MAX_BODY]
 
@@ -56,6 +61,13 @@ for i = 1, n do
   if max_body and #ARGV[b + 2] > max_body then
     return { BODY_TOO_LARGE, i, max_body }
   end
+  local k = tonumber(ARGV[b + 5])
+  local expiry = k > 0 and tonumber(ARGV[8 + (k - 1) * 10 + 9])
+  if expiry and expiry < 0 then
+    local due = now + when
+    if when < 0 then due = math.max(-1 - when, now) end
+    if -1 - expiry <= due then return { INVALID_EXPIRY, i } end
+  end
   whens[i] = when
 end
 
@@ -67,19 +79,20 @@ if config[C_BO_BASE] then
   backoff = { config[C_BO_BASE], config[C_BO_FACTOR], config[C_BO_MAX], config[C_BO_JITTER] }
 end
 -- The call's distinct per-job settings, resolved once: { ttr, max attempts, back-off, on
--- conflict, max wait }.
+-- conflict, max wait, expiry (nil: none), on expire }.
 local own = {}
 for k = 1, t do
-  local b = 8 + (k - 1) * 8
+  local b = 8 + (k - 1) * 10
   local bo = backoff
   if ARGV[b + 3] ~= '' then
     bo = { tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
       tonumber(ARGV[b + 6]) }
   end
   own[k] = { tonumber(ARGV[b + 1]) or ttr, tonumber(ARGV[b + 2]) or max_attempts, bo,
-    tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8]) }
+    tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8]), tonumber(ARGV[b + 9]),
+    tonumber(ARGV[b + 10]) }
 end
-local plain = { ttr, max_attempts, backoff, 0, nil }
+local plain = { ttr, max_attempts, backoff, 0, nil, nil, 0 }
 local function settings_of(i)
   return own[tonumber(ARGV[jobs_at + (i - 1) * 5 + 5])] or plain
 end
@@ -110,8 +123,8 @@ for i = 1, n do
 end
 local seq = 0
 if fresh > 0 then seq = redis.call('INCRBY', K_SEQ, fresh) - fresh end
-local records, delayed, ready, seen = {}, {}, {}, {}
-local r, d, w = 0, 0, 0
+local records, delayed, ready, expiring, seen = {}, {}, {}, {}, {}
+local r, d, w, x = 0, 0, 0, 0
 -- The public state of a job created by this call.
 local function new_state(j)
   if j[F_READY_AT] <= now then return P_READY end
@@ -128,6 +141,7 @@ for i = 1, n do
   local replace = j and not seen[id] and s[4] ~= 0 and j[F_STATE] == WAITING
     and (redis.call('ZREM', K_DELAYED, id) == 1
       or redis.call('ZREM', K_READY, ready_member(id, j)) == 1)
+  if replace and j[F_EXPIRES] > 0 then redis.call('ZREM', K_EXPIRING, id) end
   if j and not replace then
     out[m + 1] = 0
     if seen[id] then
@@ -147,12 +161,25 @@ for i = 1, n do
     seq = seq + 1
     local attempts, created, err = 0, now, ''
     if replace then attempts, created, err = j[F_ATTEMPTS], j[F_CREATED], j[F_ERR] end
+    local expires = 0
+    if s[6] then
+      if s[6] >= 0 then expires = ready_at + s[6] else expires = -1 - s[6] end
+    end
     j = {
       WAITING, tonumber(ARGV[b + 4]), ready_at, seq,
       s[1], s[2], attempts,
       bo[1], bo[2], bo[3], bo[4],
-      created, err, ARGV[b + 2],
+      created, err, ARGV[b + 2], expires, s[7],
     }
+    if expires > 0 then
+      if head == nil or expires < head then
+        signal(expires)
+        head = expires
+      end
+      expiring[x + 1] = expires
+      expiring[x + 2] = id
+      x = x + 2
+    end
     seen[id] = j
     if ready_at <= now then
       if ready_empty then
@@ -183,5 +210,6 @@ end
 call_many('ZREM', K_DONE, revived, 1)
 call_many('ZADD', K_READY, ready, 2)
 call_many('ZADD', K_DELAYED, delayed, 2)
+call_many('ZADD', K_EXPIRING, expiring, 2)
 call_many('HSET', K_JOBS, records, 2)
 return out

@@ -1,5 +1,6 @@
 -- reserve.lua: settles the given deliveries of the topic (a worker's finished leases), then
--- applies what is due (expired leases, due delayed jobs), then takes up to N ready jobs: the
+-- applies what is due (expired leases, due delayed jobs, waiting jobs whose expiry passed),
+-- then takes up to N ready jobs: the
 -- lowest priority number first, then the earliest due time, then push order. A worker's
 -- cycle (settle what it finished, take the next jobs) is this one call.
 --
@@ -18,6 +19,8 @@
 --            or lib.lua's refusal_value), then 2 values per other settlement (status, value
 --            as lib.lua's settle), then 3 values per job taken (id, lease token (0 at most
 --            once), the record as stored, whose attempts count ended attempts) }
+--   A job taken from ready whose expiry has passed is expired instead (lib.lua's expire)
+--   and not answered, so fewer than N jobs may come back while more are ready (more = 1).
 --   Each job's state is reserved and its lease deadline is now (in ms: now µs / 1000,
 --   rounded down) + its record's ttr, so neither is sent (codec.rs decode_deliveries).
 --   next wake is when a waiter should call again: now if jobs are still ready, else the
@@ -68,6 +71,9 @@ if n == 0 or redis.call('EXISTS', K_JOBS) == 0 then
 end
 
 local left_behind, unchanged, delayed_head, lease_head = tick(now, math.max(budget, n))
+-- Jobs with an expiry are rare: one EXISTS tells whether the topic has any waiting.
+local has_expiring = redis.call('EXISTS', K_EXPIRING) == 1
+if has_expiring and expire_due(now, math.max(budget, n)) then left_behind = true end
 
 -- A paused topic hands out nothing (its jobs still fell due above); the next look is when
 -- the pause ends (pause.lua signals an earlier end).
@@ -88,13 +94,31 @@ if taken > 0 then
   local ids = {}
   for i = 1, taken do ids[i] = id_of_member(members[i]) end
   local recs = raw_many(ids)
+  -- The expiries of the jobs taken (only when the topic has jobs with one): each leaves
+  -- expiring, and one whose expiry passed (expire_due's limit left it) is expired here.
+  local expiries = false
+  if has_expiring then
+    expiries = redis.call('ZMSCORE', K_EXPIRING, unpack(ids))
+    local listed, l = {}, 0
+    for i = 1, taken do
+      if expiries[i] then
+        l = l + 1
+        listed[l] = ids[i]
+      end
+    end
+    call_many('ZREM', K_EXPIRING, listed, 1)
+  end
   -- Fresh lease tokens base+1 .. base+taken, one INCRBY for the whole batch.
   local base = 0
   if not at_most_once then base = redis.call('INCRBY', K_SEQ, taken) - taken end
-  local gone, leases, tokens, g, k = {}, {}, {}, 0, 0
+  local gone, leases, tokens, g, k, late = {}, {}, {}, 0, 0, 0
   for i = 1, taken do
     local id, rec = ids[i], recs[i]
-    if rec then
+    if rec and expiries and expiries[i] and tonumber(expiries[i]) <= now then
+      expire(id, complete({ cmsgpack.unpack(rec) }), now)
+      late = late + 1
+      left_behind = true
+    elseif rec then
       if at_most_once then
         g = g + 1
         gone[g] = id
@@ -113,6 +137,7 @@ if taken > 0 then
   call_many('HDEL', K_JOBS, gone, 1)
   call_many('ZADD', K_LEASES, leases, 2)
   call_many('HSET', K_JOBS, tokens, 2)
+  count_expired(late)
 end
 drop_acked(ARGV, 4, a, acked, now)
 -- Fewer than n taken means ready is now empty. The heads tick read are stale when acks
@@ -126,6 +151,8 @@ elseif unchanged and taken == 0 and a == 0 then
 else
   wake = timer_head() or -1
 end
+local expiry_head = has_expiring and head_score(K_EXPIRING)
+if expiry_head and (wake < 0 or expiry_head < wake) then wake = expiry_head end
 out[2] = wake
 if wake == now then out[3] = 1 end
 if (taken > 0 or left_behind) and wake >= 0 then signal(wake) end

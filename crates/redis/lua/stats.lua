@@ -1,19 +1,20 @@
 -- stats.lua: counts per state and the age of the oldest overdue job, after applying what is due.
 --
 -- KEYS: the topic keys of lib.lua.
--- ARGV[1] the most expired leases and due jobs to move first
+-- ARGV[1] the most expired leases, due jobs and jobs past their expiry to move first
 --
 -- Returns: { now ms, delayed, ready, reserved, dead, oldest due time among due jobs (-1 =
 --            none), earliest due time among delayed jobs (-1 = none), expired leases, done
 --            jobs the retention still keeps, the end of the topic's pause (-1 = not paused;
---            NEVER: until resumed) }
+--            NEVER: until resumed), jobs whose expiry passed before a delivery }
 --
--- Invariants: writes only what any reserve would have written (tick). The oldest ready job
+-- Invariants: writes only what any reserve would have written (tick, expire_due). The oldest ready job
 -- is the head of one priority band; at most 64 bands are looked at, so with more distinct
 -- priorities among ready jobs the age may be under-reported.
 
 local now = clock()
 tick(now, tonumber(ARGV[1]))
+expire_due(now, tonumber(ARGV[1]))
 
 local oldest = nil
 local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
@@ -40,4 +41,5 @@ return {
   tonumber(redis.call('HGET', K_COUNTERS, 'expired') or '0'),
   done,
   paused_until(now) or -1,
+  tonumber(redis.call('HGET', K_COUNTERS, EXPIRED_JOBS) or '0'),
 }

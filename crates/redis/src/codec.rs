@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use delayq_core::{Backoff, Bytes, Error, Job, JobId, JobState, Result, Timestamp, Topic};
+use delayq_core::{
+    Backoff, Bytes, Error, Job, JobId, JobState, OnExpire, Result, Timestamp, Topic,
+};
 use redis::Value;
 
 /// Status codes of the functions (`OK, NOT_FOUND, ...` in lib.lua); what each means is
@@ -15,6 +17,7 @@ pub(crate) enum Status {
     WrongState,
     InvalidDelay,
     BodyTooLarge,
+    InvalidExpiry,
 }
 
 impl Status {
@@ -26,6 +29,7 @@ impl Status {
             3 => Status::WrongState,
             4 => Status::InvalidDelay,
             5 => Status::BodyTooLarge,
+            6 => Status::InvalidExpiry,
             other => return Err(Error::Internal(format!("unknown function status {other}"))),
         })
     }
@@ -207,12 +211,19 @@ fn job_of(
         created_at: Timestamp::from_millis(r.created),
         deadline: (deadline > 0).then(|| Timestamp::from_millis(deadline)),
         last_error: (!r.last_error.is_empty()).then_some(r.last_error),
+        expires_at: (r.expires > 0).then(|| Timestamp::from_millis(r.expires)),
+        on_expire: if r.drop_on_expire {
+            OnExpire::Drop
+        } else {
+            OnExpire::Dead
+        },
     })
 }
 
 /// A stored job record: the msgpack values lib.lua's `pack` writes (`cmsgpack.pack` of the
 /// `F_` fields, one value after another, not an array), in that order. The stored state
-/// (field 1) and push order (field 4) are not needed here.
+/// (field 1) and push order (field 4) are not needed here. A record written before expiries
+/// existed ends after the body: no expiry.
 struct Record {
     priority: u32,
     ready_at: u64,
@@ -226,6 +237,8 @@ struct Record {
     created: u64,
     last_error: String,
     body: Bytes,
+    expires: u64,
+    drop_on_expire: bool,
 }
 
 impl Record {
@@ -249,6 +262,11 @@ impl Record {
         let body = text(rd, "body")?;
         // The body is a slice of the reply's buffer: no copy of its bytes.
         let body = rec.slice_ref(body);
+        let (expires, drop_on_expire) = if rd.is_empty() {
+            (0, false)
+        } else {
+            (number(rd, "expiry")?, number(rd, "on expire")? == 1)
+        };
         Ok(Record {
             priority,
             ready_at,
@@ -262,6 +280,8 @@ impl Record {
             created,
             last_error,
             body,
+            expires,
+            drop_on_expire,
         })
     }
 }

@@ -7,8 +7,9 @@
 use delayq_core::{Error, Topic};
 
 /// The names of a topic's keys, in the order every function receives them as KEYS.
-pub(crate) const TOPIC_KEY_NAMES: [&str; 10] = [
+pub(crate) const TOPIC_KEY_NAMES: [&str; 11] = [
     "jobs", "delayed", "ready", "leases", "dead", "seq", "wake", "counters", "config", "done",
+    "expiring",
 ];
 
 /// Builds keys under one prefix (default `delayq`).
@@ -90,6 +91,7 @@ mod tests {
                 "delayq:{orders.cancel}:counters",
                 "delayq:{orders.cancel}:config",
                 "delayq:{orders.cancel}:done",
+                "delayq:{orders.cancel}:expiring",
             ]
         );
         assert_eq!(ks.wake(&topic("orders.cancel")), keys[6]);

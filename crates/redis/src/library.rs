@@ -2,7 +2,7 @@
 //! from `lua/lib.lua` (the helpers, defined once per load) and one `lua/<op>.lua` per
 //! function. `conn` loads it (`FUNCTION LOAD REPLACE`); `ops` call it (`FCALL`).
 //!
-//! The library's name carries a version (`delayq_6`), and so does every function's name (Redis wants
+//! The library's name carries a version (`delayq_7`), and so does every function's name (Redis wants
 //! function names unique across libraries): two delayq versions can share one Redis during a
 //! rolling upgrade, each calling its own functions. The version is bumped whenever the
 //! stored format (keys, records) or a function's arguments or reply change.
@@ -34,7 +34,7 @@ macro_rules! library {
 }
 
 library! {
-    version "6";
+    version "7";
     PUSH => "push",
     RESERVE => "reserve",
     ACK => "ack",

@@ -327,6 +327,80 @@ async fn settle_on_seeded_state() {
     assert_eq!(leases, ["r", "s"]);
 }
 
+/// A job with an expiry sits in `expiring` while it waits, leaves it when leased, goes back
+/// when its retry waits, and is swept out by the reserve that finds it past its expiry
+/// (issue 14). A record written before expiries existed (14 fields, ending at the body)
+/// still reads, leases and acks as a job without one.
+#[tokio::test]
+async fn expiring_jobs_are_indexed_while_they_wait_issue_14() {
+    // See: issue 14
+    let server = RedisServer::start();
+    let e = engine(&server).await;
+    let mut conn = server.connection().await;
+    let t = topic("exp");
+    e.push(
+        NewJob::new(t.clone(), "x")
+            .with_id(id("x"))
+            .with_max_lateness(Duration::from_millis(300))
+            .with_max_attempts(3),
+    )
+    .await
+    .unwrap();
+    let expiring = |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut conn = conn.clone();
+        async move {
+            let v: Vec<String> = conn.zrange("delayq:{exp}:expiring", 0, -1).await.unwrap();
+            v
+        }
+    };
+    assert_eq!(expiring(&mut conn).await, ["x"]);
+    let got = e.reserve(&Reserve::new(t.clone())).await.unwrap();
+    assert_eq!(expiring(&mut conn).await, Vec::<String>::new(), "leased");
+    let lease = got[0].lease.clone().unwrap();
+    e.nack(
+        &lease,
+        Nack {
+            delay: Some(Duration::from_millis(500)),
+            reason: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(expiring(&mut conn).await, ["x"], "its retry waits");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        e.reserve(&Reserve::new(t.clone()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(expiring(&mut conn).await, Vec::<String>::new(), "swept");
+    let rec = record(&mut conn, "exp", "x").await;
+    assert_eq!(rec[0], redis::Value::Int(4), "dead");
+    assert_eq!(rec[12], redis::Value::BulkString(b"expired".to_vec()));
+
+    // An old record: the push's record cut back to its first 14 fields.
+    e.push(NewJob::new(t.clone(), "old body").with_id(id("old")))
+        .await
+        .unwrap();
+    let _: () = redis::Script::new(
+        "local f = { cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1])) }
+         redis.call('HSET', KEYS[1], ARGV[1], cmsgpack.pack(unpack(f, 1, 14)))",
+    )
+    .key("delayq:{exp}:jobs")
+    .arg("old")
+    .invoke_async(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(record(&mut conn, "exp", "old").await.len(), 14);
+    let old = e.get(&t, &id("old")).await.unwrap().unwrap();
+    assert_eq!((old.expires_at, &old.body[..]), (None, &b"old body"[..]));
+    let got = e.reserve(&Reserve::new(t.clone())).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].job.id.as_str(), "old");
+    e.ack(got[0].lease.as_ref().unwrap()).await.unwrap();
+}
+
 /// The keys and their contents after one push, one reserve and one nack are exactly those
 /// ARCHITECTURE.md describes.
 #[tokio::test]
@@ -402,7 +476,12 @@ async fn key_layout_matches_architecture() {
     assert_eq!(token, 3, "the lease token, out of the record");
     // The reserve did not rewrite the record: its attempts count ended attempts (none yet).
     let rec = record(&mut conn, "layout", "b").await;
-    assert_eq!(rec.len(), 14, "{rec:?}");
+    assert_eq!(rec.len(), 16, "{rec:?}");
+    assert_eq!(
+        (&rec[14], &rec[15]),
+        (&redis::Value::Int(0), &redis::Value::Int(0)),
+        "no expiry, dead on expiry"
+    );
     assert_eq!(rec[6], redis::Value::Int(0), "attempts ended");
     assert_eq!(d.job.attempts, 1, "the delivery counts itself");
 

@@ -83,6 +83,10 @@ pub struct Metrics {
     /// The engine's count of expired leases per topic at the last scrape, to turn it into a
     /// counter that only grows (a purge restarts the engine's count).
     expirations_seen: Mutex<HashMap<Topic, u64>>,
+    job_expirations: Family<TopicLabel, Counter>,
+    /// The engine's count of expired jobs per topic at the last scrape, as
+    /// `expirations_seen`.
+    job_expirations_seen: Mutex<HashMap<Topic, u64>>,
     jobs: Family<StateLabel, Gauge>,
     oldest_overdue: Family<TopicLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     /// 1 while a topic is paused, else 0.
@@ -91,6 +95,17 @@ pub struct Metrics {
     leases: Mutex<HashMap<(Topic, JobId, u64), Instant>>,
     /// The last hour of pushes, deliveries, acks, deaths and lateness, for the dashboard.
     series: Series,
+}
+
+/// How much an engine's count for `topic` grew since the last scrape (`seen` keeps it): a
+/// smaller count than last time means the topic was purged, so all of it is new.
+fn growth(seen: &Mutex<HashMap<Topic, u64>>, topic: &Topic, count: u64) -> u64 {
+    let last = seen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(topic.clone(), count)
+        .unwrap_or(0);
+    if count >= last { count - last } else { count }
 }
 
 /// What ended a lease, for the counters.
@@ -123,6 +138,7 @@ impl Metrics {
         let lateness = Histograms::new_with_constructor(new_hist);
         let reserved_time = Histograms::new_with_constructor(new_hist);
         let lease_expirations = Family::default();
+        let job_expirations = Family::default();
         let jobs = Family::default();
         let oldest_overdue = Family::default();
         let paused = Family::default();
@@ -196,6 +212,11 @@ impl Metrics {
             lease_expirations.clone(),
         );
         registry.register(
+            "jobs_expired",
+            "Jobs whose expiry (expires_at or max_lateness) passed before a delivery: gone dead with the reason expired, or dropped; from the engine",
+            job_expirations.clone(),
+        );
+        registry.register(
             "jobs",
             "Jobs per topic and state, read from the engine at each scrape",
             jobs.clone(),
@@ -226,6 +247,8 @@ impl Metrics {
             reserved_time,
             lease_expirations,
             expirations_seen: Mutex::new(HashMap::new()),
+            job_expirations,
+            job_expirations_seen: Mutex::new(HashMap::new()),
             jobs,
             oldest_overdue,
             paused,
@@ -333,10 +356,9 @@ impl Metrics {
                     state: state.to_string(),
                 });
             }
-            self.expirations_seen
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(topic);
+            for seen in [&self.expirations_seen, &self.job_expirations_seen] {
+                seen.lock().unwrap_or_else(|e| e.into_inner()).remove(topic);
+            }
             false
         });
         for topic in listed {
@@ -352,8 +374,9 @@ impl Metrics {
     }
 
     /// The per-topic counter families.
-    fn counters(&self) -> [&Family<TopicLabel, Counter>; 7] {
+    fn counters(&self) -> [&Family<TopicLabel, Counter>; 8] {
         [
+            &self.job_expirations,
             &self.pushed,
             &self.delivered,
             &self.acked,
@@ -391,22 +414,12 @@ impl Metrics {
             self.paused
                 .get_or_create(&Self::label(&topic))
                 .set(i64::from(s.paused_until.is_some()));
-            let grew = {
-                let mut seen = self
-                    .expirations_seen
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                let last = seen.insert(topic.clone(), s.expired_leases).unwrap_or(0);
-                // A smaller count means the topic was purged: what is counted now is new.
-                if s.expired_leases >= last {
-                    s.expired_leases - last
-                } else {
-                    s.expired_leases
-                }
-            };
             self.lease_expirations
                 .get_or_create(&Self::label(&topic))
-                .inc_by(grew);
+                .inc_by(growth(&self.expirations_seen, &topic, s.expired_leases));
+            self.job_expirations
+                .get_or_create(&Self::label(&topic))
+                .inc_by(growth(&self.job_expirations_seen, &topic, s.expired_jobs));
         }
         self.forget_stale_leases();
         let mut out = String::new();

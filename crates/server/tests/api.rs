@@ -878,6 +878,139 @@ async fn push_on_conflict_over_http_issue_14(setup: Setup) {
     }
 }
 
+/// A push with an expiry (issue 14): the job shows it, a paused topic lets it expire, it
+/// goes dead with the reason `expired` (or is dropped), the topic's stats and the metrics
+/// count it; bad expiries are refused at their pointer and change nothing.
+// See: issue 14
+async fn expiry_over_http_issue_14(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let (st, _) = s.post("/v1/topics/ex/pause", json!({})).await;
+    assert_eq!(st, 200);
+    let (st, v) = s
+        .post(
+            "/v1/topics/ex/jobs",
+            json!({"id": "a", "body": "x", "max_lateness_ms": 200}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let pushed_at = v["ready_at_ms"].as_u64().unwrap();
+    let (_, job) = s.get("/v1/topics/ex/jobs/a").await;
+    assert_eq!(job["expires_at_ms"], json!(pushed_at + 200), "{job}");
+    assert_eq!(job["on_expire"], "dead");
+    assert!(
+        job["expires_at"].as_str().unwrap().ends_with("+00:00"),
+        "{job}"
+    );
+    let (st, v) = s
+        .post(
+            "/v1/topics/ex/jobs",
+            json!({"id": "b", "body": "x", "max_lateness_ms": 200, "on_expire": "drop"}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let (_, plain) = s
+        .post("/v1/topics/ex/jobs", json!({"id": "c", "body": "x"}))
+        .await;
+    assert_eq!(plain["created"], true);
+    assert!(
+        s.get("/v1/topics/ex/jobs/c")
+            .await
+            .1
+            .get("expires_at")
+            .is_none()
+    );
+
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (st, _) = s.post("/v1/topics/ex/resume", json!({})).await;
+    assert_eq!(st, 204);
+    let (_, v) = s
+        .post("/v1/reserve", json!({"topics": ["ex"], "max": 10}))
+        .await;
+    let ids: Vec<&str> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["job"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["c"], "{v}");
+    let (_, a) = s.get("/v1/topics/ex/jobs/a").await;
+    assert_eq!(
+        (&a["state"], &a["last_error"]),
+        (&json!("dead"), &json!("expired"))
+    );
+    assert_eq!(s.get("/v1/topics/ex/jobs/b").await.0, 404);
+    let (_, stats) = s.get("/v1/topics/ex/stats").await;
+    assert_eq!(stats["expired_jobs"], 2, "{stats}");
+    let (_, text) = s.text("/metrics").await;
+    assert!(
+        text.contains("delayq_jobs_expired_total{topic=\"ex\"} 2"),
+        "{text}"
+    );
+
+    let soon = s.get("/v1/topics/ex/jobs/c").await.1["created_at"].clone();
+    for (body, field) in [
+        (
+            json!({"body": "x", "expires_at": soon, "max_lateness_ms": 5}),
+            "/max_lateness_ms",
+        ),
+        (
+            json!({"body": "x", "max_lateness_ms": 0}),
+            "/max_lateness_ms",
+        ),
+        (
+            json!({"body": "x", "max_lateness_ms": -1}),
+            "/max_lateness_ms",
+        ),
+        (json!({"body": "x", "on_expire": "drop"}), "/on_expire"),
+        (
+            json!({"body": "x", "max_lateness_ms": 5, "on_expire": "later"}),
+            "/on_expire",
+        ),
+        (
+            json!({"body": "x", "expires_at": "tomorrow"}),
+            "/expires_at",
+        ),
+        (
+            json!({"id": "d", "body": "x", "expires_at": soon}),
+            "/expires_at",
+        ),
+        (
+            json!({"id": "d", "body": "x", "delay_ms": 60_000, "expires_at": "2099-01-01T00:00:00Z"}),
+            "/expires_at",
+        ),
+    ] {
+        let (st, e) = s.post("/v1/topics/ex/jobs", body.clone()).await;
+        if body.get("delay_ms").is_some() {
+            // An expiry after the due time is fine.
+            assert_eq!(st, 201, "{body}: {e}");
+            continue;
+        }
+        assert_eq!(st, 400, "{body}: {e}");
+        assert_eq!(e["error"]["field"], field, "{body}: {e}");
+    }
+    assert_eq!(
+        s.get("/v1/topics/ex/jobs/d").await.1["expires_at"],
+        "2099-01-01T00:00:00.000+00:00"
+    );
+    // A batch naming the item whose expiry comes before its due time.
+    let (st, e) = s
+        .post(
+            "/v1/topics/ex/batch",
+            json!({"jobs": [
+                {"id": "e", "body": "x"},
+                {"id": "f", "body": "x", "ready_at": "2030-01-01T00:00:00Z", "expires_at": "2029-06-01T00:00:00Z"},
+            ]}),
+        )
+        .await;
+    assert_eq!(st, 400, "{e}");
+    assert_eq!(e["error"]["field"], "/jobs/1/expires_at", "{e}");
+    assert_eq!(
+        s.get("/v1/topics/ex/jobs/e").await.0,
+        404,
+        "nothing written"
+    );
+}
+
 /// `POST /v1/topics/{topic}/pause` and `.../resume` (issue 14): a paused topic hands out
 /// nothing and says so in its stats and the metrics; a timed pause answers its end; bad
 /// fields are refused at their pointer; resume brings the jobs back.
@@ -2054,6 +2187,10 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn push_on_conflict_over_http_issue_14() {
                 super::push_on_conflict_over_http_issue_14($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn expiry_over_http_issue_14() {
+                super::expiry_over_http_issue_14($setup(Limits::default()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn pause_over_http_issue_14() {

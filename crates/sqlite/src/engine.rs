@@ -318,6 +318,7 @@ impl Engine for SqliteEngine {
         let registry = &self.inner.shared.registry;
         for j in &jobs {
             self.check_not_too_far(j.schedule)?;
+            j.check_expiry(self.clock().now())?;
             registry.config_of(&j.topic).check_body(j, &self.limits)?;
         }
         self.write(move |tx| push::push(tx, &jobs)).await

@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::config::{SqliteConfig, Storage};
 use crate::error::{dir_err, open_err};
+use crate::ops::tick::EARLIEST_EXPIRY;
 use crate::schema;
 use crate::settings::{self, CONFIG_COLS};
 use crate::shared::Shared;
@@ -176,6 +177,7 @@ pub(crate) fn recover(conn: &Connection, shared: &Shared, path: &Path) -> Result
     let mut next_lease = conn
         .prepare("SELECT min(deadline) FROM jobs WHERE tid = ?1 AND state = 3")
         .map_err(err)?;
+    let mut next_expiry = conn.prepare(EARLIEST_EXPIRY).map_err(err)?;
     let paused: Vec<(i64, u64)> = conn
         .prepare("SELECT tid, paused_until FROM topics WHERE paused_until IS NOT NULL")
         .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
@@ -197,6 +199,8 @@ pub(crate) fn recover(conn: &Connection, shared: &Shared, path: &Path) -> Result
         let lease: Option<u64> = next_lease.query_row([tid], |r| r.get(0)).map_err(err)?;
         timers.set(tid, Kind::Due, due);
         timers.set(tid, Kind::Lease, lease);
+        let expiry: Option<u64> = next_expiry.query_row([tid], |r| r.get(0)).map_err(err)?;
+        timers.set(tid, Kind::Expiry, expiry);
     }
     Ok(())
 }

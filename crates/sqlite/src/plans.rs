@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use delayq_core::{
-    DeliveryMode, JobId, JobState, Lease, NewJob, Retention, Schedule, Topic, TopicConfig,
+    DeliveryMode, JobId, JobState, Lease, NewJob, OnExpire, Retention, Schedule, Topic, TopicConfig,
 };
 use rusqlite::Connection;
 use rusqlite::trace::{TraceEvent, TraceEventCodes};
@@ -91,6 +91,20 @@ fn every_operation(conn: &Connection, shared: &Shared) {
     let done_id = more[0].id.clone();
     tick::expire_leases(&mut tx, 1, u64::MAX / 4, 100).expect("expire");
     tick::fall_due(&mut tx, 1, 0, u64::MAX / 4, 100).expect("fall due");
+    push::push(
+        &mut tx,
+        &[
+            NewJob::new(t.clone(), "e")
+                .with_id(id("e"))
+                .with_max_lateness(Duration::from_millis(1)),
+            NewJob::new(t.clone(), "f")
+                .with_id(id("f"))
+                .with_max_lateness(Duration::from_millis(1))
+                .with_on_expire(OnExpire::Drop),
+        ],
+    )
+    .expect("push expiring jobs");
+    tick::expire_jobs(&mut tx, 1, u64::MAX / 4, 100).expect("expire jobs");
     admin::kick_some(&mut tx, &t, 10).expect("kick_some");
     admin::reschedule(&mut tx, &t, &id("d"), Schedule::NOW).expect("reschedule");
     reserve::reserve(

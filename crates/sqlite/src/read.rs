@@ -232,6 +232,7 @@ pub(crate) fn stats(
     };
     let next_due = waiting::next_after(&tx, tid, now).map_err(read)?;
     let expired_leases = one("SELECT expired FROM topics WHERE tid = ?1")?.unwrap_or(0);
+    let expired_jobs = one("SELECT expired_jobs FROM topics WHERE tid = ?1")?.unwrap_or(0);
     // The oldest due job is the waiting job with the earliest due time, when that has passed.
     let oldest = waiting::earliest(&tx, tid)
         .map_err(read)?
@@ -245,6 +246,7 @@ pub(crate) fn stats(
         oldest_overdue: oldest.map(|due| Duration::from_millis(now.saturating_sub(due))),
         next_due: next_due.map(Timestamp::from_millis),
         expired_leases,
+        expired_jobs,
         // The engine fills it from its registry, which holds the pause.
         paused_until: None,
     })

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use delayq_core::{Backoff, Bytes, Error, Job, JobId, JobState, Result, Timestamp, Topic};
+use delayq_core::{
+    Backoff, Bytes, Error, Job, JobId, JobState, OnExpire, Result, Timestamp, Topic,
+};
 use rusqlite::Row;
 
 /// Stored state codes (`jobs.state`). A waiting job is delayed before its due time and
@@ -27,14 +29,31 @@ pub(crate) fn state_of(code: i64, ready_at: u64, now: u64) -> Result<JobState> {
     })
 }
 
+/// The stored code of [`OnExpire`] (`jobs.on_expire`, `0009_expiry.sql`).
+pub(crate) fn on_expire_code(o: OnExpire) -> i64 {
+    match o {
+        OnExpire::Dead => 0,
+        OnExpire::Drop => 1,
+    }
+}
+
+/// The [`OnExpire`] of a stored code.
+pub(crate) fn on_expire_of(code: i64) -> OnExpire {
+    if code == 1 {
+        OnExpire::Drop
+    } else {
+        OnExpire::Dead
+    }
+}
+
 /// Every column a [`Job`] is read from, in [`job`]'s order.
 pub(crate) const JOB_COLS: &str = "id, state, priority, ready_at, seq, ttr_ms, max_attempts, \
      attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, created_at, token, deadline, \
-     last_error, body";
+     last_error, body, expires_at, on_expire";
 
 /// The columns of [`Meta`], in [`meta`]'s order.
 pub(crate) const META_COLS: &str = "jid, state, ready_at, ttr_ms, max_attempts, attempts, \
-     bo_base_ms, bo_factor, bo_max_ms, bo_jitter, token, deadline";
+     bo_base_ms, bo_factor, bo_max_ms, bo_jitter, token, deadline, expires_at";
 
 /// What state changes need of a job: everything but its id, body and last error.
 #[derive(Clone, Debug)]
@@ -48,6 +67,8 @@ pub(crate) struct Meta {
     pub(crate) backoff: Backoff,
     pub(crate) token: u64,
     pub(crate) deadline: u64,
+    /// The expiry in ms, 0 for none.
+    pub(crate) expires_at: u64,
 }
 
 /// Decodes [`META_COLS`] starting at column `at`.
@@ -67,6 +88,7 @@ pub(crate) fn meta(r: &Row<'_>, at: usize) -> rusqlite::Result<Meta> {
         ),
         token: r.get(at + 10)?,
         deadline: r.get(at + 11)?,
+        expires_at: r.get(at + 12)?,
     })
 }
 
@@ -86,6 +108,10 @@ pub(crate) struct RawJob {
     pub(crate) deadline: u64,
     pub(crate) last_error: String,
     pub(crate) body: Vec<u8>,
+    /// The expiry in ms, 0 for none.
+    pub(crate) expires_at: u64,
+    /// 1 when the job is dropped at its expiry, 0 when it goes dead.
+    pub(crate) on_expire: i64,
 }
 
 /// Decodes [`JOB_COLS`] starting at column `at`.
@@ -110,6 +136,8 @@ pub(crate) fn job(r: &Row<'_>, at: usize) -> rusqlite::Result<RawJob> {
         deadline: r.get(at + 14)?,
         last_error: r.get(at + 15)?,
         body: r.get(at + 16)?,
+        expires_at: r.get(at + 17)?,
+        on_expire: r.get(at + 18)?,
     })
 }
 
@@ -132,6 +160,8 @@ impl RawJob {
             created_at: Timestamp::from_millis(self.created_at),
             deadline: (self.deadline > 0).then(|| Timestamp::from_millis(self.deadline)),
             last_error: (!self.last_error.is_empty()).then_some(self.last_error),
+            expires_at: (self.expires_at > 0).then(|| Timestamp::from_millis(self.expires_at)),
+            on_expire: on_expire_of(self.on_expire),
         })
     }
 

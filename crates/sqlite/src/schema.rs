@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0006_done.sql"),
     include_str!("../migrations/0007_schedules.sql"),
     include_str!("../migrations/0008_pause.sql"),
+    include_str!("../migrations/0009_expiry.sql"),
 ];
 
 /// The schema version this build writes.

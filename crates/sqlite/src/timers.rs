@@ -1,5 +1,5 @@
 //! The timer index: per topic, a lower bound of the earliest due time among its waiting jobs
-//! not yet due, and of its earliest lease deadline, ordered by time so the writer knows how
+//! not yet due, of its earliest lease deadline and of its waiting jobs' earliest expiry, ordered by time so the writer knows how
 //! long it may sleep.
 //!
 //! Entries are lower bounds, never later than the truth: a push, a nack or a reserve lowers
@@ -16,6 +16,9 @@ use std::collections::{BTreeSet, HashMap};
 pub(crate) enum Kind {
     /// A lease deadline: the job fails with "lease expired".
     Lease,
+    /// A waiting job's expiry: it goes dead ("expired") or is dropped. (Before `Due`, which
+    /// must stay the last kind: [`Timers::due`] bounds its range with it.)
+    Expiry,
     /// A waiting job's due time: it is ready from then on, and its waiters are woken.
     Due,
 }
@@ -24,8 +27,9 @@ pub(crate) enum Kind {
 #[derive(Default, Debug)]
 pub(crate) struct Timers {
     by_time: BTreeSet<(u64, i64, Kind)>,
-    /// The lease entries alone, by time, for [`Timers::earliest_lease`].
-    leases: BTreeSet<(u64, i64)>,
+    /// The lease and expiry entries alone, by time, for [`Timers::earliest_lease`]: what
+    /// changes a job's state when it comes, so a read lets the writer apply it first.
+    leases: BTreeSet<(u64, i64, Kind)>,
     at: HashMap<(i64, Kind), u64>,
 }
 
@@ -42,22 +46,23 @@ impl Timers {
     pub(crate) fn set(&mut self, tid: i64, kind: Kind, ms: Option<u64>) {
         if let Some(old) = self.at.remove(&(tid, kind)) {
             self.by_time.remove(&(old, tid, kind));
-            if kind == Kind::Lease {
-                self.leases.remove(&(old, tid));
+            if kind != Kind::Due {
+                self.leases.remove(&(old, tid, kind));
             }
         }
         if let Some(ms) = ms {
             self.at.insert((tid, kind), ms);
             self.by_time.insert((ms, tid, kind));
-            if kind == Kind::Lease {
-                self.leases.insert((ms, tid));
+            if kind != Kind::Due {
+                self.leases.insert((ms, tid, kind));
             }
         }
     }
 
-    /// Removes both entries of a topic (it was purged).
+    /// Removes every entry of a topic (it was purged).
     pub(crate) fn clear(&mut self, tid: i64) {
         self.set(tid, Kind::Lease, None);
+        self.set(tid, Kind::Expiry, None);
         self.set(tid, Kind::Due, None);
     }
 
@@ -66,9 +71,10 @@ impl Timers {
         self.by_time.first().map(|(ms, _, _)| *ms)
     }
 
-    /// The earliest lease entry's time.
+    /// The earliest lease or expiry entry's time: when a job's state next changes by time
+    /// alone (a lease runs out, a waiting job expires).
     pub(crate) fn earliest_lease(&self) -> Option<u64> {
-        self.leases.first().map(|(ms, _)| *ms)
+        self.leases.first().map(|(ms, _, _)| *ms)
     }
 
     /// True when topic `tid` has an entry of `kind` due at `now`.

@@ -21,7 +21,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::error::db_err;
-use crate::ops::tick::{expire_leases, fall_due};
+use crate::ops::tick::{expire_jobs, expire_leases, fall_due};
 use crate::shared::{Effect, Shared};
 use crate::timers::Kind;
 use crate::tx::Tx;
@@ -295,6 +295,7 @@ impl Writer {
             .iter()
             .try_for_each(|&(tid, kind, since)| match kind {
                 Kind::Lease => expire_leases(&mut tx, tid, now, batch),
+                Kind::Expiry => expire_jobs(&mut tx, tid, now, batch),
                 Kind::Due => fall_due(&mut tx, tid, since, now, batch),
             })
             .and_then(|()| tx.flush());

@@ -149,6 +149,8 @@ mod tests {
                 created_at: Timestamp::from_millis(0),
                 deadline: None,
                 last_error: None,
+                expires_at: None,
+                on_expire: delayq_core::OnExpire::Dead,
             },
             lease: leased.then_some(Lease {
                 topic,

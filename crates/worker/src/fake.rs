@@ -79,6 +79,8 @@ impl FakeEngine {
             created_at: Timestamp::from_millis(1_700_000_000_000),
             deadline: None,
             last_error: None,
+            expires_at: None,
+            on_expire: delayq_core::OnExpire::Dead,
         };
         let lease = lease.then(|| Lease {
             topic: Self::topic(),

@@ -25,6 +25,8 @@ pub async fn get(a: JobArgs) -> anyhow::Result<()> {
         "max_attempts",
         "ttr_ms",
         "deadline",
+        "expires_at",
+        "on_expire",
         "last_error",
         "encoding",
         "body",

@@ -6,13 +6,13 @@ use anyhow::Context;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::{OnConflictArg, PushArgs};
+use crate::cli::{OnConflictArg, OnExpireArg, PushArgs};
 use crate::client::{Client, seg};
 
 pub async fn run(a: PushArgs) -> anyhow::Result<()> {
     let (body, encoding) = body(&a)?;
     let mut req = json!({ "body": body, "encoding": encoding });
-    let fields: [(&str, Option<Value>); 8] = [
+    let fields: [(&str, Option<Value>); 11] = [
         ("id", a.id.clone().map(Value::from)),
         (
             "delay_ms",
@@ -35,6 +35,20 @@ pub async fn run(a: PushArgs) -> anyhow::Result<()> {
         (
             "max_wait_ms",
             a.max_wait.map(|d| Value::from(d.as_millis() as u64)),
+        ),
+        ("expires_at", a.expires_at.clone().map(Value::from)),
+        (
+            "max_lateness_ms",
+            a.max_lateness.map(|d| Value::from(d.as_millis() as u64)),
+        ),
+        (
+            "on_expire",
+            a.on_expire.map(|o| {
+                Value::from(match o {
+                    OnExpireArg::Dead => "dead",
+                    OnExpireArg::Drop => "drop",
+                })
+            }),
         ),
     ];
     for (k, v) in fields {

@@ -36,6 +36,7 @@ pub fn table(rows: &[Value]) -> String {
         "RESERVED",
         "DEAD",
         "DONE",
+        "EXPIRED",
         "OLDEST OVERDUE",
         "NEXT DUE",
     ];
@@ -56,6 +57,7 @@ pub fn table(rows: &[Value]) -> String {
             n("reserved"),
             n("dead"),
             n("done"),
+            n("expired_jobs"),
             r["oldest_overdue_ms"]
                 .as_u64()
                 .map(|ms| format!("{ms} ms"))

@@ -152,7 +152,7 @@ impl Ops {
         let mut inv = self.fcall(library::STATS, topic);
         inv.arg(self.tick_batch);
         let r = codec::array(self.conn.call(&inv, "reading stats").await?)?;
-        if r.len() != 10 {
+        if r.len() != 11 {
             return Err(Error::Internal("stats reply has the wrong length".into()));
         }
         let now = codec::uint(&r[0])?;
@@ -166,6 +166,7 @@ impl Ops {
                 .map(|due| Duration::from_millis(now.saturating_sub(due))),
             next_due: codec::opt_uint(&r[6])?.map(Timestamp::from_millis),
             expired_leases: codec::uint(&r[7])?,
+            expired_jobs: codec::uint(&r[10])?,
             paused_until: codec::opt_uint(&r[9])?.map(Timestamp::from_millis),
         })
     }

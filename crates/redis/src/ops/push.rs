@@ -7,8 +7,8 @@ use delayq_core::limits::{
     DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, MAX_DELAY, at_too_far, delay_ms_ceil,
 };
 use delayq_core::{
-    Backoff, Error, JobState, NewJob, OnConflict, Pushed, Result, Schedule, Timestamp, Topic,
-    TopicConfig, duration_ms,
+    Backoff, Error, Expiry, JobState, NewJob, OnConflict, OnExpire, Pushed, Result, Schedule,
+    Timestamp, Topic, TopicConfig, duration_ms, expiry_before_due,
 };
 use redis::{Cmd, Value};
 
@@ -39,14 +39,15 @@ fn when_arg(s: Schedule) -> i64 {
     }
 }
 
-/// A job's own settings as push's eight settings arguments (ttr, max attempts, the
-/// back-off's four, on conflict, the debounce's max wait), or `None` when it leaves them all
-/// to the topic and keeps an existing job.
-fn own_settings(j: &NewJob) -> Option<[String; 8]> {
+/// A job's own settings as push's ten settings arguments (ttr, max attempts, the back-off's
+/// four, on conflict, the debounce's max wait, the expiry, on expire), or `None` when it
+/// leaves them all to the topic, keeps an existing job and has no expiry.
+fn own_settings(j: &NewJob) -> Option<[String; 10]> {
     if j.ttr.is_none()
         && j.max_attempts.is_none()
         && j.backoff.is_none()
         && j.on_conflict == OnConflict::Keep
+        && j.expiry.is_none()
     {
         return None;
     }
@@ -65,7 +66,18 @@ fn own_settings(j: &NewJob) -> Option<[String; 8]> {
         d,
         conflict.to_string(),
         opt_arg(max_wait),
+        j.expiry.map(expiry_arg).unwrap_or_default(),
+        u8::from(j.on_expire == OnExpire::Drop).to_string(),
     ])
+}
+
+/// The expiry argument of push: a max lateness in ms (>= 0), or an absolute expiry `at` as
+/// `-1 - at` ms (as [`when_arg`] does for due times).
+fn expiry_arg(e: Expiry) -> String {
+    match e {
+        Expiry::AfterDue(d) => delay_ms_ceil(d).to_string(),
+        Expiry::At(at) => (-1 - i64::try_from(at.as_millis()).unwrap_or(i64::MAX - 1)).to_string(),
+    }
 }
 
 impl Ops {
@@ -73,7 +85,7 @@ impl Ops {
     /// the jobs carry (each sent once), then five arguments per job.
     fn push_invocation<'a>(&self, topic: &Topic, jobs: impl Iterator<Item = &'a NewJob>) -> Cmd {
         let jobs: Vec<&NewJob> = jobs.collect();
-        let mut distinct: Vec<[String; 8]> = Vec::new();
+        let mut distinct: Vec<[String; 10]> = Vec::new();
         let refs: Vec<usize> = jobs
             .iter()
             .map(|j| match own_settings(j) {
@@ -158,6 +170,7 @@ impl Ops {
                     };
                     return Err(self.too_far(at).await);
                 }
+                Status::InvalidExpiry => return Err(expiry_before_due()),
                 Status::BodyTooLarge => {
                     let k = codec::uint(reply.get(1).unwrap_or(&Value::Nil))? as usize;
                     let limit = codec::uint(reply.get(2).unwrap_or(&Value::Nil))? as usize;
@@ -262,6 +275,7 @@ impl Ops {
             {
                 return Err(at_too_far(at, now));
             }
+            j.check_expiry(now)?;
             if let Some(c) = configs.get(&j.topic) {
                 c.check_body(j, &self.limits)?;
             }

@@ -173,6 +173,48 @@ pub struct PushRequest {
     /// With `debounce`: the latest the job may become due, in ms after its first push.
     #[schema(maximum = 315_576_000_000_u64)]
     pub max_wait_ms: Option<u64>,
+    /// Not delivered after this RFC 3339 time on the engine's clock, which must be after its
+    /// due time: a job still waiting then goes dead with the reason `expired` (or is
+    /// dropped, `on_expire`). At most one of `expires_at` and `max_lateness_ms`; a delivery
+    /// made in time runs to its end.
+    #[schema(format = DateTime)]
+    pub expires_at: Option<String>,
+    /// Not delivered more than this many ms after its due time (1 ms to 10 years), counted
+    /// once at the push: retries do not move it.
+    #[schema(minimum = 1, maximum = 315_576_000_000_u64)]
+    pub max_lateness_ms: Option<u64>,
+    /// With an expiry: `dead` (default) sends the expired job to dead with the reason
+    /// `expired`, `drop` deletes it.
+    pub on_expire: Option<OnExpireDto>,
+}
+
+/// What happens to a job whose expiry passed before a delivery.
+#[derive(Deserialize, Serialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExpireDto {
+    /// It goes dead with the reason `expired` (it can be kicked).
+    #[default]
+    Dead,
+    /// It is deleted.
+    Drop,
+}
+
+impl From<OnExpireDto> for delayq_core::OnExpire {
+    fn from(o: OnExpireDto) -> Self {
+        match o {
+            OnExpireDto::Dead => delayq_core::OnExpire::Dead,
+            OnExpireDto::Drop => delayq_core::OnExpire::Drop,
+        }
+    }
+}
+
+impl From<delayq_core::OnExpire> for OnExpireDto {
+    fn from(o: delayq_core::OnExpire) -> Self {
+        match o {
+            delayq_core::OnExpire::Dead => OnExpireDto::Dead,
+            delayq_core::OnExpire::Drop => OnExpireDto::Drop,
+        }
+    }
 }
 
 /// What a push does when a live job with its id exists.
@@ -273,9 +315,19 @@ pub struct JobDto {
     /// `deadline` in ms since the Unix epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
-    /// The reason given by the last nack or bury, or "lease expired"; absent when none.
+    /// The reason given by the last nack or bury, "lease expired", or "expired" (its expiry
+    /// passed before a delivery); absent when none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The latest it may be delivered, RFC 3339; absent when it has no expiry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// `expires_at` in ms since the Unix epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<u64>,
+    /// What happens when `expires_at` passes before a delivery; absent without an expiry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_expire: Option<OnExpireDto>,
 }
 
 /// A delivery mode.
@@ -582,6 +634,9 @@ pub struct StatsDto {
     pub next_due: Option<String>,
     /// Leases that ran out without an answer, since the topic was created or last purged.
     pub expired_leases: u64,
+    /// Jobs whose expiry passed before a delivery (gone dead with the reason `expired`, or
+    /// dropped), since the topic was created or last purged.
+    pub expired_jobs: u64,
     /// True while the topic is paused: it hands out no job (`POST .../pause`).
     pub paused: bool,
     /// When the pause ends, RFC 3339; null while not paused or paused until resumed.
@@ -846,6 +901,9 @@ impl From<&Job> for JobDto {
             deadline: j.deadline.map(rfc3339),
             deadline_ms: j.deadline.map(Timestamp::as_millis),
             last_error: j.last_error.clone(),
+            expires_at: j.expires_at.map(rfc3339),
+            expires_at_ms: j.expires_at.map(Timestamp::as_millis),
+            on_expire: j.expires_at.map(|_| j.on_expire.into()),
         }
     }
 }
@@ -902,6 +960,7 @@ impl StatsDto {
             oldest_overdue_ms: s.oldest_overdue.map(|d| d.as_millis() as u64),
             next_due: s.next_due.map(rfc3339),
             expired_leases: s.expired_leases,
+            expired_jobs: s.expired_jobs,
             paused: s.paused_until.is_some(),
             paused_until: s
                 .paused_until

@@ -140,6 +140,18 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
             "invalid_argument",
             "a whole number of milliseconds from 0 to 315576000000 (10 years), with \"on_conflict\": \"debounce\"",
         ),
+        "expires_at" => (
+            "invalid_argument",
+            "an RFC 3339 time such as \"2026-01-02T15:04:05.000+00:00\", after the job's due time",
+        ),
+        "max_lateness_ms" => (
+            "invalid_argument",
+            "a whole number of milliseconds from 1 to 315576000000 (10 years)",
+        ),
+        "on_expire" => (
+            "invalid_argument",
+            "\"dead\" (the default) or \"drop\", with expires_at or max_lateness_ms",
+        ),
         "until" => (
             "invalid_argument",
             "an RFC 3339 time such as \"2026-01-02T15:04:05.000+00:00\", at most 10 years ahead",
@@ -169,6 +181,10 @@ pub fn locate(e: delayq_core::Error, delay_field: &str) -> ApiError {
         Error::InvalidArgument {
             what: "max_wait", ..
         } => Some("/max_wait_ms".to_string()),
+        Error::InvalidArgument {
+            what: "max_lateness",
+            ..
+        } => Some("/max_lateness_ms".to_string()),
         Error::InvalidArgument { what, .. } if rule(what).0 != "invalid_request" => {
             Some(format!("/{what}"))
         }

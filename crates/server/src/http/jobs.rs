@@ -3,12 +3,14 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use delayq_core::{Cursor, Error, Limits, NewJob, Schedule, Timestamp, Topic};
+use std::time::Duration;
+
+use delayq_core::{Cursor, Error, Expiry, Limits, NewJob, Schedule, Timestamp, Topic};
 
 use super::dto::{
     JobDto, ListResponse, OnConflictDto, PushBatchRequest, PushBatchResponse, PushRequest,
     PushResponse, ReadyAtResponse, RescheduleRequest, apply_options, decode_body, delay_field,
-    schedule,
+    parse_rfc3339, schedule,
 };
 use super::error::ApiError;
 use super::extract::{Json, Path, Query};
@@ -34,8 +36,32 @@ fn new_job(t: &Topic, req: PushRequest) -> Result<NewJob, ApiError> {
         .at("/max_wait_ms"));
     }
     let on_conflict = req.on_conflict.into_core(req.max_wait_ms);
-    let job = apply_options(job, req.ttr_ms, req.max_attempts, req.priority, req.backoff)
+    let mut job = apply_options(job, req.ttr_ms, req.max_attempts, req.priority, req.backoff)
         .with_on_conflict(on_conflict);
+    match (&req.expires_at, req.max_lateness_ms) {
+        (Some(_), Some(_)) => {
+            return Err(
+                ApiError::invalid_argument("give expires_at or max_lateness_ms, not both")
+                    .at("/max_lateness_ms"),
+            );
+        }
+        (Some(at), None) => {
+            job = job
+                .with_expires_at(parse_rfc3339(at, "expires_at").map_err(|e| e.at("/expires_at"))?);
+        }
+        (None, Some(ms)) => job = job.with_max_lateness(Duration::from_millis(ms)),
+        (None, None) => {
+            if req.on_expire.is_some() {
+                return Err(ApiError::invalid_argument(
+                    "on_expire says what happens at an expiry; give expires_at or max_lateness_ms with it, or drop it",
+                )
+                .at("/on_expire"));
+            }
+        }
+    }
+    if let Some(o) = req.on_expire {
+        job = job.with_on_expire(o.into());
+    }
     let unlimited = Limits {
         max_body: usize::MAX,
     };
@@ -49,6 +75,8 @@ fn new_job(t: &Topic, req: PushRequest) -> Result<NewJob, ApiError> {
 struct EngineChecked {
     body_len: usize,
     at: Option<Timestamp>,
+    /// The absolute expiry, which the engine checks against the due time by its clock.
+    expires_at: Option<Timestamp>,
 }
 
 impl EngineChecked {
@@ -58,6 +86,10 @@ impl EngineChecked {
             at: match job.schedule {
                 Schedule::At(at) => Some(at),
                 Schedule::Delay(_) => None,
+            },
+            expires_at: match job.expiry {
+                Some(Expiry::At(at)) => Some(at),
+                _ => None,
             },
         }
     }
@@ -76,6 +108,20 @@ impl EngineChecked {
                     "/ready_at",
                     jobs.iter().position(|j| j.at.is_some() && j.at == latest),
                 )
+            }
+            // The first absolute expiry not after its absolute due time, else the earliest.
+            Error::InvalidArgument {
+                what: "expires_at", ..
+            } => {
+                let at_fault = jobs
+                    .iter()
+                    .position(|j| j.expires_at.is_some() && j.expires_at <= j.at)
+                    .or_else(|| {
+                        let earliest = jobs.iter().filter_map(|j| j.expires_at).min();
+                        jobs.iter()
+                            .position(|j| j.expires_at.is_some() && j.expires_at == earliest)
+                    });
+                ("/expires_at", at_fault)
             }
             _ => return ApiError::from(e),
         };

@@ -38,14 +38,17 @@ fn not_found(topic: &Topic, id: &JobId) -> Error {
     }
 }
 
-/// Makes a dead job ready now: attempts 0, deadline cleared, last error kept.
-fn revive(tx: &mut Tx<'_>, tid: i64, jid: i64, now: u64) -> Result<()> {
-    place(tx, tid, now, now);
+/// Makes a dead job ready now: attempts 0, deadline cleared, last error kept; an expiry
+/// that has passed is cleared (a kick is an order to run the job), one still ahead kept.
+fn revive(tx: &mut Tx<'_>, tid: i64, jid: i64, expires_at: u64, now: u64) -> Result<()> {
+    let expires_at = if expires_at > now { expires_at } else { 0 };
+    place(tx, tid, now, expires_at, now);
     exec(
         tx,
         "kicking a job",
-        "UPDATE jobs SET state = ?1, attempts = 0, ready_at = ?2, deadline = 0 WHERE jid = ?3",
-        params![WAITING, now, jid],
+        "UPDATE jobs SET state = ?1, attempts = 0, ready_at = ?2, deadline = 0, expires_at = ?3 \
+         WHERE jid = ?4",
+        params![WAITING, now, expires_at, jid],
     )?;
     Ok(())
 }
@@ -61,7 +64,7 @@ pub(crate) fn kick(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<()> {
             state_of(job.state, job.ready_at, now)?,
         ));
     }
-    revive(tx, tid, job.jid, now)
+    revive(tx, tid, job.jid, job.expires_at, now)
 }
 
 /// Kicks up to `limit` dead jobs of a topic, those that died first first. Returns how many
@@ -71,15 +74,19 @@ pub(crate) fn kick_some(tx: &mut Tx<'_>, topic: &Topic, limit: usize) -> Result<
     let Some(tid) = tx.topic(topic)? else {
         return Ok(0);
     };
-    let jids: Vec<i64> = tx
+    let jids: Vec<(i64, u64)> = tx
         .conn
         .prepare_cached(
-            "SELECT jid FROM jobs WHERE tid = ?1 AND state = 4 ORDER BY deadline, id LIMIT ?2",
+            "SELECT jid, expires_at FROM jobs WHERE tid = ?1 AND state = 4 \
+             ORDER BY deadline, id LIMIT ?2",
         )
-        .and_then(|mut s| s.query_map(params![tid, limit], |r| r.get(0))?.collect())
+        .and_then(|mut s| {
+            s.query_map(params![tid, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect()
+        })
         .map_err(|e| db_err("finding dead jobs", e))?;
-    for &jid in &jids {
-        revive(tx, tid, jid, now)?;
+    for &(jid, expires_at) in &jids {
+        revive(tx, tid, jid, expires_at, now)?;
     }
     Ok(jids.len() as u64)
 }
@@ -102,7 +109,7 @@ pub(crate) fn reschedule(
         ));
     }
     let ready_at = due_time(when, now);
-    place(tx, tid, ready_at, now);
+    place(tx, tid, ready_at, job.expires_at, now);
     exec(
         tx,
         "rescheduling a job",
@@ -147,7 +154,7 @@ pub(crate) fn purge(tx: &mut Tx<'_>, topic: &Topic) -> Result<u64> {
     exec(
         tx,
         "purging a topic",
-        "UPDATE topics SET expired = 0, listed = 0, done = 0 WHERE tid = ?1",
+        "UPDATE topics SET expired = 0, expired_jobs = 0, listed = 0, done = 0 WHERE tid = ?1",
         [tid],
     )?;
     tx.effect(Effect::Clear(tid));

@@ -155,7 +155,7 @@ pub(crate) fn nack(
 pub(crate) fn release(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
     let now = tx.now_ms();
     let (tid, job) = leased(tx, lease, now, "release")?;
-    place(tx, tid, job.ready_at, now);
+    place(tx, tid, job.ready_at, job.expires_at, now);
     exec(
         tx,
         "releasing a job",

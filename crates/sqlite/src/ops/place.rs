@@ -11,13 +11,17 @@ use crate::timers::Kind;
 use crate::tx::Tx;
 
 /// Records what a job of topic `tid` waiting from now on for `ready_at` means at `now`: a
-/// waiter to wake when it is due already, else a timer entry for its due time. The caller
-/// writes the row with state [`WAITING`]; the job needs no other write when it falls due.
-pub(crate) fn place(tx: &mut Tx<'_>, tid: i64, ready_at: u64, now: u64) {
+/// waiter to wake when it is due already, else a timer entry for its due time; and a timer
+/// entry for its expiry when it has one (`expires_at` > 0). The caller writes the row with
+/// state [`WAITING`]; the job needs no other write when it falls due.
+pub(crate) fn place(tx: &mut Tx<'_>, tid: i64, ready_at: u64, expires_at: u64, now: u64) {
     if ready_at <= now {
         tx.effect(Effect::Ready(tid, 1));
     } else {
         tx.effect(Effect::Note(tid, Kind::Due, ready_at));
+    }
+    if expires_at > 0 {
+        tx.effect(Effect::Note(tid, Kind::Expiry, expires_at));
     }
 }
 
@@ -45,7 +49,7 @@ pub(crate) fn fail(
     let delay = delay_ms
         .unwrap_or_else(|| duration_ms(job.backoff.delay(job.attempts, rand::random::<f64>())));
     let ready_at = now.saturating_add(delay);
-    place(tx, tid, ready_at, now);
+    place(tx, tid, ready_at, job.expires_at, now);
     exec(
         tx,
         "scheduling a retry",

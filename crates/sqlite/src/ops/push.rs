@@ -4,6 +4,8 @@ use delayq_core::limits::delay_ms_ceil;
 use delayq_core::{
     NewJob, OnConflict, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms,
 };
+
+use crate::row::on_expire_code;
 use rusqlite::{OptionalExtension, params};
 
 use super::done;
@@ -19,6 +21,12 @@ pub(crate) fn due_time(schedule: Schedule, now: u64) -> u64 {
         Schedule::Delay(d) => now.saturating_add(delay_ms_ceil(d)),
         Schedule::At(at) => at.as_millis().max(now),
     }
+}
+
+/// The stored expiry of `job` once due at `ready_at` ms: 0 for none.
+fn expiry_ms(job: &NewJob, ready_at: u64) -> u64 {
+    job.expires_at(Timestamp::from_millis(ready_at))
+        .map_or(0, |t| t.as_millis())
 }
 
 /// Creates each job whose id is free (or a done job's) in its topic and answers in order; what a job leaves
@@ -44,8 +52,9 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
         .prepare_cached(
             "INSERT INTO jobs (tid, id, state, priority, ready_at, seq, ttr_ms, max_attempts, \
              attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, created_at, token, \
-             deadline, last_error, body) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, 0, 0, '', ?14) \
+             deadline, last_error, body, expires_at, on_expire) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, 0, 0, '', ?14, \
+             ?15, ?16) \
              ON CONFLICT (tid, id) DO NOTHING",
         )
         .map_err(|e| db_err("inserting a job", e))?;
@@ -61,6 +70,7 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
             topic.backoff_of(job),
         );
         let ready_at = due_time(job.schedule, now);
+        let expires_at = expiry_ms(job, ready_at);
         let seq = tx.peek_seq(tid)?;
         let mut insert = || {
             insert_job
@@ -79,6 +89,8 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
                     backoff.jitter_permille(),
                     now,
                     job.body.as_ref(),
+                    expires_at,
+                    on_expire_code(job.on_expire),
                 ])
                 .map(|n| n == 1)
                 .map_err(|e| db_err("inserting a job", e))
@@ -89,7 +101,7 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
             pushed_here.insert((tid, job.id.as_str()));
             tx.list_topic(tid)?;
             tx.next_seq(tid)?;
-            place(tx, tid, ready_at, now);
+            place(tx, tid, ready_at, expires_at, now);
             out.push(Pushed {
                 id: job.id.clone(),
                 created,
@@ -129,12 +141,14 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
                     .max(now),
                 _ => ready_at,
             };
+            let expires_at = expiry_ms(job, ready_at);
             let seq = tx.next_seq(tid)?;
             tx.conn
                 .prepare_cached(
                     "UPDATE jobs SET priority = ?3, ready_at = ?4, seq = ?5, ttr_ms = ?6, \
                      max_attempts = ?7, bo_base_ms = ?8, bo_factor = ?9, bo_max_ms = ?10, \
-                     bo_jitter = ?11, body = ?12 WHERE tid = ?1 AND id = ?2",
+                     bo_jitter = ?11, body = ?12, expires_at = ?13, on_expire = ?14 \
+                     WHERE tid = ?1 AND id = ?2",
                 )
                 .and_then(|mut s| {
                     s.execute(params![
@@ -150,10 +164,12 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
                         backoff.max_ms(),
                         backoff.jitter_permille(),
                         job.body.as_ref(),
+                        expires_at,
+                        on_expire_code(job.on_expire),
                     ])
                 })
                 .map_err(|e| db_err("replacing a job", e))?;
-            place(tx, tid, ready_at, now);
+            place(tx, tid, ready_at, expires_at, now);
             pushed_here.insert((tid, job.id.as_str()));
             out.push(Pushed {
                 id: job.id.clone(),

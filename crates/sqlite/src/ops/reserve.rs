@@ -15,7 +15,7 @@ use delayq_core::{Delivery, DeliveryMode, JobState, Lease, LeaseToken, Result, T
 use rusqlite::params;
 
 use super::exec;
-use super::tick::expire_leases;
+use super::tick::{count_expired, expire_jobs, expire_leases, expire_one};
 use crate::error::db_err;
 use crate::row::{JOB_COLS, RawJob, job};
 use crate::shared::Effect;
@@ -53,6 +53,11 @@ pub(crate) fn reserve(
         if tx.shared.timers().due_in(tid, Kind::Lease, now) {
             expire_leases(tx, tid, now, tx.tick_batch.max(want))?;
         }
+        // The same for waiting jobs whose expiry passed: they go dead (or are dropped)
+        // before anything is handed out, paused or not.
+        if tx.shared.timers().due_in(tid, Kind::Expiry, now) {
+            expire_jobs(tx, tid, now, tx.tick_batch.max(want))?;
+        }
         // A paused topic hands out nothing (its jobs still fall due, its leases still end).
         if tx.shared.registry.paused_until(tid, now).is_some() {
             continue;
@@ -67,7 +72,15 @@ pub(crate) fn reserve(
             )
             .map_err(|e| db_err("leasing a job", e))?;
         let mut earliest: Option<u64> = None;
+        let mut late = 0;
         for (jid, mut raw) in due_jobs(tx, tid, now, want)? {
+            // One whose expiry passed (expire_jobs' limit left it) is expired, not handed
+            // out.
+            if raw.expires_at > 0 && raw.expires_at <= now {
+                expire_one(tx, jid, raw.on_expire, now)?;
+                late += 1;
+                continue;
+            }
             raw.attempts = raw.attempts.saturating_add(1);
             let lease = match mode {
                 DeliveryMode::AtLeastOnce => {
@@ -105,6 +118,7 @@ pub(crate) fn reserve(
         if let Some(deadline) = earliest {
             tx.effect(Effect::Note(tid, Kind::Lease, deadline));
         }
+        count_expired(tx, tid, late)?;
     }
     for topic in topics {
         if !tx.shared.waiters.has_waiters(topic) {

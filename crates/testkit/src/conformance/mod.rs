@@ -18,6 +18,7 @@ use crate::Harness;
 
 mod config;
 mod conflict;
+mod expiry;
 mod pause;
 mod refusal;
 mod retention;
@@ -26,6 +27,7 @@ mod settle;
 mod topics;
 pub use config::*;
 pub use conflict::*;
+pub use expiry::*;
 pub use pause::*;
 pub use refusal::*;
 pub use retention::*;
@@ -1583,6 +1585,9 @@ macro_rules! conformance_suite {
             a_pause_too_far_ahead_is_refused_issue_14,
             replace_rewrites_a_waiting_job_only_issue_14,
             debounce_moves_the_due_time_back_within_its_max_wait_issue_14,
+            expired_jobs_are_not_delivered_issue_14,
+            an_expiry_bounds_retries_not_running_deliveries_issue_14,
+            bad_expiries_are_refused_and_change_nothing_issue_14,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
