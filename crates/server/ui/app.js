@@ -198,6 +198,7 @@ async function overview() {
       el("td", {}, el("a", { href: `#/topic/${enc(t.topic)}` }, t.topic)),
       ...STATES.map((s) => el("td", { class: "num" }, t[s])),
       el("td", { class: "num" }, fmtMs(t.oldest_overdue_ms)),
+      el("td", { class: "num" }, t.expired_jobs),
       el("td", {}, t.next_due || "—"),
       el("td", {}, t.paused ? (t.paused_until ? `until ${t.paused_until}` : "yes") : "")));
     render(
@@ -206,7 +207,9 @@ async function overview() {
         ? el("p", { class: "muted" }, "No topic has jobs yet.")
         : el("table", { "aria-label": "Topics" },
           el("thead", {}, el("tr", {}, el("th", {}, "topic"), ...STATES.map((s) => el("th", { class: "num" }, s)),
-            el("th", { class: "num" }, "oldest overdue"), el("th", {}, "next due"), el("th", {}, "paused"))),
+            el("th", { class: "num" }, "oldest overdue"),
+            el("th", { class: "num", title: "jobs whose expiry passed before a delivery" }, "expired"),
+            el("th", {}, "next due"), el("th", {}, "paused"))),
           el("tbody", {}, rows)),
       el("p", { class: "muted" }, "Counts come from the engine and are the same on every server; refreshed every 2 s."),
       el("h2", {}, "Last hour ", el("span", { class: "note" }, `(${SCOPE_NOTE})`)),
@@ -329,6 +332,7 @@ async function jobView(topic, id) {
       ["state", job.state], ["due", job.ready_at], ["attempts", `${job.attempts} of ${job.max_attempts}`],
       ["priority", job.priority], ["ttr", fmtMs(job.ttr_ms)], ["back-off", JSON.stringify(job.backoff)],
       ["deadline", job.deadline || "—"], ["last error", job.last_error || "—"], ["pushed", job.created_at],
+      ["expires", job.expires_at ? `${job.expires_at} (then ${job.on_expire})` : "—"],
     ].map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
     el("h2", {}, `Body (${job.encoding === "base64" ? "hex" : "text"})`),
     el("pre", { "aria-label": "Body" }, bodyText(job)),
