@@ -196,17 +196,21 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
         e.topic_config(&t).await.expect("settings"),
         delayq_core::TopicConfig::default()
     );
-    // And no schedules (0007).
+    // And no schedules (0007), and jobs without an expiry (0009).
     assert_eq!(e.schedules().await.expect("schedules"), vec![]);
+    assert_eq!(e.stats(&t).await.expect("stats").expired_jobs, 0);
+    let dead = e.get(&t, &again.id).await.expect("get").expect("the dead job");
+    assert_eq!(dead.expires_at, None);
     drop(e);
 
     let (version, indexes, states) = schema_facts(dir.path());
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     assert_eq!(
         indexes,
         vec![
             "jobs_dead",
             "jobs_done",
+            "jobs_expiring",
             "jobs_id",
             "jobs_reserved",
             "jobs_waiting"
