@@ -2205,6 +2205,10 @@ macro_rules! engine_tests {
                 super::topic_settings_over_http($setup(Limits::default()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn archive_buries_a_waiting_job_issue_15() {
+                super::archive_buries_a_waiting_job_issue_15($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn purged_topic_leaves_topics_and_metrics_issue_12() {
                 super::purged_topic_leaves_topics_and_metrics_issue_12(
                     $setup(Limits::default()).await,
@@ -2213,6 +2217,94 @@ macro_rules! engine_tests {
             }
         }
     };
+}
+
+/// `POST …/archive` sends a delayed or ready job to dead with its reason, attempts as they
+/// were; a reserved, dead or missing job and a long reason are refused and change nothing; a
+/// read-only dashboard's request is refused.
+async fn archive_buries_a_waiting_job_issue_15(setup: Setup) {
+    let s = TestServer::start(setup.engine.clone(), ServerConfig::default()).await;
+    let (st, v) = s
+        .post("/v1/topics/arch/jobs", json!({"id": "r", "body": "x"}))
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let (_, v) = s.post("/v1/reserve", json!({"topics": ["arch"]})).await;
+    assert_eq!(v["jobs"][0]["job"]["id"], "r", "{v}");
+    for (id, delay) in [("a", 3_600_000), ("b", 0)] {
+        let (st, v) = s
+            .post(
+                "/v1/topics/arch/jobs",
+                json!({"id": id, "body": "x", "delay_ms": delay}),
+            )
+            .await;
+        assert_eq!(st, 201, "{v}");
+    }
+
+    let (st, v) = s
+        .post(
+            "/v1/topics/arch/jobs/a/archive",
+            json!({"reason": "by hand"}),
+        )
+        .await;
+    assert_eq!(st, 204, "{v}");
+    let (_, a) = s.get("/v1/topics/arch/jobs/a").await;
+    assert_eq!(
+        (&a["state"], &a["last_error"], &a["attempts"]),
+        (&json!("dead"), &json!("by hand"), &json!(0)),
+        "{a}"
+    );
+    let (st, v) = s.post("/v1/topics/arch/jobs/b/archive", json!({})).await;
+    assert_eq!(st, 204, "{v}");
+    assert_eq!(s.get("/v1/topics/arch/jobs/b").await.1["state"], "dead");
+
+    for id in ["r", "a"] {
+        let (st, v) = s
+            .post(&format!("/v1/topics/arch/jobs/{id}/archive"), json!({}))
+            .await;
+        assert_eq!((st, code(&v)), (409, "wrong_state"), "{id}: {v}");
+    }
+    assert_eq!(s.get("/v1/topics/arch/jobs/r").await.1["state"], "reserved");
+    let (st, v) = s
+        .post("/v1/topics/arch/jobs/missing/archive", json!({}))
+        .await;
+    assert_eq!((st, code(&v)), (404, "not_found"), "{v}");
+    s.post("/v1/topics/arch/jobs", json!({"id": "c", "body": "x"}))
+        .await;
+    let (st, v) = s
+        .post(
+            "/v1/topics/arch/jobs/c/archive",
+            json!({"reason": "x".repeat(4097)}),
+        )
+        .await;
+    assert_eq!(
+        (st, v["error"]["field"].as_str()),
+        (400, Some("/reason")),
+        "{v}"
+    );
+    let (st, v) = s
+        .post("/v1/topics/arch/jobs/c/archive", json!({"why": "x"}))
+        .await;
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(s.get("/v1/topics/arch/jobs/c").await.1["state"], "ready");
+
+    let ro = TestServer::start(
+        setup.engine.clone(),
+        ServerConfig {
+            ui: delayq_server::UiMode::ReadOnly,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let (st, v) = ro
+        .post_from_ui("/v1/topics/arch/jobs/c/archive", json!({}))
+        .await;
+    assert_eq!((st, code(&v)), (403, "read_only"), "{v}");
+    assert_eq!(s.get("/v1/topics/arch/jobs/c").await.1["state"], "ready");
+    let doc = s.text("/v1/openapi.json").await.1;
+    assert!(
+        doc.contains("/v1/topics/{topic}/jobs/{id}/archive"),
+        "not in the OpenAPI document"
+    );
 }
 
 engine_tests!(on_redis, redis);

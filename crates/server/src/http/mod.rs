@@ -8,6 +8,7 @@ mod fields;
 mod jobs;
 mod leases;
 mod limit;
+mod manage;
 mod observe;
 mod ops;
 pub mod params;
@@ -76,6 +77,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::push_batch))
         .routes(routes!(jobs::get_job, jobs::delete_job))
         .routes(routes!(jobs::reschedule))
+        .routes(routes!(manage::archive))
         .routes(routes!(leases::reserve))
         .routes(routes!(leases::ack))
         .routes(routes!(leases::ack_batch))
