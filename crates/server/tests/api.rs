@@ -2209,6 +2209,10 @@ macro_rules! engine_tests {
                 super::archive_buries_a_waiting_job_issue_15($setup(Limits::default()).await).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn list_filters_by_id_prefix_issue_15() {
+                super::list_filters_by_id_prefix_issue_15($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn purged_topic_leaves_topics_and_metrics_issue_12() {
                 super::purged_topic_leaves_topics_and_metrics_issue_12(
                     $setup(Limits::default()).await,
@@ -2305,6 +2309,112 @@ async fn archive_buries_a_waiting_job_issue_15(setup: Setup) {
         doc.contains("/v1/topics/{topic}/jobs/{id}/archive"),
         "not in the OpenAPI document"
     );
+}
+
+/// Pushes `ids` to `topic`, ready now, 1000 per request.
+async fn push_ids(s: &TestServer, topic: &str, ids: &[String]) {
+    for chunk in ids.chunks(1000) {
+        let jobs: Vec<Value> = chunk
+            .iter()
+            .map(|id| json!({"id": id, "body": "x"}))
+            .collect();
+        let (st, v) = s
+            .post(
+                &format!("/v1/topics/{topic}/batch"),
+                json!({ "jobs": jobs }),
+            )
+            .await;
+        assert_eq!(st, 200, "{v}");
+    }
+}
+
+/// Follows a filtered listing to its end: every page's jobs, and what each page scanned.
+async fn follow(s: &TestServer, query: &str) -> (Vec<String>, Vec<u64>) {
+    let (mut ids, mut scanned, mut cursor) = (Vec::new(), Vec::new(), None::<String>);
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("{query}&cursor={}", urlencode(c)),
+            None => query.to_string(),
+        };
+        let (st, page) = s.get(&path).await;
+        assert_eq!(st, 200, "{page}");
+        ids.extend(
+            page["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["id"].as_str().unwrap().to_string()),
+        );
+        scanned.push(page["scanned"].as_u64().unwrap());
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return (ids, scanned),
+        }
+        assert!(scanned.len() < 50, "the listing does not end");
+    }
+}
+
+/// `GET …/jobs?prefix=` answers only the jobs whose id starts with the prefix, page by page
+/// with the engine's cursor, whether the matches lie in one engine page or several; a
+/// request looks at most 10,000 jobs and says how many it did; a bad prefix is refused,
+/// naming the field.
+async fn list_filters_by_id_prefix_issue_15(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    // 12,000 ready jobs in push order; every 100th, spread over 12 engine pages, matches.
+    let ids: Vec<String> = (0..12_000)
+        .map(|i| {
+            if i % 100 == 0 {
+                format!("match-{i:05}")
+            } else {
+                format!("other-{i:05}")
+            }
+        })
+        .collect();
+    push_ids(&s, "pf", &ids).await;
+    let want: Vec<String> = ids
+        .iter()
+        .filter(|i| i.starts_with("match-"))
+        .cloned()
+        .collect();
+
+    let (got, scanned) = follow(&s, "/v1/topics/pf/jobs?state=ready&prefix=match-&limit=50").await;
+    assert_eq!(got, want);
+    // 50 matches reach up to job 4901; the next 50 up to 9901; the rest to the end.
+    assert_eq!(scanned, [4901, 5000, 2099], "{scanned:?}");
+
+    // Nothing matches: the first request stops at 10,000 jobs with a cursor to go on.
+    let (got, scanned) = follow(&s, "/v1/topics/pf/jobs?state=ready&prefix=nothing").await;
+    assert!(got.is_empty(), "{got:?}");
+    assert_eq!(scanned, [10_000, 2000]);
+
+    // A prefix in one page only, and another state.
+    let (got, _) = follow(&s, "/v1/topics/pf/jobs?state=ready&prefix=match-0000").await;
+    assert_eq!(got, ["match-00000"]);
+    let (got, scanned) = follow(&s, "/v1/topics/pf/jobs?state=dead&prefix=match").await;
+    assert_eq!((got.len(), scanned), (0, vec![0]));
+
+    for bad in ["a%20b", &"x".repeat(201)] {
+        let (st, v) = s
+            .get(&format!("/v1/topics/pf/jobs?state=ready&prefix={bad}"))
+            .await;
+        assert_eq!(
+            (st, v["error"]["field"].as_str()),
+            (400, Some("prefix")),
+            "{v}"
+        );
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("prefix"),
+            "{v}"
+        );
+    }
+    let (st, v) = s
+        .get("/v1/topics/pf/jobs?state=ready&prefix=match&limit=1001")
+        .await;
+    assert_eq!(st, 400, "{v}");
+    // Without a prefix the listing is as before, with no `scanned`.
+    let (_, page) = s.get("/v1/topics/pf/jobs?state=ready&limit=3").await;
+    assert_eq!(page["jobs"][0]["id"], "match-00000");
+    assert!(page.get("scanned").is_none(), "{page}");
 }
 
 engine_tests!(on_redis, redis);

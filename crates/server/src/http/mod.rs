@@ -13,6 +13,7 @@ mod observe;
 mod ops;
 pub mod params;
 mod receipt;
+mod scan;
 mod schedules;
 mod series;
 mod topics;
