@@ -79,6 +79,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::get_job, jobs::delete_job))
         .routes(routes!(jobs::reschedule))
         .routes(routes!(manage::archive))
+        .routes(routes!(manage::bulk))
         .routes(routes!(leases::reserve))
         .routes(routes!(leases::ack))
         .routes(routes!(leases::ack_batch))
