@@ -75,6 +75,9 @@ pub enum Command {
     Dead(DeadArgs),
     /// Make dead jobs ready again: one by id, or all of a topic.
     Kick(KickArgs),
+    /// Send a delayed or ready job to dead now, without a lease (it will not run; `kick`
+    /// brings it back). A delivered job is buried by its holder with `bury`.
+    Archive(ArchiveArgs),
     /// Remove every job of a topic, in every state (asks for --yes).
     Purge(PurgeArgs),
     /// Stop handing out a topic's jobs, for every server, until `delayq resume` (or
@@ -402,6 +405,20 @@ pub struct KickArgs {
     pub topic: String,
     /// A dead job's id; every dead job of the topic when absent.
     pub id: Option<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `delayq archive`.
+#[derive(Args, Debug)]
+pub struct ArchiveArgs {
+    /// The topic.
+    pub topic: String,
+    /// The id of a delayed or ready job.
+    pub id: String,
+    /// Why (at most 4 KiB), kept with the job: `dead list` shows it.
+    #[arg(long)]
+    pub reason: Option<String>,
     #[command(flatten)]
     pub client: ClientArgs,
 }

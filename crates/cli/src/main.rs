@@ -34,6 +34,7 @@ async fn main() {
             DeadCommand::List(a) => cmd::dead::list(a).await,
         },
         Command::Kick(a) => cmd::dead::kick(a).await,
+        Command::Archive(a) => cmd::dead::archive(a).await,
         Command::Purge(a) => cmd::topics::purge(a).await,
         Command::Topic(a) => cmd::topic::run(a).await,
         Command::Schedule(a) => cmd::schedule::run(a).await,

@@ -890,6 +890,33 @@ fn lease_subcommands_answer_for_a_delivery() {
     assert!(err.contains("--ttr 10: add a unit"), "{err}");
 }
 
+/// `delayq archive` sends a waiting job to dead with its reason; a reserved job is a
+/// conflict (exit 4), a missing one not found (exit 3); `kick` brings it back.
+// See: issue 15
+#[test]
+fn archive_sends_a_waiting_job_to_dead_issue_15() {
+    let s = Server::start(&[]);
+    ok(s.run(&["push", "orders", "x", "--id", "held"]));
+    reserve_token(&s, "orders");
+    ok(s.run(&["push", "orders", "x", "--id", "o1", "--delay", "1h"]));
+    let out = ok(s.run(&["archive", "orders", "o1", "--reason", "customer left"]));
+    assert_eq!(out.trim(), "archived o1 in orders: dead");
+    let out = ok(s.run(&["dead", "list", "orders"]));
+    assert!(
+        out.starts_with("o1  died ") && out.contains("customer left"),
+        "{out}"
+    );
+    let (code, err) = fails(s.run(&["archive", "orders", "held"]));
+    assert_eq!(code, Some(4), "{err}");
+    let (code, err) = fails(s.run(&["archive", "orders", "o1"]));
+    assert_eq!(code, Some(4), "{err}");
+    let (code, err) = fails(s.run(&["archive", "orders", "missing"]));
+    assert_eq!(code, Some(3), "{err}");
+    ok(s.run(&["kick", "orders", "o1"]));
+    let out = ok(s.run(&["list", "orders", "--state", "ready"]));
+    assert!(out.starts_with("o1  due "), "{out}");
+}
+
 /// `reschedule`, `list` (page by page), `topics` and `purge` (which asks for --yes).
 #[test]
 fn job_and_topic_subcommands() {
@@ -1114,7 +1141,7 @@ fn a_bare_number_is_not_a_duration_issue_12() {
 }
 
 /// Every subcommand, as `--help`, the completions and the manual page must show them.
-const SUBCOMMANDS: [&str; 21] = [
+const SUBCOMMANDS: [&str; 22] = [
     "serve",
     "push",
     "get",
@@ -1131,6 +1158,7 @@ const SUBCOMMANDS: [&str; 21] = [
     "topics",
     "dead",
     "kick",
+    "archive",
     "purge",
     "bench",
     "completions",

@@ -395,6 +395,21 @@ pub trait Engine: Send + Sync + 'static {
     /// Sends a reserved job to dead at once, whatever attempts it has left.
     async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()>;
 
+    /// Sends a delayed or ready job to dead now (an operator's "move to dead"), with
+    /// `reason` as its last error (at most 4 KiB) and its attempts unchanged. A reserved job
+    /// is refused with [`Error::WrongState`] (its holder buries it with its lease, as
+    /// [`Engine::bury`]), a dead or done one too; a missing one is [`Error::NotFound`]. A
+    /// refused call changes nothing. The default implementation refuses, for an engine
+    /// that has no such operation.
+    async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {
+        crate::limits::check_reason(reason.as_deref())?;
+        Err(Error::InvalidConfig {
+            reason: format!(
+                "this engine cannot bury a waiting job (topic {topic}, job {id}); use the Redis or the embedded engine"
+            ),
+        })
+    }
+
     /// Makes a dead job ready now with its attempts reset to 0.
     /// [`Error::NotFound`] or [`Error::WrongState`] when it is not a dead job.
     async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()>;
@@ -621,6 +636,9 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
         (**self).bury(lease, reason).await
+    }
+    async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {
+        (**self).bury_waiting(topic, id, reason).await
     }
     async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
         (**self).kick(topic, id).await

@@ -199,6 +199,18 @@ impl Error {
         }
     }
 
+    /// [`Error::WrongState`] for a bury without a lease ([`crate::Engine::bury_waiting`]) of
+    /// a job that is not delayed or ready.
+    pub fn cannot_bury_waiting(topic: &Topic, id: &JobId, state: JobState) -> Self {
+        Error::WrongState {
+            topic: topic.clone(),
+            id: id.clone(),
+            state,
+            operation: "bury",
+            hint: "only delayed and ready jobs can be buried without a lease; a reserved job is buried by its holder with its lease, a dead one is already dead",
+        }
+    }
+
     /// [`Error::WrongState`] for a kick of a job that is not dead.
     pub fn cannot_kick(topic: &Topic, id: &JobId, state: JobState) -> Self {
         Error::WrongState {

@@ -142,6 +142,11 @@ impl Engine for RedisEngine {
         self.ops.bury(lease, reason).await
     }
 
+    async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {
+        check_reason(reason.as_deref())?;
+        self.ops.bury_waiting(topic, id, reason).await
+    }
+
     async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
         self.ops.kick(topic, id).await
     }

@@ -2,7 +2,7 @@
 //! from `lua/lib.lua` (the helpers, defined once per load) and one `lua/<op>.lua` per
 //! function. `conn` loads it (`FUNCTION LOAD REPLACE`); `ops` call it (`FCALL`).
 //!
-//! The library's name carries a version (`delayq_7`), and so does every function's name (Redis wants
+//! The library's name carries a version (`delayq_8`), and so does every function's name (Redis wants
 //! function names unique across libraries): two delayq versions can share one Redis during a
 //! rolling upgrade, each calling its own functions. The version is bumped whenever the
 //! stored format (keys, records) or a function's arguments or reply change.
@@ -34,7 +34,7 @@ macro_rules! library {
 }
 
 library! {
-    version "7";
+    version "8";
     PUSH => "push",
     RESERVE => "reserve",
     ACK => "ack",
@@ -43,6 +43,7 @@ library! {
     TOUCH => "touch",
     BURY => "bury",
     KICK => "kick",
+    BURY_WAITING => "bury_waiting",
     RESCHEDULE => "reschedule",
     DELETE => "delete",
     GET => "get",
@@ -77,6 +78,7 @@ mod tests {
             TOUCH,
             BURY,
             KICK,
+            BURY_WAITING,
             RESCHEDULE,
             DELETE,
             GET,

@@ -257,6 +257,18 @@ async fn wait_text(c: &Client, css: &str, text: &str) {
     }
 }
 
+/// Waits (bounded) until nothing matches `css`.
+async fn wait_gone(c: &Client, css: &str) {
+    let start = Instant::now();
+    while !c.find_all(Locator::Css(css)).await.unwrap().is_empty() {
+        if start.elapsed() > Duration::from_secs(15) {
+            let page = main_html(c).await;
+            panic!("{css} stays on the page: {page}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Clicks the element `at` finds.
 async fn click(c: &Client, at: Locator<'_>) {
     c.find(at).await.unwrap().click().await.unwrap();
@@ -273,18 +285,19 @@ async fn state_of(e: &Arc<dyn Engine>, topic: &Topic, id: &str) -> Option<String
         .map(|j| j.state.to_string())
 }
 
+/// The embedded engine in `dir`.
+fn embedded(dir: &Path) -> Arc<dyn Engine> {
+    let config = delayq_sqlite::SqliteConfig::dir(dir.join("data"));
+    Arc::new(delayq_sqlite::SqliteEngine::open(config).unwrap())
+}
+
 /// Sign in, see a pushed job appear, kick a dead job and see it move, bulk-delete a filtered
 /// selection, and visit the job, dead-letter and schedule views; then read-only mode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_in_a_browser_issue_15() {
     // See: issue 15
     let dir = tempfile::tempdir().unwrap();
-    let engine: Arc<dyn Engine> = Arc::new(
-        delayq_sqlite::SqliteEngine::open(delayq_sqlite::SqliteConfig::dir(
-            dir.path().join("data"),
-        ))
-        .unwrap(),
-    );
+    let engine = embedded(dir.path());
     let s = TestServer::start(
         engine.clone(),
         ServerConfig {
@@ -412,6 +425,14 @@ async fn the_dashboard_in_a_browser_issue_15() {
     }
     goto(&c, &s, "#/topic/orders?state=ready").await;
     wait_text(&c, "table a", "y1").await;
+    let pager = c
+        .find(Locator::Css("#pager"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(pager, "", "a page with no next page shows no pager");
     docs_shot(&c, "topic").await;
     c.find(Locator::Css("input[type=search]"))
         .await
@@ -419,6 +440,8 @@ async fn the_dashboard_in_a_browser_issue_15() {
         .send_keys("x")
         .await
         .unwrap();
+    // The filter asks the server once typing stops.
+    wait_for(&c, "table[data-prefix='x']").await;
     click(
         &c,
         Locator::Css("input[aria-label='Select every job shown']"),
@@ -442,6 +465,8 @@ async fn the_dashboard_in_a_browser_issue_15() {
         Some("ready"),
         "not selected"
     );
+    // The page shows the topic again, its filter kept: nothing starts with x now.
+    wait_gone(&c, "table[data-prefix='x'] tbody tr").await;
 
     // Pause and resume the topic from its page.
     click(
@@ -493,7 +518,7 @@ async fn the_dashboard_in_a_browser_issue_15() {
     goto(&c, &ro, "#/topic/orders?state=ready").await;
     wait_text(&c, "table a", "y1").await;
     wait_text(&c, "#mode", "read-only").await;
-    for label in ["Kick", "Run now", "Delete"] {
+    for label in ["Kick", "Run now", "Bury", "Delete"] {
         let b = c
             .find(Locator::XPath(&format!(
                 "//button[normalize-space()='{label}']"
@@ -536,4 +561,92 @@ async fn the_dashboard_in_a_browser_issue_15() {
     )
     .await;
     assert_eq!(off.text("/ui").await.0, 404);
+}
+
+/// Waits (bounded) until `done` holds, polling the engine.
+async fn until<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while !done().await {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "{what} did not land"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The topic page's filter asks the server, and "Select all N that match" acts on every
+/// match through the bulk endpoint: a filtered bulk delete of 120 jobs, over three pages of
+/// 50, leaves the others; a Bury sends a delayed job to dead, where the dead tab shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn select_all_that_match_and_bury_issue_15() {
+    // See: issue 15
+    let dir = tempfile::tempdir().unwrap();
+    let engine = embedded(dir.path());
+    let s = TestServer::start(engine.clone(), ServerConfig::default()).await;
+    let t = Topic::new("many").unwrap();
+    let job =
+        |id: String| NewJob::new(t.clone(), "x").with_id(delayq_core::JobId::new(id).unwrap());
+    let mut jobs: Vec<NewJob> = (0..120).map(|i| job(format!("gone-{i:03}"))).collect();
+    jobs.extend((0..5).map(|i| job(format!("keep-{i}"))));
+    engine.push_batch(jobs).await.unwrap();
+    engine
+        .push(job("later".into()).with_delay(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+
+    let driver = Driver::start();
+    let profile = tempfile::tempdir().unwrap();
+    let c = browser(&driver, profile.path()).await;
+    goto(&c, &s, "#/topic/many?state=ready").await;
+    wait_text(&c, "#select-all", "Select all 125 that match").await;
+    c.find(Locator::Css("input[type=search]"))
+        .await
+        .unwrap()
+        .send_keys("gone-")
+        .await
+        .unwrap();
+    wait_for(&c, "table[data-prefix='gone-']").await;
+    wait_text(&c, "#pager a", "Next page").await;
+    click(&c, Locator::Css("#select-all")).await;
+    wait_text(
+        &c,
+        "#selection",
+        "whose id starts with “gone-” are selected",
+    )
+    .await;
+    check_view(&c, "topic-select-all").await;
+    click(&c, Locator::XPath("//button[normalize-space()='Delete']")).await;
+    until("the bulk delete", || async {
+        engine.stats(&t).await.unwrap().ready == 5
+    })
+    .await;
+    for i in 0..5 {
+        assert_eq!(
+            state_of(&engine, &t, &format!("keep-{i}")).await.as_deref(),
+            Some("ready")
+        );
+    }
+    // The page shows what is left, its filter kept: nothing.
+    wait_gone(&c, "table[data-prefix='gone-'] tbody tr").await;
+
+    // Bury a delayed job; the dead tab lists it with its reason.
+    goto(&c, &s, "#/topic/many?state=delayed").await;
+    wait_text(&c, "table a", "later").await;
+    click(&c, Locator::Css("input[aria-label='Select later']")).await;
+    click(&c, Locator::XPath("//button[normalize-space()='Bury']")).await;
+    until("the bury", || async {
+        state_of(&engine, &t, "later").await.as_deref() == Some("dead")
+    })
+    .await;
+    wait_gone(&c, "table[aria-label='Jobs delayed'] tbody tr").await;
+    goto(&c, &s, "#/topic/many?state=dead").await;
+    wait_text(&c, "table a", "later").await;
+    wait_text(&c, "table td", "buried from the dashboard").await;
+    check_view(&c, "topic-dead-buried").await;
+    c.close().await.unwrap();
 }

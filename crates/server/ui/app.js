@@ -224,27 +224,57 @@ async function overview() {
   refresh = setInterval(() => draw().catch(showError), 2000);
 }
 
-// One page of a topic's jobs in one state, with selection and bulk actions.
+// What an action may touch, by state (the server's bulk endpoint says the same).
+const ACTIONS = [
+  { label: "Kick", action: "kick", states: ["dead"] },
+  { label: "Run now", action: "run_now", states: ["delayed"] },
+  { label: "Bury", action: "bury", states: ["delayed", "ready"] },
+  { label: "Delete", action: "delete", states: STATES, danger: true },
+];
+
+// One page of a topic's jobs in one state, filtered by id prefix on the server, with
+// selection (one, many, or all that match) and bulk actions through `POST …/bulk`.
 async function topicView(topic, params) {
   const state = params.get("state") || "ready";
-  const cursor = params.get("cursor");
-  const q = `/v1/topics/${enc(topic)}/jobs?state=${state}&limit=50${cursor ? `&cursor=${enc(cursor)}` : ""}`;
-  const [page, stats] = await Promise.all([api("GET", q), api("GET", `/v1/topics/${enc(topic)}/stats`)]);
-  const filter = el("input", { type: "search", placeholder: "id starts with…", "aria-label": "Filter by id prefix" });
+  const base = `/v1/topics/${enc(topic)}`;
+  let prefix = params.get("prefix") || "";
+  let cursor = params.get("cursor");
+  const stats = await api("GET", `${base}/stats`);
+  const filter = el("input", { type: "search", value: prefix, placeholder: "id starts with…", "aria-label": "Filter by id prefix" });
   const pausing = el("div", { class: "bar" },
     el("span", { id: "paused-state" }, stats.paused ? (stats.paused_until ? `Paused until ${stats.paused_until}` : "Paused until resumed") : "Running"),
     stats.paused
-      ? el("button", { type: "button", disabled: readOnly(), onclick: async () => { try { await api("POST", `/v1/topics/${enc(topic)}/resume`); toast("resumed"); route(); } catch (e) { toast(e.message); } } }, "Resume topic")
-      : el("button", { type: "button", disabled: readOnly(), onclick: async () => { try { await api("POST", `/v1/topics/${enc(topic)}/pause`, {}); toast("paused"); route(); } catch (e) { toast(e.message); } } }, "Pause topic"));
+      ? el("button", { type: "button", disabled: readOnly(), onclick: async () => { try { await api("POST", `${base}/resume`); toast("resumed"); route(); } catch (e) { toast(e.message); } } }, "Resume topic")
+      : el("button", { type: "button", disabled: readOnly(), onclick: async () => { try { await api("POST", `${base}/pause`, {}); toast("paused"); route(); } catch (e) { toast(e.message); } } }, "Pause topic"));
   const selected = new Set();
+  let allMatching = false;
+  let page = { jobs: [] };
   const tbody = el("tbody");
   const all = el("input", { type: "checkbox", "aria-label": "Select every job shown" });
+  const table = el("table", { "aria-label": `Jobs ${state}` },
+    el("thead", {}, el("tr", {}, el("th", {}, all), el("th", {}, "id"), el("th", {}, "due"), el("th", { class: "num" }, "attempts"), el("th", {}, "deadline"), el("th", {}, "last error"))),
+    tbody);
+  const status = el("span", { id: "selection", role: "status", class: "muted" });
+  const selectAll = el("button", { type: "button", id: "select-all" }, "Select all that match");
+  const pager = el("p", { id: "pager" });
+  const total = stats[state];
+  const link = (c) => `#/topic/${enc(topic)}?state=${state}${prefix ? `&prefix=${enc(prefix)}` : ""}${c ? `&cursor=${enc(c)}` : ""}`;
+
+  // How many match, when the page knows: every job of the state without a filter, the
+  // jobs shown when the first page holds every match.
+  const matching = () => (!prefix ? total : !cursor && !page.next_cursor ? page.jobs.length : null);
+  const drawStatus = () => {
+    const n = matching();
+    selectAll.textContent = n === null ? `Select all that match “${prefix}”` : `Select all ${n} that match`;
+    selectAll.disabled = page.jobs.length === 0;
+    status.textContent = allMatching
+      ? `All ${n === null ? "" : `${n} `}jobs ${state}${prefix ? ` whose id starts with “${prefix}”` : ""} are selected.`
+      : selected.size ? `${selected.size} selected.` : "";
+  };
   const drawRows = () => {
-    const prefix = filter.value;
-    const shown = page.jobs.filter((j) => j.id.startsWith(prefix));
-    tbody.replaceChildren(...shown.map((j) => {
-      const box = el("input", { type: "checkbox", "aria-label": `Select ${j.id}`, onchange: (e) => (e.target.checked ? selected.add(j.id) : selected.delete(j.id)) });
-      box.checked = selected.has(j.id);
+    tbody.replaceChildren(...page.jobs.map((j) => {
+      const box = el("input", { type: "checkbox", "aria-label": `Select ${j.id}`, onchange: (e) => { allMatching = false; e.target.checked ? selected.add(j.id) : selected.delete(j.id); drawRows(); } });
+      box.checked = allMatching || selected.has(j.id);
       return el("tr", {},
         el("td", {}, box),
         el("td", {}, el("a", { href: `#/job/${enc(topic)}/${enc(j.id)}` }, j.id)),
@@ -253,37 +283,73 @@ async function topicView(topic, params) {
         el("td", {}, j.deadline || ""),
         el("td", {}, j.last_error || ""));
     }));
-    all.checked = shown.length > 0 && shown.every((j) => selected.has(j.id));
-    all.onchange = () => { for (const j of shown) all.checked ? selected.add(j.id) : selected.delete(j.id); drawRows(); };
+    all.checked = page.jobs.length > 0 && (allMatching || page.jobs.every((j) => selected.has(j.id)));
+    all.onchange = () => {
+      allMatching = false;
+      for (const j of page.jobs) all.checked ? selected.add(j.id) : selected.delete(j.id);
+      drawRows();
+    };
+    pager.replaceChildren(...[
+      page.next_cursor ? el("a", { href: link(page.next_cursor) }, "Next page") : null,
+      page.scanned !== undefined ? el("span", { class: "muted" }, ` (${page.scanned} jobs looked at for this page)`) : null,
+    ].filter(Boolean));
+    drawStatus();
   };
-  filter.oninput = drawRows;
-  const bulk = (label, action, allowed, danger) => el("button", {
-    type: "button", class: danger ? "danger" : null, disabled: readOnly() || !allowed,
-    onclick: async () => {
-      if (selected.size === 0) return toast("Select jobs first.");
-      let done = 0;
-      for (const id of selected) {
-        try { await action(id); done++; } catch (e) { toast(`${id}: ${e.message}`); }
+  // Asks the server for the page (the filter applies to the whole state, not to what is shown).
+  const load = async () => {
+    const q = `${base}/jobs?state=${state}&limit=50${prefix ? `&prefix=${enc(prefix)}` : ""}${cursor ? `&cursor=${enc(cursor)}` : ""}`;
+    page = await api("GET", q);
+    table.dataset.prefix = prefix;
+    drawRows();
+  };
+  let typing = null;
+  filter.oninput = () => {
+    clearTimeout(typing);
+    typing = setTimeout(async () => {
+      prefix = filter.value;
+      cursor = null;
+      selected.clear();
+      allMatching = false;
+      history.replaceState(null, "", link(null));
+      try { await load(); } catch (e) { toast(e.message); }
+    }, 300);
+  };
+  selectAll.onclick = () => { allMatching = true; selected.clear(); drawRows(); };
+
+  // Acts through the bulk endpoint: the selected ids, or every job that matches, request
+  // after request while the server says more remain.
+  const run = async ({ label, action }) => {
+    if (!allMatching && selected.size === 0) return toast("Select jobs first.");
+    let done = 0, failed = 0, first = null;
+    let req = allMatching ? { action, state, prefix: prefix || undefined } : { action, ids: [...selected] };
+    if (action === "bury") req.reason = "buried from the dashboard";
+    try {
+      for (let round = 0; round < 1000; round++) {
+        const r = await api("POST", `${base}/bulk`, req);
+        done += r.done; failed += r.failed;
+        first = first || (r.failures[0] && `${r.failures[0].id}: ${r.failures[0].message}`);
+        if (!r.more) break;
+        req = { ...req, cursor: r.next_cursor };
       }
-      toast(`${label}: ${done} of ${selected.size}`);
-      route();
-    },
-  }, label);
+      toast(`${label}: ${done} done${failed ? `, ${failed} failed (${first})` : ""}`);
+    } catch (e) {
+      toast(`${label}: ${done} done, then ${e.message}`);
+    }
+    route();
+  };
+  const buttons = ACTIONS.map((a) => el("button", {
+    type: "button", class: a.danger ? "danger" : null, disabled: readOnly() || !a.states.includes(state),
+    onclick: () => run(a),
+  }, a.label));
   const tabs = el("div", { class: "tabs", role: "navigation", "aria-label": "States" },
     STATES.map((s) => el("a", { href: `#/topic/${enc(topic)}?state=${s}`, "aria-current": s === state ? "page" : null }, s)));
   render(
     el("h1", {}, `Topic ${topic}`), pausing, tabs,
-    el("div", { class: "bar" }, filter,
-      bulk("Kick", (id) => api("POST", `/v1/topics/${enc(topic)}/jobs/${enc(id)}/kick`), state === "dead"),
-      bulk("Run now", (id) => api("POST", `/v1/topics/${enc(topic)}/jobs/${enc(id)}/reschedule`, { delay_ms: 0 }), state === "delayed" || state === "ready"),
-      bulk("Delete", (id) => api("DELETE", `/v1/topics/${enc(topic)}/jobs/${enc(id)}`), true, true)),
-    el("table", { "aria-label": `Jobs ${state}` },
-      el("thead", {}, el("tr", {}, el("th", {}, all), el("th", {}, "id"), el("th", {}, "due"), el("th", { class: "num" }, "attempts"), el("th", {}, "deadline"), el("th", {}, "last error"))),
-      tbody),
-    page.next_cursor ? el("p", {}, el("a", { href: `#/topic/${enc(topic)}?state=${state}&cursor=${enc(page.next_cursor)}` }, "Next page")) : null,
+    el("div", { class: "bar" }, filter, selectAll, buttons, status),
+    table, pager,
     readOnly() ? null : pushForm(topic),
   );
-  drawRows();
+  await load();
 }
 
 function pushForm(topic) {
@@ -339,6 +405,7 @@ async function jobView(topic, id) {
     el("div", { class: "bar" },
       act("Kick", () => api("POST", `${base}/kick`), job.state === "dead"),
       act("Run now", () => api("POST", `${base}/reschedule`, { delay_ms: 0 }), job.state === "delayed" || job.state === "ready"),
+      act("Bury", () => api("POST", `${base}/archive`, { reason: "buried from the dashboard" }), job.state === "delayed" || job.state === "ready"),
       act("Delete", async () => { await api("DELETE", base); location.hash = `#/topic/${enc(topic)}?state=${job.state}`; }, true, true)),
   );
 }

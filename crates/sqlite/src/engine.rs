@@ -407,6 +407,14 @@ impl Engine for SqliteEngine {
         self.write(move |tx| lease::bury(tx, &lease, &reason)).await
     }
 
+    async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {
+        check_reason(reason.as_deref())?;
+        let (topic, id) = (topic.clone(), id.clone());
+        let reason = reason.unwrap_or_default();
+        self.write(move |tx| admin::bury_waiting(tx, &topic, &id, &reason))
+            .await
+    }
+
     async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
         let (topic, id) = (topic.clone(), id.clone());
         self.write(move |tx| admin::kick(tx, &topic, &id)).await

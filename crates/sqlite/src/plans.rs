@@ -107,6 +107,8 @@ fn every_operation(conn: &Connection, shared: &Shared) {
     tick::expire_jobs(&mut tx, 1, u64::MAX / 4, 100).expect("expire jobs");
     admin::kick_some(&mut tx, &t, 10).expect("kick_some");
     admin::reschedule(&mut tx, &t, &id("d"), Schedule::NOW).expect("reschedule");
+    admin::bury_waiting(&mut tx, &t, &id("d"), "by hand").expect("bury waiting");
+    admin::kick(&mut tx, &t, &id("d")).expect("kick");
     reserve::reserve(
         &mut tx,
         std::slice::from_ref(&t),

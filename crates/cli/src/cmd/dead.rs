@@ -1,9 +1,9 @@
-//! `delayq dead list` and `delayq kick`.
+//! `delayq dead list`, `delayq kick` and `delayq archive`.
 
 use reqwest::Method;
 use serde_json::json;
 
-use crate::cli::{DeadListArgs, KickArgs, StateArg};
+use crate::cli::{ArchiveArgs, DeadListArgs, KickArgs, StateArg};
 use crate::client::{Client, job_path, report, seg};
 
 pub async fn list(a: DeadListArgs) -> anyhow::Result<()> {
@@ -42,5 +42,23 @@ pub async fn kick(a: KickArgs) -> anyhow::Result<()> {
             });
         }
     }
+    Ok(())
+}
+
+pub async fn archive(a: ArchiveArgs) -> anyhow::Result<()> {
+    let mut body = json!({});
+    if let Some(r) = &a.reason {
+        body["reason"] = json!(r);
+    }
+    Client::new(&a.client)?
+        .call(
+            Method::POST,
+            &format!("{}/archive", job_path(&a.topic, &a.id)),
+            Some(&body),
+        )
+        .await?;
+    report(&a.client, &json!({ "archived": true }), || {
+        format!("archived {} in {}: dead", a.id, a.topic)
+    });
     Ok(())
 }

@@ -123,6 +123,7 @@ mod tests {
             library::TOUCH,
             library::BURY,
             library::KICK,
+            library::BURY_WAITING,
             library::RESCHEDULE,
             library::DELETE,
             library::PURGE,

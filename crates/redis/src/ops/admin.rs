@@ -1,5 +1,5 @@
 //! The operations on jobs and topics outside the hot path: get, delete, reschedule, kick,
-//! list (with its cursor), stats, topics, purge, and Redis's clock.
+//! bury without a lease, list (with its cursor), stats, topics, purge, and Redis's clock.
 
 use std::time::Duration;
 
@@ -86,6 +86,28 @@ impl Ops {
                 state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
             )),
             other => Err(unexpected("kick", other)),
+        }
+    }
+
+    /// `Engine::bury_waiting`, its input already checked by `engine.rs`.
+    pub(crate) async fn bury_waiting(
+        &self,
+        topic: &Topic,
+        id: &JobId,
+        reason: Option<String>,
+    ) -> Result<()> {
+        let mut inv = self.fcall(library::BURY_WAITING, topic);
+        inv.arg(id.as_str()).arg(reason.unwrap_or_default());
+        let reply = codec::array(self.conn.call(&inv, "burying a job").await?)?;
+        match Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)? {
+            Status::Ok => Ok(()),
+            Status::NotFound => Err(not_found(topic, id)),
+            Status::WrongState => Err(Error::cannot_bury_waiting(
+                topic,
+                id,
+                state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
+            )),
+            other => Err(unexpected("bury_waiting", other)),
         }
     }
 

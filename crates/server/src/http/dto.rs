@@ -611,6 +611,9 @@ pub struct ListResponse {
     pub jobs: Vec<JobDto>,
     /// Pass as `cursor` to get the next page; absent on the last page.
     pub next_cursor: Option<String>,
+    /// With a `prefix`: how many jobs the server looked at for this page (at most 10,000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scanned: Option<u64>,
 }
 
 /// Counts and health of a topic.

@@ -107,6 +107,15 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
         ),
         "state" => ("invalid_argument", "one of delayed, ready, reserved, dead"),
         "limit" => ("invalid_argument", "a whole number from 1 to 1000"),
+        "action" => (
+            "invalid_argument",
+            "\"kick\", \"delete\", \"run_now\" or \"bury\"",
+        ),
+        "ids" => ("invalid_argument", "a list of 1 to 10000 job ids"),
+        "prefix" => (
+            "invalid_argument",
+            "the start of a job id: 1 to 200 visible ASCII characters, no space",
+        ),
         "cursor" => (
             "invalid_argument",
             "the next_cursor of the previous page, unchanged",

@@ -18,7 +18,9 @@ use super::fields::locate;
 use super::params::{
     CommonErrors, JobPath, ListQuery, NotFound, TopicPath, WrongState, job_id, topic,
 };
+use super::scan::{BUDGET, check_prefix, scan};
 use crate::AppState;
+use delayq_core::limits::check_count;
 
 /// A push's job, checked as far as it can be without the engine (whose body limit and clock
 /// come later): a bad field is answered with its pointer, so a batch can say which item.
@@ -282,6 +284,11 @@ pub async fn reschedule(
 
 /// List the jobs of a topic in one state, page by page.
 ///
+/// With `prefix`, only the jobs whose id starts with it: the server walks the state for
+/// them, looking at most 10,000 jobs per request, and answers where it stopped as
+/// `next_cursor` (a page may hold fewer than `limit` jobs, even none) and how many it looked
+/// at as `scanned`.
+///
 /// `done` lists the acked jobs a topic's retention keeps (none without one).
 ///
 /// Orders: delayed by (due time, id), ready by (priority, due time, push order), reserved by
@@ -300,12 +307,34 @@ pub async fn list(
 ) -> Result<axum::Json<ListResponse>, ApiError> {
     let t = topic(&path.topic)?;
     let cursor = q.cursor.map(Cursor);
+    let limit = q.limit.unwrap_or(100);
+    let prefix = q.prefix.unwrap_or_default();
+    if !prefix.is_empty() {
+        check_prefix(&prefix)?;
+        check_count("limit", limit)?;
+        let found = scan(
+            state.engine.as_ref(),
+            &t,
+            q.state.into(),
+            &prefix,
+            limit,
+            BUDGET,
+            cursor,
+        )
+        .await?;
+        return Ok(axum::Json(ListResponse {
+            jobs: found.jobs.iter().map(JobDto::from).collect(),
+            next_cursor: found.next.map(|c| c.0),
+            scanned: Some(found.scanned),
+        }));
+    }
     let page = state
         .engine
-        .list(&t, q.state.into(), q.limit.unwrap_or(100), cursor.as_ref())
+        .list(&t, q.state.into(), limit, cursor.as_ref())
         .await?;
     Ok(axum::Json(ListResponse {
         jobs: page.jobs.iter().map(JobDto::from).collect(),
         next_cursor: page.next.map(|c| c.0),
+        scanned: None,
     }))
 }

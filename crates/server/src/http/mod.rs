@@ -8,10 +8,12 @@ mod fields;
 mod jobs;
 mod leases;
 mod limit;
+mod manage;
 mod observe;
 mod ops;
 pub mod params;
 mod receipt;
+mod scan;
 mod schedules;
 mod series;
 mod topics;
@@ -76,6 +78,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::push_batch))
         .routes(routes!(jobs::get_job, jobs::delete_job))
         .routes(routes!(jobs::reschedule))
+        .routes(routes!(manage::archive))
+        .routes(routes!(manage::bulk))
         .routes(routes!(leases::reserve))
         .routes(routes!(leases::ack))
         .routes(routes!(leases::ack_batch))

@@ -39,8 +39,14 @@ pub struct ListQuery {
     /// Jobs per page (1 to 1000, default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<usize>,
-    /// The `next_cursor` of the previous page.
+    /// The `next_cursor` of the previous page (of a listing with the same `prefix`).
     pub cursor: Option<String>,
+    /// Only the jobs whose id starts with this (1 to 200 visible ASCII characters; empty:
+    /// every job). The server walks the state for them, looking at most 10,000 jobs per
+    /// request: a page may then hold fewer than `limit` jobs, even none, and still have a
+    /// `next_cursor`; `scanned` says how many it looked at.
+    #[param(max_length = 200)]
+    pub prefix: Option<String>,
 }
 
 /// Parses a topic.

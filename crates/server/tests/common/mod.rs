@@ -86,12 +86,20 @@ impl TestServer {
             .send()
             .await
             .expect("request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.expect("body");
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        answer(resp).await
+    }
+
+    /// POSTs `body` as the dashboard does (with its `x-delayq-ui` header), which a
+    /// read-only dashboard's server refuses.
+    pub async fn post_from_ui(&self, path: &str, body: Value) -> (u16, Value) {
+        let resp = self
+            .auth(self.client.post(self.url(path)))
+            .header("x-delayq-ui", "1")
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        answer(resp).await
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
@@ -139,6 +147,16 @@ impl TestServer {
 }
 
 /// The error code of an error answer.
+/// A response's status and JSON body (a string when it is not JSON).
+async fn answer(resp: reqwest::Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
 pub fn code(v: &Value) -> &str {
     v["error"]["code"].as_str().unwrap_or("<no code>")
 }

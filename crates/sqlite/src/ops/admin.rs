@@ -1,5 +1,5 @@
 //! The operations on jobs by id and on whole topics, as the Redis engine's `kick.lua`,
-//! `reschedule.lua`, `delete.lua`, `purge.lua` and `configure.lua`.
+//! `bury_waiting.lua`, `reschedule.lua`, `delete.lua`, `purge.lua` and `configure.lua`.
 
 use delayq_core::{Error, JobId, Result, Schedule, Timestamp, Topic, TopicConfig};
 use rusqlite::{OptionalExtension, params};
@@ -89,6 +89,29 @@ pub(crate) fn kick_some(tx: &mut Tx<'_>, topic: &Topic, limit: usize) -> Result<
         revive(tx, tid, jid, expires_at, now)?;
     }
     Ok(jids.len() as u64)
+}
+
+/// Sends a delayed or ready job to dead now, with `reason` ('' for none) as its last error
+/// and its attempts unchanged. [`Error::NotFound`], or [`Error::WrongState`] when it is
+/// reserved, dead or done. Its timer entries stay: a due or expiry timer that finds it dead
+/// does nothing.
+pub(crate) fn bury_waiting(tx: &mut Tx<'_>, topic: &Topic, id: &JobId, reason: &str) -> Result<()> {
+    let now = tx.now_ms();
+    let (_, job) = find(tx, topic, id)?.ok_or_else(|| not_found(topic, id))?;
+    if job.state != WAITING {
+        return Err(Error::cannot_bury_waiting(
+            topic,
+            id,
+            state_of(job.state, job.ready_at, now)?,
+        ));
+    }
+    exec(
+        tx,
+        "burying a job",
+        "UPDATE jobs SET state = ?1, token = 0, deadline = ?2, last_error = ?3 WHERE jid = ?4",
+        params![DEAD, now, reason, job.jid],
+    )?;
+    Ok(())
 }
 
 /// Moves a delayed or ready job to a new due time, keeping its push order and attempts.

@@ -16,6 +16,7 @@ use delayq_core::{
 
 use crate::Harness;
 
+mod bury;
 mod config;
 mod conflict;
 mod expiry;
@@ -25,6 +26,7 @@ mod retention;
 mod schedules;
 mod settle;
 mod topics;
+pub use bury::*;
 pub use config::*;
 pub use conflict::*;
 pub use expiry::*;
@@ -1588,6 +1590,7 @@ macro_rules! conformance_suite {
             expired_jobs_are_not_delivered_issue_14,
             an_expiry_bounds_retries_not_running_deliveries_issue_14,
             bad_expiries_are_refused_and_change_nothing_issue_14,
+            bury_waiting_sends_a_waiting_job_to_dead_issue_15,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
