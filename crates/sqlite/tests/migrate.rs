@@ -199,7 +199,11 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
     // And no schedules (0007), and jobs without an expiry (0009).
     assert_eq!(e.schedules().await.expect("schedules"), vec![]);
     assert_eq!(e.stats(&t).await.expect("stats").expired_jobs, 0);
-    let dead = e.get(&t, &again.id).await.expect("get").expect("the dead job");
+    let dead = e
+        .get(&t, &again.id)
+        .await
+        .expect("get")
+        .expect("the dead job");
     assert_eq!(dead.expires_at, None);
     drop(e);
 
