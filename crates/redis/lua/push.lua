@@ -123,6 +123,13 @@ for i = 1, n do
 end
 local seq = 0
 if fresh > 0 then seq = redis.call('INCRBY', K_SEQ, fresh) - fresh end
+-- Signals a waiter when `at` is earlier than the topic's next timed event so far.
+local function earlier(at)
+  if head == nil or at < head then
+    signal(at)
+    head = at
+  end
+end
 local records, delayed, ready, expiring, seen = {}, {}, {}, {}, {}
 local r, d, w, x = 0, 0, 0, 0
 -- The public state of a job created by this call.
@@ -172,10 +179,7 @@ for i = 1, n do
       created, err, ARGV[b + 2], expires, s[7],
     }
     if expires > 0 then
-      if head == nil or expires < head then
-        signal(expires)
-        head = expires
-      end
+      earlier(expires)
       expiring[x + 1] = expires
       expiring[x + 2] = id
       x = x + 2
@@ -190,10 +194,7 @@ for i = 1, n do
       ready[r + 2] = ready_member(id, j)
       r = r + 2
     else
-      if head == nil or ready_at < head then
-        signal(ready_at)
-        head = ready_at
-      end
+      earlier(ready_at)
       delayed[d + 1] = ready_at
       delayed[d + 2] = id
       d = d + 2
