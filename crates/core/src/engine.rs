@@ -314,9 +314,11 @@ pub trait Engine: Send + Sync + 'static {
     /// time, then push order. Waits up to `wait` for a first job; returns an empty vector on
     /// timeout. Expired leases noticed on the way go back to delayed (or dead).
     ///
-    /// Cancel safety: dropping the future while it waits loses nothing. Dropping it while a
-    /// round trip that hands out jobs is in flight may leave those jobs leased to no one until
-    /// their ttr runs out (at-least-once: they come back then; at-most-once: they are lost).
+    /// Cancel safety: dropping the future at any point loses nothing. Dropped while it
+    /// waits, it just stops waiting; dropped while a round trip that hands out jobs is on
+    /// its way, the round trip still ends and the jobs it leased are released at once (the
+    /// release counts no attempt; see [`crate::detach_lease`]). At-most-once jobs such a
+    /// round trip took are lost (and logged): they were removed as they were taken.
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>>;
 
     /// Settles a set of leases, then reserves as [`Engine::reserve`] does, in one round trip

@@ -16,14 +16,17 @@
 //! - `error`: [`Error`].
 //! - `acks`: [`ack_batcher`], acks of concurrent callers coalesced into `ack_batch` calls
 //!   (used by the worker runtime and the HTTP server).
+//! - `detach`: [`detach_lease`], a reserve's round trip in a task of its own, so that a
+//!   caller dropped mid-call strands no leased job (used by both engines).
 //!
 //! This crate does no I/O: no network, no files, no clock decisions (engines own the clock);
-//! its only runtime piece is the in-process channel of `acks`.
+//! its only runtime pieces are the in-process channel of `acks` and the task of `detach`.
 #![deny(missing_docs)]
 
 mod acks;
 mod backoff;
 mod cron;
+mod detach;
 mod engine;
 mod error;
 mod ids;
@@ -38,6 +41,7 @@ pub use cron::{
     JobSchedule, JobTemplate, MAX_JITTER, MAX_MISFIRE_LIMIT, MAX_SCHEDULE_NAME_LEN, MISFIRE_GRACE,
     Misfire, Plan, ScheduleName, ScheduleParts,
 };
+pub use detach::detach_lease;
 pub use engine::{
     Cursor, DeliveryMode, Engine, Nack, Page, Reserve, Settle, Settled, SettledAndReserved,
     StoredSchedule, TopicStats, check_ack_batch, check_push_batch, check_settle_and_reserve,

@@ -15,7 +15,8 @@ use delayq_core::{
     Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Limits, Nack,
     NackOutcome, NewJob, Page, Pushed, Reserve, Result, Retention, Schedule, ScheduleName, Settle,
     Settled, SettledAndReserved, StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats,
-    async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve, duration_ms,
+    async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve, detach_lease,
+    duration_ms,
 };
 use rusqlite::Connection;
 use tokio::sync::{Notify, oneshot};
@@ -214,7 +215,9 @@ impl SqliteEngine {
     }
 
     /// One pass over the topics (the first one rotating per call), without waiting; the
-    /// settlements, if any, run first in the same writer request.
+    /// settlements, if any, run first in the same writer request. The request is made from
+    /// a task of its own ([`detach_lease`]): when the caller is dropped before the answer
+    /// comes, the jobs it leased are released at once instead of waiting for their ttr.
     async fn reserve_once(
         &self,
         req: &Reserve,
@@ -226,20 +229,35 @@ impl SqliteEngine {
             .map(|k| req.topics[(start + k) % n].clone())
             .collect();
         let (max, mode) = (req.max, req.mode);
-        match settlements {
-            None => self
-                .write(move |tx| reserve::reserve(tx, &topics, max, mode))
-                .await
-                .map(|d| (Vec::new(), d)),
-            Some(items) => {
-                self.write(move |tx| {
-                    let settled = settling::settle(tx, &items)?;
-                    let got = reserve::reserve(tx, &topics, max, mode)?;
-                    Ok((settled, got))
-                })
-                .await
+        let (engine, back) = (self.clone(), self.clone());
+        let trip = async move {
+            match settlements {
+                None => engine
+                    .write(move |tx| reserve::reserve(tx, &topics, max, mode))
+                    .await
+                    .map(|d| (Vec::new(), d)),
+                Some(items) => {
+                    engine
+                        .write(move |tx| {
+                            let settled = settling::settle(tx, &items)?;
+                            let got = reserve::reserve(tx, &topics, max, mode)?;
+                            Ok((settled, got))
+                        })
+                        .await
+                }
             }
-        }
+        };
+        detach_lease(
+            trip,
+            |(_, deliveries)| deliveries,
+            move |leases: Vec<Lease>| async move {
+                let items: Vec<Settlement> = leases.into_iter().map(Settlement::Release).collect();
+                back.write(move |tx| settling::settle(tx, &items))
+                    .await
+                    .map(|_| ())
+            },
+        )
+        .await
     }
 
     /// A reserve with its wait: the first pass carries the settlements; when it hands out

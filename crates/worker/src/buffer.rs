@@ -47,7 +47,7 @@ impl Buffered {
     }
 }
 
-/// The jobs reserved ahead of the handlers.
+/// The jobs reserved ahead of the handlers, in the order the engine handed them out.
 #[derive(Debug)]
 pub(crate) struct Buffer {
     jobs: VecDeque<Buffered>,
@@ -87,7 +87,21 @@ impl Buffer {
         if let Some(at) = b.low_at(self.min_share) {
             self.next_low = Some(self.next_low.map_or(at, |n| n.min(at)));
         }
-        self.jobs.push_back(b);
+        // Two reserves on their way at once may reach the engine in either order; a topic's
+        // lease tokens grow in the order its jobs are handed out, so a job goes in before
+        // the jobs of its topic that the engine handed out after it (usually none: the
+        // scan stops at the topic's last job).
+        let mut at = self.jobs.len();
+        if let Some(lease) = &b.delivery.lease {
+            for (i, x) in self.jobs.iter().enumerate().rev() {
+                match &x.delivery.lease {
+                    Some(l) if l.topic == lease.topic && l.token > lease.token => at = i,
+                    Some(l) if l.topic == lease.topic => break,
+                    _ => {}
+                }
+            }
+        }
+        self.jobs.insert(at, b);
     }
 
     /// The next job for a handler.
@@ -132,7 +146,11 @@ mod tests {
     use delayq_core::{Backoff, Job, JobId, JobState, Lease, LeaseToken, Timestamp, Topic};
 
     fn delivery(id: &str, ttr: Duration, leased: bool) -> Delivery {
-        let topic = Topic::new("t").unwrap_or_else(|e| panic!("{e}"));
+        delivery_of("t", id, ttr, leased.then_some(1))
+    }
+
+    fn delivery_of(topic: &str, id: &str, ttr: Duration, token: Option<u64>) -> Delivery {
+        let topic = Topic::new(topic).unwrap_or_else(|e| panic!("{e}"));
         let id = JobId::new(id).unwrap_or_else(|e| panic!("{e}"));
         Delivery {
             job: Job {
@@ -152,10 +170,10 @@ mod tests {
                 expires_at: None,
                 on_expire: delayq_core::OnExpire::Dead,
             },
-            lease: leased.then_some(Lease {
+            lease: token.map(|token| Lease {
                 topic,
                 id,
-                token: LeaseToken(1),
+                token: LeaseToken(token),
             }),
             lateness: Duration::ZERO,
         }
@@ -185,5 +203,31 @@ mod tests {
             .collect();
         assert_eq!(order, ["a", "c"]);
         assert!(b.is_empty() && b.next_low().is_none());
+    }
+
+    /// Batches that crossed on their way (the later call's jobs came back first) are taken
+    /// in the engine's order, topic by topic; jobs without a lease keep their arrival order.
+    #[test]
+    fn crossed_batches_go_back_in_the_engines_order() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(30);
+        let mut b = Buffer::new(0.5);
+        for (topic, id, token) in [
+            ("t", "c", Some(3)),
+            ("t", "d", Some(4)),
+            ("u", "x", Some(9)),
+            ("t", "a", Some(1)),
+            ("t", "b", Some(2)),
+            ("u", "w", Some(8)),
+            ("t", "m", None),
+        ] {
+            b.push(delivery_of(topic, id, s, token), t0 + s);
+        }
+        let order: Vec<String> = b
+            .take_all()
+            .iter()
+            .map(|x| x.delivery.job.id.to_string())
+            .collect();
+        assert_eq!(order, ["a", "b", "c", "d", "w", "x", "m"]);
     }
 }

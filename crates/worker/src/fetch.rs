@@ -16,10 +16,14 @@
 //! handler slot it frees is taken by the next buffered job in the same turn of the loop. Only
 //! the handlers run in tasks of their own.
 //!
+//! Two reserves on their way at once may reach the engine in either order, so a reserve
+//! that comes back while a cycle is still out waits for it, and the buffer puts each job in
+//! the engine's order (by its topic's lease token).
+//!
 //! At shutdown the loop stops handing out jobs, abandons an open long-poll (the engine's
-//! reserve is cancel-safe while it waits), lets a cycle on its way come back, gives every
-//! buffered job back at once, and then keeps driving the supervisors and sending their
-//! outcomes until the last one is done.
+//! reserve is cancel-safe: a dropped reserve gives back what it leased), lets a cycle on
+//! its way come back, gives every buffered job back at once, and then keeps driving the
+//! supervisors and sending their outcomes until the last one is done.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -101,12 +105,20 @@ where
         main: None,
         side: None,
         ahead: None,
+        parked: None,
         asked_out: 0,
         idle: true,
         resume_at: None,
         stopping: false,
     };
     fetch.run::<P>(stop).await;
+}
+
+/// A reserving call on its way.
+struct InFlight {
+    kind: Kind,
+    asked: usize,
+    call: Call,
 }
 
 struct Fetch<E, H> {
@@ -120,12 +132,16 @@ struct Fetch<E, H> {
     window: Window,
     outbox: Outbox,
     /// The call that may reserve (or a flush when none is due).
-    main: Option<(Kind, Call)>,
+    main: Option<InFlight>,
     /// A flush beside an open long-poll.
     side: Option<Call>,
     /// A second cycle, started while the main one is on its way when the window has room
     /// for both, so that the engine's work on one overlaps the worker's on the other.
-    ahead: Option<Call>,
+    ahead: Option<InFlight>,
+    /// A reserve that came back while another is still on its way: its jobs wait for that
+    /// one's, so that the buffer takes both in the engine's order (two calls on their way
+    /// at once may reach the engine in either order; see `Buffer::push`).
+    parked: Option<Done>,
     /// Jobs asked for by the reserves on their way: they count against the window.
     asked_out: usize,
     /// The last reserve found nothing: the next one long-polls.
@@ -164,15 +180,15 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 () = stop.cancelled(), if !self.stopping => self.begin_stop::<P>(),
                 done = next(&mut self.main), if self.main.is_some() => {
                     self.main = None;
-                    self.finish::<P>(done);
+                    self.arrived::<P>(done);
                 }
                 done = side(&mut self.side), if self.side.is_some() => {
                     self.side = None;
                     self.finish::<P>(done);
                 }
-                done = side(&mut self.ahead), if self.ahead.is_some() => {
+                done = next(&mut self.ahead), if self.ahead.is_some() => {
                     self.ahead = None;
-                    self.finish::<P>(done);
+                    self.arrived::<P>(done);
                 }
                 Some(out) = self.supervisors.next(), if !self.supervisors.is_empty() => {
                     self.supervised(out);
@@ -204,6 +220,43 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             && self.main.is_none()
             && self.side.is_none()
             && self.ahead.is_none()
+            && self.parked.is_none()
+    }
+
+    /// A call came back: it is finished now, unless it reserved while another cycle is on
+    /// its way; then it waits for that one (see [`Fetch::parked`]), and both are finished
+    /// together, the buffer putting their jobs in the engine's order.
+    fn arrived<P>(&mut self, done: Done)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        if done.asked > 0 && self.parked.is_none() && self.cycle_on_its_way() {
+            self.parked = Some(done);
+            return;
+        }
+        self.finish::<P>(done);
+        self.unpark::<P>();
+    }
+
+    /// Finishes the parked call.
+    fn unpark<P>(&mut self)
+    where
+        P: Payload,
+        H: Handler<P>,
+    {
+        if let Some(p) = self.parked.take() {
+            self.finish::<P>(p);
+        }
+    }
+
+    /// True when a cycle that reserves is on its way. A long-poll never is beside another
+    /// reserve, and a call that came back never waits for one (it could wait its whole wait).
+    fn cycle_on_its_way(&self) -> bool {
+        [&self.main, &self.ahead]
+            .into_iter()
+            .flatten()
+            .any(|c| c.asked > 0 && c.kind == Kind::Cycle)
     }
 
     /// The next timer: the end of a pause, the outbox's flush (when a flush could start),
@@ -215,7 +268,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         }
         let can_flush = match &self.main {
             None => true,
-            Some((Kind::LongPoll, _)) => self.side.is_none(),
+            Some(c) if c.kind == Kind::LongPoll => self.side.is_none(),
             Some(_) => false,
         };
         let flush = self.outbox.flush_at().filter(|_| can_flush);
@@ -355,29 +408,20 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             };
             if poll_need > 0 && self.idle {
                 let wait = self.base.wait;
-                self.main = Some((
-                    Kind::LongPoll,
-                    self.call(Kind::LongPoll, Batch::default(), poll_need, wait),
-                ));
+                self.main = Some(self.call(Kind::LongPoll, Batch::default(), poll_need, wait));
             } else if need > 0 && (self.buffer.is_empty() || need >= refill || flush_due) {
                 let batch = self.outbox.take();
-                self.main = Some((
-                    Kind::Cycle,
-                    self.call(Kind::Cycle, batch, need, Duration::ZERO),
-                ));
+                self.main = Some(self.call(Kind::Cycle, batch, need, Duration::ZERO));
             } else if flush_due {
                 let batch = self.outbox.take();
-                self.main = Some((
-                    Kind::Flush,
-                    self.call(Kind::Flush, batch, 0, Duration::ZERO),
-                ));
+                self.main = Some(self.call(Kind::Flush, batch, 0, Duration::ZERO));
                 return;
             }
         }
         if !self.stopping
             && !self.idle
             && self.ahead.is_none()
-            && matches!(self.main, Some((Kind::Cycle, _)))
+            && self.main.as_ref().is_some_and(|c| c.kind == Kind::Cycle)
         {
             let need = self
                 .window
@@ -389,13 +433,14 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             }
         }
         let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
-        if flush_due && self.side.is_none() && matches!(self.main, Some((Kind::LongPoll, _))) {
+        let polling = self.main.as_ref().is_some_and(|c| c.kind == Kind::LongPoll);
+        if flush_due && self.side.is_none() && polling {
             let batch = self.outbox.take();
-            self.side = Some(self.call(Kind::Flush, batch, 0, Duration::ZERO));
+            self.side = Some(self.call(Kind::Flush, batch, 0, Duration::ZERO).call);
         }
     }
 
-    fn call(&mut self, kind: Kind, batch: Batch, asked: usize, wait: Duration) -> Call {
+    fn call(&mut self, kind: Kind, batch: Batch, asked: usize, wait: Duration) -> InFlight {
         debug_assert!(batch.settles.len() <= MAX_BATCH);
         self.asked_out += asked;
         let shared = Arc::clone(&self.shared);
@@ -404,7 +449,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             wait,
             ..self.base.clone()
         };
-        Box::pin(async move {
+        let call = Box::pin(async move {
             let sent = Instant::now();
             let result = shared.engine.settle_and_reserve(&batch.settles, &req).await;
             Done {
@@ -415,7 +460,8 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 sent,
                 result,
             }
-        })
+        });
+        InFlight { kind, asked, call }
     }
 
     /// A call came back: answer its settlements, buffer its jobs, adjust the window.
@@ -495,12 +541,13 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         H: Handler<P>,
     {
         self.stopping = true;
-        if matches!(self.main, Some((Kind::LongPoll, _))) {
+        if let Some(poll) = self.main.take_if(|c| c.kind == Kind::LongPoll) {
             // A long-poll carries no settlements, and the engine's reserve loses nothing
-            // when dropped while it waits. No cycle is ahead beside a long-poll, so nothing
-            // else is asked for.
-            self.main = None;
-            self.asked_out = 0;
+            // when dropped, even on its way back with jobs: it gives them back itself
+            // (`Engine::reserve`'s cancel safety).
+            drop(poll.call);
+            self.asked_out = self.asked_out.saturating_sub(poll.asked);
+            self.unpark::<P>();
         }
         let now = Instant::now();
         let held = self.buffer.take_all();
@@ -579,9 +626,9 @@ fn too_many(d: &Delivery) {
     );
 }
 
-async fn next(call: &mut Option<(Kind, Call)>) -> Done {
+async fn next(call: &mut Option<InFlight>) -> Done {
     match call {
-        Some((_, f)) => f.as_mut().await,
+        Some(c) => c.call.as_mut().await,
         None => std::future::pending().await,
     }
 }

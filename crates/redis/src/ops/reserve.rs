@@ -3,13 +3,14 @@
 //! settlements' answers, the deliveries) and the long-poll around it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use delayq_core::limits::delay_ms_ceil;
 use delayq_core::{
     Delivery, DeliveryMode, Error, Lease, LeaseToken, NackOutcome, Reserve, Result, Settle,
-    Settled, SettledAndReserved, Timestamp, Topic,
+    Settled, SettledAndReserved, Timestamp, Topic, detach_lease,
 };
 use rand::Rng;
 use redis::{Cmd, Value};
@@ -290,15 +291,42 @@ impl Ops {
         Ok((out, seen, settled))
     }
 
+    /// [`Ops::reserve_once`] in a task of its own ([`detach_lease`]): when the caller is
+    /// dropped while the call is on its way, the jobs it leased are released at once
+    /// instead of waiting for their ttr with no one holding them.
+    async fn reserve_detached(
+        self: &Arc<Self>,
+        req: &Reserve,
+        settle: &[Settle],
+    ) -> Result<(Vec<Delivery>, Vec<Observation>, Vec<Result<Settled>>)> {
+        let (ops, back) = (Arc::clone(self), Arc::clone(self));
+        let (req, settle) = (req.clone(), settle.to_vec());
+        let give_back = Reserve {
+            max: 0,
+            wait: Duration::ZERO,
+            ..req.clone()
+        };
+        detach_lease(
+            async move { ops.reserve_once(&req, &settle).await },
+            |(deliveries, _, _)| deliveries,
+            move |leases: Vec<Lease>| async move {
+                let releases: Vec<Settle> = leases.into_iter().map(Settle::Release).collect();
+                back.reserve_once(&give_back, &releases).await.map(|_| ())
+            },
+        )
+        .await
+    }
+
     /// Settles `settle` and reserves with `req`'s long-poll: the settlements go in the first
-    /// pass only; a later pass (after a wake) just reserves.
+    /// pass only; a later pass (after a wake) just reserves. Each pass runs detached
+    /// ([`Ops::reserve_detached`]), so that dropping this future at any point strands no job.
     pub(crate) async fn settle_then_reserve(
-        &self,
+        self: &Arc<Self>,
         settle: &[Settle],
         req: &Reserve,
     ) -> Result<SettledAndReserved> {
         let deadline = Instant::now() + req.wait;
-        let (first, seen, settled) = self.reserve_once(req, settle).await?;
+        let (first, seen, settled) = self.reserve_detached(req, settle).await?;
         let answer = |deliveries| SettledAndReserved {
             settled,
             deliveries,
@@ -332,7 +360,7 @@ impl Ops {
                     }
                 }
             }
-            let (out, _, _) = self.reserve_once(req, &[]).await?;
+            let (out, _, _) = self.reserve_detached(req, &[]).await?;
             if !out.is_empty() {
                 return Ok(answer(out));
             }

@@ -1572,6 +1572,7 @@ macro_rules! conformance_suite {
             settle_and_reserve_max_zero_settles_only,
             settle_and_reserve_settles_before_waiting,
             settle_and_reserve_bad_input_changes_nothing,
+            reserve_dropped_mid_call_strands_no_job,
             token_beyond_any_issued_is_lease_lost,
             refusals_say_why_issue_12,
             purge_takes_the_topic_off_the_list_issue_12,

@@ -335,3 +335,53 @@ pub async fn token_beyond_any_issued_is_lease_lost<H: Harness>(h: &H) {
     assert_eq!(h.snapshot().await, before, "a lost lease changed the store");
     ok(e.ack(&lease_of(&a)).await, "the real lease still acks");
 }
+
+/// A reserve dropped after its request left for the engine strands nothing: the jobs the
+/// engine leased for it are given back at once (long before their ttr), and the give-back
+/// counts no attempt. This is an HTTP client hanging up, or a worker stopping, mid-call;
+/// the settlements it carried still apply.
+pub async fn reserve_dropped_mid_call_strands_no_job<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let t = topic("dropped-mid-call");
+    let ttr = Duration::from_secs(600);
+    ok(e.push(job(&t, "settled")).await, "push");
+    let settled = lease_of(&reserve_one(&e, &t, ms(0)).await);
+    for name in ["a", "b"] {
+        ok(e.push(job(&t, name).with_ttr(ttr)).await, "push");
+    }
+    let settle = [Settle::Ack(settled)];
+    let req = Reserve::new(t.clone()).max(2);
+    let mut call = Box::pin(e.settle_and_reserve(&settle, &req));
+    // One poll sends the call; it cannot have its answer yet (the engine answers on another
+    // thread or over the network).
+    tokio::select! {
+        biased;
+        r = &mut call => panic!("the call answered at its first poll: {r:?}"),
+        () = std::future::ready(()) => {}
+    }
+    drop(call);
+    let start = Instant::now();
+    let mut back = Vec::new();
+    while back.len() < 2 && start.elapsed() < Duration::from_secs(10) {
+        let req = Reserve::new(t.clone()).max(2).wait(ms(500));
+        back.extend(ok(e.reserve(&req).await, "reserve"));
+    }
+    let mut ids: Vec<_> = back.iter().map(|d| d.job.id.to_string()).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        ["a", "b"],
+        "the jobs the dropped call leased come back"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "given back at once, not after the ttr ({ttr:?})"
+    );
+    for d in &back {
+        assert_eq!(d.attempt(), 1, "a give-back counts no attempt");
+    }
+    assert!(
+        ok(e.get(&t, &id("settled")).await, "get").is_none(),
+        "the dropped call's ack applied"
+    );
+}

@@ -46,6 +46,7 @@ macro_rules! worker_suite {
             leases_held_never_exceed_prefetch,
             a_buffered_job_starts_with_enough_lease_left,
             shutdown_releases_the_buffer_at_once,
+            one_handler_runs_jobs_in_the_engines_order,
             two_workers_share_a_short_queue,
             panic_retries_then_dead_and_the_worker_carries_on,
             permanent_error_is_dead_at_the_first_failure,
