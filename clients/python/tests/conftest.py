@@ -3,50 +3,15 @@ test works in topics of its own), clients of them, and a fresh topic name per te
 
 from __future__ import annotations
 
-import sys
 import uuid
-from pathlib import Path
-from typing import AsyncIterator, Dict, Iterator, List
+from typing import AsyncIterator, Iterator
 
 import pytest
+from harness import Server, Servers
 
 import delayq
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import Redis, Server
-
 ENGINES = ["embedded", "redis"]
-
-
-class Servers:
-    """The session's servers by engine, each started on first use."""
-
-    def __init__(self, tmp: pytest.TempPathFactory) -> None:
-        self._tmp = tmp
-        self._servers: Dict[str, Server] = {}
-        self._redis: List[Redis] = []
-
-    def get(self, engine: str) -> Server:
-        if engine not in self._servers:
-            tmp = self._tmp.mktemp(engine)
-            if engine == "redis":
-                self._redis.append(Redis(tmp / "redis"))
-                self._servers[engine] = Server(tmp, redis=self._redis[0].url)
-            else:
-                self._servers[engine] = Server(tmp)
-        return self._servers[engine]
-
-    def redis(self) -> Redis:
-        """The Redis of the session's Redis-backed server."""
-        self.get("redis")
-        return self._redis[0]
-
-    def stop(self) -> None:
-        for server in self._servers.values():
-            server.stop()
-        for r in self._redis:
-            r.stop()
 
 
 @pytest.fixture(scope="session")

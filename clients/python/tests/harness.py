@@ -10,7 +10,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import httpx
 import pytest
@@ -177,6 +177,36 @@ class Server:
 
     def stop(self) -> None:
         self.process.stop()
+
+
+class Servers:
+    """The session's servers by engine, each started on first use."""
+
+    def __init__(self, tmp: pytest.TempPathFactory) -> None:
+        self._tmp = tmp
+        self._servers: Dict[str, Server] = {}
+        self._redis: List[Redis] = []
+
+    def get(self, engine: str) -> Server:
+        if engine not in self._servers:
+            tmp = self._tmp.mktemp(engine)
+            if engine == "redis":
+                self._redis.append(Redis(tmp / "redis"))
+                self._servers[engine] = Server(tmp, redis=self._redis[0].url)
+            else:
+                self._servers[engine] = Server(tmp)
+        return self._servers[engine]
+
+    def redis(self) -> Redis:
+        """The Redis of the session's Redis-backed server."""
+        self.get("redis")
+        return self._redis[0]
+
+    def stop(self) -> None:
+        for server in self._servers.values():
+            server.stop()
+        for r in self._redis:
+            r.stop()
 
 
 def kill(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:

@@ -150,8 +150,8 @@ def generate(doc: Doc) -> str:
             blocks.append(typed_dict(camel(name) + "Query", schema))
     lines = [f'{name} = Route("{method}", "{path}")' for name, method, path, _ in table]
     blocks.append("\n".join(lines))
-    names = ", ".join(name for name, *_ in table)
-    blocks.append(f'ROUTES = ({names})\n"""Every route of the document."""')
+    names = "".join(f"    {name},\n" for name, *_ in table)
+    blocks.append(f'ROUTES = (\n{names})\n"""Every route of the document."""')
     codes = "\n".join(f'    "{c}",' for c in error_codes(doc))
     blocks.append(f'ERROR_CODES = (\n{codes}\n)\n"""The error codes the document lists."""')
     return "\n\n\n".join(blocks) + "\n"

@@ -240,15 +240,15 @@ def ack(lease: Lease) -> Call[None]:
     return Call(wire.POST_TOPICS_TOPIC_JOBS_ID_ACK, _lease_path(lease), _nothing, body)
 
 
+def _ack_result(d: wire.AckResult) -> AckResult:
+    error = d.get("error")
+    return AckResult(
+        ok=d["ok"], error=None if error is None else from_detail(error, _status_of(error))
+    )
+
+
 def _ack_results(d: wire.AckBatchResponse) -> List[AckResult]:
-    out = []
-    for r in d["results"]:
-        error = r.get("error")
-        status = _status_of(error)
-        out.append(
-            AckResult(ok=r["ok"], error=None if error is None else from_detail(error, status))
-        )
-    return out
+    return [_ack_result(r) for r in d["results"]]
 
 
 def ack_many(leases: Sequence[Union[Lease, str]]) -> Call[List[AckResult]]:
