@@ -651,7 +651,9 @@ class Worker:
 
 def _reason(error: BaseException) -> str:
     """A failure's reason for the server (at most 4 KiB)."""
-    text = str(error) or type(error).__name__
-    if not isinstance(error, (Permanent, RetryAfter, ApiError)):
-        text = f"{type(error).__name__}: {text}"
+    name, text = type(error).__name__, str(error)
+    if not text:
+        text = name
+    elif not isinstance(error, (Permanent, RetryAfter, ApiError)):
+        text = f"{name}: {text}"
     return text.encode("utf-8")[:4000].decode("utf-8", "ignore")
