@@ -17,6 +17,7 @@ from delayq import AsyncClient, Backoff, Client, NewJob, Settlement, Worker
 from delayq import _ops as ops
 from delayq._errors import from_response
 from delayq._models import to_ms
+from delayq._window import Window
 from delayq._worker import _reason
 
 
@@ -124,3 +125,35 @@ def test_failure_reasons_name_the_exception_and_fit_the_server() -> None:
     assert _reason(KeyError()) == "KeyError"
     assert _reason(delayq.Permanent("no such order")) == "no such order"
     assert len(_reason(RuntimeError("é" * 5000)).encode()) <= 4096
+
+
+def test_the_window_starts_at_the_concurrency_and_doubles_when_reserves_come_back_full() -> None:
+    w = Window(2, 48)
+    assert (w.size, w.need(1)) == (2, 1)
+    w.reserved(2, 2)
+    assert w.size == 2, "no growth before a handler finished"
+    w.observe(0.00001)
+    sizes = []
+    for _ in range(6):
+        w.reserved(w.size, w.size)
+        sizes.append(w.size)
+    assert sizes == [4, 8, 16, 32, 50, 50]
+
+
+def test_the_window_holds_about_100_ms_of_work_and_shrinks_on_a_short_reserve() -> None:
+    w = Window(10, 990)
+    w.observe(0.02)  # 10 handlers of 20 ms: 50 jobs in 100 ms
+    for _ in range(10):
+        w.reserved(w.size, w.size)
+    assert w.size == 50
+    w.reserved(50, 20)
+    assert w.size == 20, "a short reserve: hold what came"
+    w.observe(60)
+    assert w.size == 10, "slow handlers: the concurrency, never less"
+
+
+def test_a_chosen_prefetch_is_a_fixed_window() -> None:
+    w = Window(3, 2, adaptive=False)
+    w.observe(60)
+    w.reserved(5, 0)
+    assert w.size == 5

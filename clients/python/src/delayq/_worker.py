@@ -7,8 +7,11 @@ One fetch loop does every call to the server, in the shape of the Rust worker's:
 - a **long-poll** (the configured ``wait``, no settlements) when the last reserve found
   nothing, beside which a **flush** (``max: 0``, settle only) sends what finishes meanwhile,
   so no settlement waits for a whole long-poll;
-- the worker holds at most ``concurrency + prefetch`` leased jobs (running or buffered) and
-  does not reserve while that many are held;
+- a **second cycle** goes ahead of the first when the window has room for both, so that
+  the server works on one while the worker handles the other;
+- the worker holds at most ``concurrency + prefetch`` leased jobs (running or buffered),
+  fewer when its handlers are slow or the queue runs short (``_window``), and does not
+  reserve while the window is full;
 - a running handler's lease is touched at half of it (extended by the job's ttr) until it
   ends; a lost lease fires the handler's cancellation, and its result is not settled; a
   buffered job whose lease ran down to half is touched before its handler starts, or given
@@ -48,6 +51,7 @@ from ._errors import (
     WrongStateError,
 )
 from ._models import Delivery, Outcome, Reservation, Settled, Settlement
+from ._window import Window
 
 log = logging.getLogger("delayq.worker")
 
@@ -147,8 +151,15 @@ class _Loop:
     running: Dict[int, _Held] = field(default_factory=dict)
     outbox: List[_Out] = field(default_factory=list)
     outbox_since: Optional[float] = None
+    window: Window = field(default_factory=lambda: Window(1, 0))
     main: Optional[_Call] = None
+    """The call that may reserve, or a flush when none is due."""
+    ahead: Optional[_Call] = None
+    """A second cycle, sent while the main one is on its way."""
     side: Optional[_Call] = None
+    """A flush beside an open long-poll."""
+    asked_out: int = 0
+    """Jobs asked for by the calls on their way: they count against the window."""
     idle: bool = True
     pause: float = RETRY_INITIAL
     resume_at: float = 0.0
@@ -159,9 +170,11 @@ class Worker:
 
     ``client`` is the :class:`delayq.AsyncClient` to use (else one is made from ``url``,
     ``token`` and ``ca_cert``, as :class:`delayq.Client` takes them, and closed at the end).
-    ``prefetch`` is how many jobs it may hold beyond the running ones (default: the
-    concurrency, at most 100); ``wait`` how long an idle long-poll waits (seconds);
-    ``shutdown_timeout`` how long shutdown waits for running handlers; ``retry_max`` the
+    ``prefetch`` is how many jobs it may hold beyond the running ones: by default it adapts,
+    up to 100 (about 100 ms of work at the handlers' speed: none while they are slow or the
+    queue runs short); a number holds that many whenever the queue has them; ``wait`` how long
+    an idle long-poll waits (seconds); ``shutdown_timeout`` how long shutdown waits for
+    running handlers; ``retry_max`` the
     longest pause between attempts while the server cannot be reached.
 
     A sync handler runs in a thread of the worker's pool (``concurrency`` threads); an async
@@ -193,7 +206,7 @@ class Worker:
             raise ValueError("a worker needs at least one topic")
         if concurrency < 1:
             raise ValueError(f"concurrency {concurrency} must be at least 1")
-        self.prefetch = min(concurrency, 100) if prefetch is None else prefetch
+        self.prefetch = 100 if prefetch is None else prefetch
         if self.prefetch < 0:
             raise ValueError(f"prefetch {prefetch} must be 0 or more")
         if wait <= 0 or shutdown_timeout < 0 or retry_max < RETRY_INITIAL:
@@ -219,7 +232,7 @@ class Worker:
         self._hard_stop_at: Optional[float] = None
         self._handlers_cancelled = False
         self._done: Optional[asyncio.Future[Report]] = None
-        self._state = _Loop()
+        self._state = _Loop(window=Window(concurrency, self.prefetch, adaptive=prefetch is None))
 
     # ----- public -----
 
@@ -298,7 +311,9 @@ class Worker:
                 self._hard_stop(s, now)
             if now >= s.resume_at:
                 self._start_calls(s, now)
-            if self._stopping and not (s.main or s.side or s.running or s.outbox or s.buffer):
+            if self._stopping and not (
+                s.main or s.ahead or s.side or s.running or s.outbox or s.buffer
+            ):
                 return
             at = self._next_timer(s, now)
             timer = loop.call_at(loop.time() + max(0.0, at - now), self._wakeup) if at else None
@@ -331,30 +346,39 @@ class Worker:
         return s.outbox_since is not None and now >= s.outbox_since + LINGER
 
     def _start_calls(self, s: _Loop, now: float) -> None:
-        window = self.concurrency + self.prefetch
         flush_due = self._flush_due(s, now)
+        refill = max(1, min(s.window.size // 2, RESERVE_BATCH))
+        held = self._held(s) + s.asked_out
         if s.main is None:
-            need = 0 if self._stopping else min(window - self._held(s), RESERVE_BATCH)
-            refill = max(1, window // 2)
-            if need > 0 and s.idle:
-                poll_need = min(need, window - self._held(s) - len(s.outbox))
-                if poll_need > 0:
-                    s.main = self._call("poll", [], poll_need, self.wait)
+            # After an empty reserve nothing more reserves until the cycle ahead is back.
+            stay = self._stopping or (s.idle and s.ahead is not None)
+            need = 0 if stay else min(s.window.need(held), RESERVE_BATCH)
+            # A long-poll carries no settlements: those waiting count as held meanwhile.
+            poll_need = min(s.window.need(held + len(s.outbox)), RESERVE_BATCH) if need else 0
+            if s.idle and poll_need > 0:
+                s.main = self._call(s, "poll", [], poll_need, self.wait)
             elif need > 0 and (not s.buffer or need >= refill or flush_due):
-                s.main = self._call("cycle", self._take_outbox(s), need, 0.0)
-            if s.main is None and flush_due:
-                s.main = self._call("flush", self._take_outbox(s), 0, 0.0)
+                s.main = self._call(s, "cycle", self._take_outbox(s), need, 0.0)
+            elif flush_due:
+                s.main = self._call(s, "flush", self._take_outbox(s), 0, 0.0)
+                return
+        cycling = s.main is not None and s.main.kind == "cycle"
+        if cycling and not (self._stopping or s.idle) and s.ahead is None:
+            need = min(s.window.need(self._held(s) + s.asked_out), RESERVE_BATCH)
+            if need >= refill:
+                s.ahead = self._call(s, "cycle", self._take_outbox(s), need, 0.0)
         polling = s.main is not None and s.main.kind == "poll"
         if polling and s.side is None and self._flush_due(s, now):
-            s.side = self._call("flush", self._take_outbox(s), 0, 0.0)
+            s.side = self._call(s, "flush", self._take_outbox(s), 0, 0.0)
 
     def _take_outbox(self, s: _Loop) -> List[_Out]:
         outs, s.outbox = s.outbox[:1000], s.outbox[1000:]
         s.outbox_since = time.monotonic() if s.outbox else None
         return outs
 
-    def _call(self, kind: str, outs: List[_Out], asked: int, wait: float) -> _Call:
+    def _call(self, s: _Loop, kind: str, outs: List[_Out], asked: int, wait: float) -> _Call:
         assert self._loop is not None
+        s.asked_out += asked
         coro = self._client.reserve(
             self.topics, max=asked, wait=wait, settle=[o.settlement for o in outs]
         )
@@ -367,12 +391,16 @@ class Worker:
         if s.main is not None and s.main.task.done():
             call, s.main = s.main, None
             self._finish(s, call)
+        if s.ahead is not None and s.ahead.task.done():
+            call, s.ahead = s.ahead, None
+            self._finish(s, call)
         if s.side is not None and s.side.task.done():
             call, s.side = s.side, None
             self._finish(s, call)
 
     def _finish(self, s: _Loop, call: _Call) -> None:
         now = time.monotonic()
+        s.asked_out -= call.asked
         if call.task.cancelled():
             self._put_back(s, call.outs, now)
             return
@@ -390,6 +418,7 @@ class Worker:
         if call.asked == 0:
             return
         s.idle = not r.deliveries
+        s.window.reserved(call.asked, len(r.deliveries))
         if s.idle and call.kind == "poll" and now - call.sent < r.wait * 0.9:
             # An empty long-poll answered early (a server shutting down): do not spin.
             s.resume_at = now + RETRY_INITIAL
@@ -516,6 +545,7 @@ class Worker:
 
     def _handler_done(self, s: _Loop, held: _Held, task: asyncio.Task[None]) -> None:
         s.running.pop(id(held), None)
+        s.window.observe(time.monotonic() - held.started)
         if held.renew_timer is not None:
             held.renew_timer.cancel()
         self._wakeup()
@@ -622,6 +652,7 @@ class Worker:
         )
         if s.main is not None and s.main.kind == "poll":
             s.main.task.cancel()  # an open long-poll is abandoned: it carries no settlements
+            s.asked_out -= s.main.asked
             s.main = None
         while s.buffer:
             self._release(s, s.buffer.popleft(), now)
