@@ -33,6 +33,11 @@ if [ ! -x "$DELAYQ_BIN" ]; then
     exit 1
 fi
 
+# Nothing written into the source tree: caches go under target/ too.
+export PYTHONDONTWRITEBYTECODE=1
+export MYPY_CACHE_DIR="$repo/target/py-client-cache/mypy"
+export RUFF_CACHE_DIR="$repo/target/py-client-cache/ruff"
+
 cd "$here"
 echo "test.sh: ruff, mypy --strict" >&2
 "$venv/bin/ruff" check --quiet
