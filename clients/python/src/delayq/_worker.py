@@ -64,6 +64,9 @@ after its last attempt)."""
 RESERVE_BATCH = 256
 """The most jobs one reserve asks for."""
 
+MAX_SETTLE = 1000
+"""The most settlements one reserve carries (the server's limit)."""
+
 LINGER = 0.005
 """The longest a settlement waits for company (a reserve to ride with) before it is sent."""
 
@@ -372,7 +375,7 @@ class Worker:
             s.side = self._call(s, "flush", self._take_outbox(s), 0, 0.0)
 
     def _take_outbox(self, s: _Loop) -> List[_Out]:
-        outs, s.outbox = s.outbox[:1000], s.outbox[1000:]
+        outs, s.outbox = s.outbox[:MAX_SETTLE], s.outbox[MAX_SETTLE:]
         s.outbox_since = time.monotonic() if s.outbox else None
         return outs
 
