@@ -1,0 +1,3 @@
+"""The version of the delayq client."""
+
+__version__ = "0.1.0"
