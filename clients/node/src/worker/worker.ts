@@ -1,0 +1,623 @@
+/**
+ * {@link Worker}: runs a handler for the jobs of some topics, as the Rust worker does.
+ *
+ * One loop makes every call to the server. Each call is a reserve that also carries the
+ * settlements of the jobs finished since the last one (settle-in-reserve):
+ *
+ * - a **cycle** (settle, then reserve without waiting) when the window has room;
+ * - a **long-poll** (reserve, waiting up to `waitMs`) after a reserve found nothing, so an
+ *   idle worker waits in the server instead of polling; it carries no settlements, and
+ *   beside it a **flush** (`max: 0`, settle only) sends what handlers finish meanwhile
+ *   within a few milliseconds;
+ * - a **flush** too when settlements are due and no reserve is.
+ *
+ * The jobs wait in a buffer for a free handler slot; the window (see `window.ts`) bounds
+ * how many the worker holds, between the concurrency and concurrency + prefetch. A
+ * buffered job whose lease runs below `minLeaseLeft` while every handler is busy is given
+ * back. While a handler runs, its lease is renewed (see `renewal.ts`).
+ *
+ * Errors of a call (server unreachable, 503) pause the loop with a jittered back-off that
+ * doubles up to `retryMaxMs`; the settlements it carried are sent again while their lease
+ * lasts. Shutdown stops reserving at once, aborts an open long-poll, gives back the buffer
+ * at once, waits up to `shutdownTimeoutMs` for running handlers, then aborts their signals
+ * and gives their jobs back.
+ *
+ * Times are `performance.now()` milliseconds.
+ *
+ * @module
+ */
+
+import { Client } from "../client.js";
+import { DelayqError } from "../errors.js";
+import type { ClientOptions } from "../http.js";
+import { consoleLogger, type Logger } from "../log.js";
+import type { Delivery, Reserved, Settlement } from "../types.js";
+import { ShutdownError, failed, type Handler, type JobContext, type Outcome } from "./handler.js";
+import { MAX_BATCH, Outbox, type Pending, type Purpose } from "./outbox.js";
+import { Renewal } from "./renewal.js";
+import { Tally, type Report } from "./report.js";
+import { Window } from "./window.js";
+
+/** How a {@link Worker} runs. Every field is optional. */
+export interface WorkerOptions {
+  /** The server: a {@link Client}, or the options of one (default: `new Client()`, from `$DELAYQ_SERVER`). */
+  readonly client?: Client | ClientOptions;
+  /** The most handlers running at once (default 10; 1 to 10,000). */
+  readonly concurrency?: number;
+  /**
+   * The most jobs held beyond the running ones, waiting for a free handler (default: the
+   * concurrency, at least 50; 0 to 10,000). How many the worker actually holds adapts to about
+   * 100 ms of work at its handlers' speed, and falls back when reserves come back short.
+   */
+  readonly prefetch?: number;
+  /** How long one reserve waits for a job when there is none, in ms (default 30,000; the server may cut it). */
+  readonly waitMs?: number;
+  /** How long shutdown waits for running handlers before it gives their jobs back, in ms (default 20,000). */
+  readonly shutdownTimeoutMs?: number;
+  /** When a running handler's lease is renewed, as a fraction of the ttr (default 0.5; 0.1 to 0.75). */
+  readonly renewFraction?: number;
+  /** The least share of its lease a buffered job keeps; below it, while every handler is busy, it is given back (default 0.5). */
+  readonly minLeaseLeft?: number;
+  /** The first pause after a failed call, in ms (default 100); it doubles, with jitter, up to `retryMaxMs`. */
+  readonly retryInitialMs?: number;
+  /** The longest pause between calls while the server is unreachable or unavailable, in ms (default 5,000). */
+  readonly retryMaxMs?: number;
+  /** Where the worker logs (default {@link consoleLogger}`("warn")`). */
+  readonly logger?: Logger;
+}
+
+/** The least default prefetch: enough jobs per reserve that round trips do not bound throughput. */
+const DEFAULT_PREFETCH = 50;
+
+/** The most a release at shutdown is retried, so an unreachable server cannot hold the shutdown for a whole lease. */
+const RELEASE_BUDGET_MS = 10_000;
+
+/** A reply travels this share of the ttr (5 ms to 1 s) at most: taken off a long-poll's lease estimate. */
+function replyMargin(ttrMs: number): number {
+  return Math.min(1_000, Math.max(5, ttrMs / 50));
+}
+
+/** A job waiting in the buffer. */
+interface Buffered {
+  readonly delivery: Delivery;
+  /** The estimated end of its lease. */
+  readonly leaseEnd: number;
+}
+
+/** A job whose handler runs. */
+interface Running {
+  readonly delivery: Delivery;
+  readonly controller: AbortController;
+  readonly renewal: Renewal;
+  readonly started: number;
+  /** The lease was lost: the result is not settled. */
+  lost: boolean;
+  /** Shutdown gave the job back: the result is not settled. */
+  abandoned: boolean;
+}
+
+/** A call to the server on its way. */
+interface Call {
+  readonly kind: "cycle" | "poll" | "flush";
+  readonly batch: readonly Pending[];
+  readonly asked: number;
+  readonly waitMs: number;
+  readonly sent: number;
+  readonly controller: AbortController;
+  /** Shutdown abandoned it (an open long-poll): its answer is not waited for. */
+  detached: boolean;
+}
+
+/**
+ * Runs `handler` for the jobs of `topics`, up to `concurrency` at once.
+ *
+ * ```ts
+ * const worker = new Worker(["orders.cancel"], async (job) => {
+ *   const { order } = job.json<{ order: number }>();
+ *   if (!(await orders.exists(order))) throw new PermanentError(`no order ${order}`);
+ *   await orders.cancelIfUnpaid(order);
+ * }, { concurrency: 20 });
+ * const report = await worker.run(); // until SIGINT or SIGTERM
+ * ```
+ *
+ * A handler that returns acks its job; one that throws nacks it (the server retries it
+ * with the job's back-off, and sends it to dead after its last attempt). Long handlers
+ * keep their lease: it is renewed at about half of it, and `context.signal` aborts when it
+ * is lost.
+ */
+export class Worker {
+  /** The client the worker calls the server with. */
+  readonly client: Client;
+  private readonly topics: readonly string[];
+  private readonly handler: Handler;
+  private readonly log: Logger;
+  private readonly concurrency: number;
+  private readonly waitMs: number;
+  private readonly shutdownTimeoutMs: number;
+  private readonly renewFraction: number;
+  private readonly minLeaseLeft: number;
+  private readonly retryInitialMs: number;
+  private readonly retryMaxMs: number;
+
+  private readonly window: Window;
+  private readonly tally: Tally;
+  private readonly outbox = new Outbox();
+  private buffer: Buffered[] = [];
+  private readonly running = new Set<Running>();
+  /** The call that may reserve (or a flush when none is due). */
+  private main: Call | undefined;
+  /** A flush beside an open long-poll. */
+  private side: Call | undefined;
+  /**
+   * A second cycle, sent while the main one is on its way when the window has room for
+   * both, so that the server's work on one overlaps the worker's on the other.
+   */
+  private ahead: Call | undefined;
+  /** Jobs asked for by calls on their way: they count against the window. */
+  private askedOut = 0;
+  /** The last reserve found nothing: the next one long-polls. */
+  private idle = true;
+  /** No call starts before this (after a failed call). */
+  private resumeAt = 0;
+  /** The next pause after a failed call. */
+  private pause: number;
+  private stopping = false;
+  /** When running handlers stop being waited for. */
+  private graceEnd = Infinity;
+  private done: Promise<Report> | undefined;
+  private readonly wake = new Wake();
+
+  /** A worker for `topics` (1 to 64 of them); it starts with {@link Worker.run} or {@link Worker.start}. */
+  constructor(topics: readonly string[], handler: Handler, options: WorkerOptions = {}) {
+    if (topics.length === 0) {
+      throw new RangeError("a worker needs at least one topic");
+    }
+    this.topics = [...topics];
+    this.handler = handler;
+    this.client = options.client instanceof Client ? options.client : new Client(options.client);
+    this.log = options.logger ?? consoleLogger("warn");
+    this.concurrency = integer("concurrency", options.concurrency ?? 10, 1, 10_000);
+    const prefetch = integer("prefetch", options.prefetch ?? Math.max(this.concurrency, DEFAULT_PREFETCH), 0, 10_000);
+    this.waitMs = integer("waitMs", options.waitMs ?? 30_000, 1, 3_600_000);
+    this.shutdownTimeoutMs = integer("shutdownTimeoutMs", options.shutdownTimeoutMs ?? 20_000, 0, 3_600_000);
+    this.renewFraction = fraction("renewFraction", options.renewFraction ?? 0.5, 0.1, 0.75);
+    this.minLeaseLeft = fraction("minLeaseLeft", options.minLeaseLeft ?? 0.5, 0.05, 0.9);
+    this.retryInitialMs = integer("retryInitialMs", options.retryInitialMs ?? 100, 1, 60_000);
+    this.retryMaxMs = integer("retryMaxMs", options.retryMaxMs ?? 5_000, this.retryInitialMs, 600_000);
+    this.pause = this.retryInitialMs;
+    this.window = new Window(this.concurrency, this.concurrency + prefetch);
+    this.tally = new Tally(this.log);
+  }
+
+  /**
+   * Runs until SIGINT or SIGTERM (a second one ends the wait for running handlers), then
+   * shuts down gracefully; resolves with what the worker did.
+   */
+  async run(): Promise<Report> {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      signals++;
+      if (signals === 1) {
+        this.log.info(`${signal}: shutting down`, { shutdownTimeoutMs: this.shutdownTimeoutMs });
+        void this.close();
+      } else {
+        this.log.warn(`${signal} again: giving back the jobs of the running handlers now`);
+        this.graceEnd = performance.now();
+        this.wake.notify();
+      }
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    try {
+      return await this.start();
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+  }
+
+  /** Starts the worker without installing signal handlers; resolves when it has stopped ({@link Worker.close}). */
+  start(): Promise<Report> {
+    this.done ??= this.loop();
+    return this.done;
+  }
+
+  /**
+   * Shuts down: stops reserving, gives back the buffered jobs at once, lets running
+   * handlers finish within `shutdownTimeoutMs`, then gives their jobs back. Resolves when
+   * everything the worker held is settled or given back.
+   */
+  close(): Promise<Report> {
+    if (!this.stopping) {
+      this.beginStop();
+    }
+    return this.start();
+  }
+
+  /** What the worker did so far. */
+  report(): Report {
+    return this.tally.report();
+  }
+
+  private async loop(): Promise<Report> {
+    for (;;) {
+      const now = performance.now();
+      if (!this.stopping) {
+        this.dispatch(now);
+        this.giveBackLow(now);
+      } else if (now >= this.graceEnd) {
+        this.abandonRunning(now);
+      }
+      this.startCalls(now);
+      if (this.finished()) {
+        return this.tally.report();
+      }
+      await this.wake.wait(this.nextTimer(now));
+    }
+  }
+
+  /** Leases the server holds for this worker once a cycle sent now has settled what it carries. */
+  private held(): number {
+    return this.buffer.length + this.running.size + Math.max(0, this.outbox.size - MAX_BATCH);
+  }
+
+  /** What a long-poll, which carries no settlements, holds while it waits. */
+  private heldWhilePolling(): number {
+    return this.buffer.length + this.running.size + this.outbox.size;
+  }
+
+  private finished(): boolean {
+    return (
+      this.stopping &&
+      this.running.size === 0 &&
+      this.outbox.size === 0 &&
+      this.main === undefined &&
+      this.side === undefined &&
+      this.ahead === undefined
+    );
+  }
+
+  /** The next timer: the end of a pause, the outbox's flush, a buffered job's lease running low, the end of the grace. */
+  private nextTimer(now: number): number | undefined {
+    if (this.resumeAt > now) {
+      return this.resumeAt;
+    }
+    const canFlush = this.main === undefined || (this.main.kind === "poll" && this.side === undefined);
+    const times = [canFlush ? this.outbox.flushAt() : undefined];
+    if (this.stopping) {
+      times.push(this.graceEnd);
+    } else {
+      times.push(this.buffer[0] === undefined ? undefined : this.lowAt(this.buffer[0]));
+    }
+    const next = Math.min(...times.filter((t): t is number => t !== undefined && t > now));
+    return Number.isFinite(next) ? next : undefined;
+  }
+
+  /** When a buffered job's lease has run below `minLeaseLeft`. */
+  private lowAt(b: Buffered): number {
+    return b.leaseEnd - b.delivery.job.ttrMs * this.minLeaseLeft;
+  }
+
+  /** Hands buffered jobs to free handler slots. */
+  private dispatch(now: number): void {
+    while (this.running.size < this.concurrency) {
+      const b = this.buffer.shift();
+      if (b === undefined) {
+        return;
+      }
+      if (b.leaseEnd <= now) {
+        this.log.warn("a buffered job's lease ended before a handler was free: the server will deliver it again", {
+          topic: b.delivery.topic,
+          id: b.delivery.id,
+        });
+        continue;
+      }
+      this.startHandler(b);
+    }
+  }
+
+  /** Gives back buffered jobs whose lease ran low while every handler was busy, and holds fewer from now on. */
+  private giveBackLow(now: number): void {
+    const first = this.buffer[0];
+    if (first === undefined || this.lowAt(first) > now) {
+      return;
+    }
+    const keep: Buffered[] = [];
+    for (const b of this.buffer) {
+      if (this.lowAt(b) <= now) {
+        this.giveBack(b, "give-back", now);
+      } else {
+        keep.push(b);
+      }
+    }
+    this.buffer = keep;
+    this.window.shrinkTo(this.held());
+  }
+
+  private giveBack(b: Buffered, purpose: Purpose, now: number): void {
+    if (b.leaseEnd <= now) {
+      return;
+    }
+    const until = purpose === "release" ? Math.min(b.leaseEnd, now + RELEASE_BUDGET_MS) : b.leaseEnd;
+    this.outbox.push({ settlement: { lease: b.delivery, outcome: "release" }, purpose, until }, now);
+  }
+
+  private startHandler(b: Buffered): void {
+    const { delivery } = b;
+    const controller = new AbortController();
+    const policy = { fraction: this.renewFraction, retryInitialMs: this.retryInitialMs };
+    const run: Running = {
+      delivery,
+      controller,
+      started: performance.now(),
+      lost: false,
+      abandoned: false,
+      renewal: new Renewal(this.client, delivery, delivery.job.ttrMs, b.leaseEnd, policy, this.log, (reason) => {
+        run.lost = true;
+        controller.abort(reason);
+      }),
+    };
+    this.running.add(run);
+    const context: JobContext = { signal: controller.signal, delivery, attempt: delivery.job.attempts };
+    new Promise<unknown>((ok) => ok(this.handler(delivery.job, context))).then(
+      () => this.ended(run, { kind: "ack" }),
+      (e: unknown) => this.ended(run, failed(e)),
+    );
+  }
+
+  /** A handler ended with `outcome`: its settlement goes into the outbox, unless its lease or its job is no longer this worker's. */
+  private ended(run: Running, outcome: Outcome): void {
+    run.renewal.stop();
+    const { topic, id } = run.delivery;
+    if (run.abandoned) {
+      this.log.warn("a handler ended after its job was given back at shutdown: its outcome is not recorded", {
+        topic,
+        id,
+      });
+      return;
+    }
+    this.running.delete(run);
+    const now = performance.now();
+    if (run.lost) {
+      this.tally.lost(topic, id, run.controller.signal.reason as Error);
+    } else {
+      this.window.observe(now - run.started);
+      const settlement: Settlement =
+        outcome.kind === "ack"
+          ? { lease: run.delivery, outcome: "ack" }
+          : outcome.kind === "bury"
+            ? { lease: run.delivery, outcome: "bury", reason: outcome.reason }
+            : { lease: run.delivery, outcome: "nack", reason: outcome.reason, delayMs: outcome.delayMs };
+      this.outbox.push({ settlement, purpose: outcome.kind, until: run.renewal.leaseEnd }, now);
+    }
+    this.wake.notify();
+  }
+
+  /** Starts the calls that are due. */
+  private startCalls(now: number): void {
+    if (this.resumeAt > now) {
+      return;
+    }
+    const flushDue = (): boolean => this.outbox.size > 0 && (this.stopping || this.outbox.due(now));
+    if (this.main === undefined) {
+      const need = this.stopping ? 0 : Math.min(this.window.need(this.held() + this.askedOut), MAX_BATCH);
+      const pollNeed = need === 0 ? 0 : Math.min(this.window.need(this.heldWhilePolling() + this.askedOut), MAX_BATCH);
+      const refill = Math.max(1, Math.min(Math.floor(this.window.size / 2), MAX_BATCH));
+      if (pollNeed > 0 && this.idle) {
+        this.main = this.send("poll", [], pollNeed, this.waitMs);
+      } else if (need > 0 && (this.buffer.length === 0 || need >= refill || flushDue())) {
+        this.main = this.send("cycle", this.outbox.take(), need, 0);
+      } else if (flushDue()) {
+        this.main = this.send("flush", this.outbox.take(), 0, 0);
+        return;
+      }
+    }
+    if (!this.stopping && !this.idle && this.ahead === undefined && this.main?.kind === "cycle") {
+      const need = Math.min(this.window.need(this.held() + this.askedOut), MAX_BATCH);
+      if (need >= Math.max(1, Math.floor(this.window.size / 2))) {
+        this.ahead = this.send("cycle", this.outbox.take(), need, 0);
+      }
+    }
+    if (this.main?.kind === "poll" && this.side === undefined && flushDue()) {
+      this.side = this.send("flush", this.outbox.take(), 0, 0);
+    }
+  }
+
+  private send(kind: Call["kind"], batch: Pending[], asked: number, waitMs: number): Call {
+    const call: Call = {
+      kind,
+      batch,
+      asked,
+      waitMs,
+      sent: performance.now(),
+      controller: new AbortController(),
+      detached: false,
+    };
+    this.askedOut += asked;
+    this.client
+      .reserve(this.topics, {
+        max: asked,
+        waitMs: waitMs === 0 ? undefined : waitMs,
+        settle: batch.map((p) => p.settlement),
+        signal: call.controller.signal,
+      })
+      .then(
+        (r) => this.finish(call, r),
+        (e: unknown) => this.fail(call, e),
+      )
+      .finally(() => this.wake.notify());
+    return call;
+  }
+
+  private release(call: Call): void {
+    if (this.main === call) {
+      this.main = undefined;
+    } else if (this.side === call) {
+      this.side = undefined;
+    } else if (this.ahead === call) {
+      this.ahead = undefined;
+    }
+    if (!call.detached) {
+      this.askedOut -= call.asked;
+    }
+  }
+
+  /** A call came back: answer its settlements, buffer its jobs, adjust the window. */
+  private finish(call: Call, r: Reserved): void {
+    this.release(call);
+    const now = performance.now();
+    this.pause = this.retryInitialMs;
+    call.batch.forEach((p, i) => {
+      const settled = r.settled[i];
+      if (settled === undefined) {
+        this.tally.notRecorded(p, new DelayqError("bad_response", "the server answered fewer settlements than were sent"));
+      } else {
+        this.tally.answered(p, settled);
+      }
+    });
+    if (call.asked === 0) {
+      return;
+    }
+    const got = r.deliveries.length;
+    if (!call.detached) {
+      this.idle = got === 0;
+      this.window.reserved(call.asked, Math.min(got, call.asked));
+      if (got === 0 && call.kind === "poll" && now - call.sent < r.waitMs * 0.9) {
+        // The server answers a long-poll empty before the wait it used only when it stops:
+        // pause instead of asking again at once.
+        this.resumeAt = now + this.retryInitialMs;
+      }
+    }
+    for (const delivery of r.deliveries) {
+      const start = call.waitMs === 0 ? call.sent : Math.max(call.sent, now - replyMargin(delivery.job.ttrMs));
+      const b = { delivery, leaseEnd: start + delivery.job.ttrMs };
+      if (this.stopping || call.detached) {
+        this.giveBack(b, "release", now);
+      } else {
+        this.buffer.push(b);
+      }
+    }
+  }
+
+  /** A call failed: pause, and send its settlements again while their lease lasts. */
+  private fail(call: Call, e: unknown): void {
+    this.release(call);
+    if (call.detached) {
+      return;
+    }
+    const now = performance.now();
+    const pause = this.pause * (0.5 + Math.random() * 0.5);
+    const retryable = e instanceof DelayqError && e.retryable;
+    const fields = { error: e, retryInMs: Math.round(pause) };
+    if (retryable) {
+      this.log.warn("cannot reach the server: pausing", fields);
+    } else {
+      this.log.error("the server refused the worker's call: pausing", fields);
+    }
+    const again: Pending[] = [];
+    for (const p of call.batch) {
+      if (retryable && p.until > now + pause) {
+        again.push(p);
+      } else {
+        this.tally.notRecorded(p, e instanceof DelayqError ? e : undefined);
+      }
+    }
+    this.outbox.putBack(again, now);
+    this.resumeAt = now + pause;
+    this.pause = Math.min(this.pause * 2, this.retryMaxMs);
+  }
+
+  /** Shutdown: no more jobs to handlers, no more reserves; the buffer goes back at once. */
+  private beginStop(): void {
+    const now = performance.now();
+    this.stopping = true;
+    this.graceEnd = now + this.shutdownTimeoutMs;
+    if (this.main?.kind === "poll") {
+      // A long-poll carries no settlements: abandoning it loses nothing of ours.
+      this.main.detached = true;
+      this.askedOut -= this.main.asked;
+      this.main.controller.abort();
+      this.main = undefined;
+    }
+    if (this.buffer.length > 0) {
+      this.log.info("shutdown: giving back the buffered jobs no handler started", { buffered: this.buffer.length });
+    }
+    for (const b of this.buffer) {
+      this.giveBack(b, "release", now);
+    }
+    this.buffer = [];
+    if (this.running.size > 0) {
+      this.log.info("shutdown: waiting for running handlers", {
+        running: this.running.size,
+        shutdownTimeoutMs: this.shutdownTimeoutMs,
+      });
+    }
+    this.wake.notify();
+  }
+
+  /** The grace is over: abort the running handlers' signals and give their jobs back. */
+  private abandonRunning(now: number): void {
+    if (this.running.size === 0) {
+      return;
+    }
+    this.log.warn("shutdown: timeout over, giving back the jobs of the handlers still running", {
+      running: this.running.size,
+    });
+    for (const run of this.running) {
+      run.abandoned = true;
+      run.renewal.stop();
+      if (!run.lost) {
+        const until = Math.min(run.renewal.leaseEnd, now + RELEASE_BUDGET_MS);
+        this.outbox.push({ settlement: { lease: run.delivery, outcome: "release" }, purpose: "release", until }, now);
+      }
+      run.controller.abort(new ShutdownError());
+    }
+    this.running.clear();
+  }
+}
+
+/** Wakes the worker's loop: when something happened, or at the next timer. */
+class Wake {
+  private pending = false;
+  private resolve: (() => void) | undefined;
+
+  /** Something happened: the loop looks again. */
+  notify(): void {
+    const resolve = this.resolve;
+    if (resolve === undefined) {
+      this.pending = true;
+      return;
+    }
+    this.resolve = undefined;
+    resolve();
+  }
+
+  /** Resolves at the next {@link Wake.notify} or at `until` (`performance.now()` ms), whichever is first. */
+  wait(until: number | undefined): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((ok) => {
+      const timer = until === undefined ? undefined : setTimeout(() => this.notify(), Math.max(0, until - performance.now()));
+      this.resolve = () => {
+        clearTimeout(timer);
+        ok();
+      };
+    });
+  }
+}
+
+function integer(name: string, value: number, min: number, max: number): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`worker option ${name} must be a whole number from ${min} to ${max}, not ${value}`);
+  }
+  return value;
+}
+
+function fraction(name: string, value: number, min: number, max: number): number {
+  if (!(value >= min && value <= max)) {
+    throw new RangeError(`worker option ${name} must be a number from ${min} to ${max}, not ${value}`);
+  }
+  return value;
+}
