@@ -248,8 +248,12 @@ export interface ServerOptions {
   readonly redisUrl?: string;
   /** More arguments for `delayq serve`. */
   readonly args?: readonly string[];
-  /** Serve HTTPS with this certificate and key (PEM files); the probe trusts `cert`. */
+  /** Serve HTTPS with this certificate and key (PEM files); the probe trusts `ca` (PEM text). */
   readonly tls?: { readonly cert: string; readonly key: string; readonly ca: string };
+  /** Listen on this port (to restart a server where it was) instead of a free one. */
+  readonly port?: number;
+  /** The embedded engine's data directory, which the caller owns, instead of a temporary one. */
+  readonly dataDir?: string;
 }
 
 /** A `delayq serve` of the tests' own. */
@@ -279,13 +283,13 @@ export class DelayqServer {
     const redis = engine === "redis" && options.redisUrl === undefined ? await RedisServer.start() : undefined;
     try {
       for (let attempt = 0; ; attempt++) {
-        const port = await freePort();
+        const port = options.port ?? (await freePort());
         const dataDir = mkdtempSync(join(tmpdir(), "delayq-node-server-"));
         const args = ["serve", "--listen", `127.0.0.1:${port}`, ...(options.args ?? [])];
         if (engine === "redis") {
           args.push("--redis", options.redisUrl ?? (redis as RedisServer).url);
         } else {
-          args.push("--data-dir", join(dataDir, "data"));
+          args.push("--data-dir", options.dataDir ?? join(dataDir, "data"));
         }
         if (options.tls !== undefined) {
           args.push("--tls-cert", options.tls.cert, "--tls-key", options.tls.key);
@@ -299,7 +303,7 @@ export class DelayqServer {
           return new DelayqServer(owned, dataDir, url, redis);
         }
         rmSync(dataDir, { recursive: true, force: true });
-        if (attempt >= 4 || !BIND_FAILED.test(owned.log())) {
+        if (attempt >= 4 || options.port !== undefined || !BIND_FAILED.test(owned.log())) {
           throw new Error(`delayq serve exited at start; its output:\n${owned.log()}`);
         }
       }
@@ -395,4 +399,15 @@ export class NodeChild {
 /** A topic name of its own for one test. */
 export function topicName(prefix: string): string {
   return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Polls `check` every 20 ms until it answers true; fails with `what` after `ms`. */
+export async function waitUntil(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    }
+    await sleep(20);
+  }
 }

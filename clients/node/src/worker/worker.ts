@@ -155,6 +155,11 @@ export class Worker {
   private ahead: Call | undefined;
   /** Jobs asked for by calls on their way: they count against the window. */
   private askedOut = 0;
+  /**
+   * Settlements sent by calls on their way: still held until the server applied them,
+   * which may come after another call's reserve (two requests are not ordered).
+   */
+  private settlingOut = 0;
   /** The last reserve found nothing: the next one long-polls. */
   private idle = true;
   /** No call starts before this (after a failed call). */
@@ -258,12 +263,12 @@ export class Worker {
 
   /** Leases the server holds for this worker once a cycle sent now has settled what it carries. */
   private held(): number {
-    return this.buffer.length + this.running.size + Math.max(0, this.outbox.size - MAX_BATCH);
+    return this.buffer.length + this.running.size + this.settlingOut + Math.max(0, this.outbox.size - MAX_BATCH);
   }
 
   /** What a long-poll, which carries no settlements, holds while it waits. */
   private heldWhilePolling(): number {
-    return this.buffer.length + this.running.size + this.outbox.size;
+    return this.buffer.length + this.running.size + this.settlingOut + this.outbox.size;
   }
 
   private finished(): boolean {
@@ -434,6 +439,7 @@ export class Worker {
       detached: false,
     };
     this.askedOut += asked;
+    this.settlingOut += batch.length;
     this.client
       .reserve(this.topics, {
         max: asked,
@@ -460,6 +466,7 @@ export class Worker {
     if (!call.detached) {
       this.askedOut -= call.asked;
     }
+    this.settlingOut -= call.batch.length;
   }
 
   /** A call came back: answer its settlements, buffer its jobs, adjust the window. */
