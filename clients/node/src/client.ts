@@ -7,15 +7,34 @@
 
 import { Transport, type CallOptions, type ClientOptions } from "./http.js";
 import type { StateDto } from "./openapi.js";
+import { Job } from "./job.js";
+import type {
+  Body,
+  LeaseRef,
+  NackResult,
+  NewJob,
+  Page,
+  Pause,
+  PushOptions,
+  PushResult,
+  Reserved,
+  Schedule,
+  ScheduleSpec,
+  Settled,
+  Settlement,
+  Stats,
+  Time,
+  TopicSettings,
+} from "./types.js";
 import {
-  Job,
+  leaseBody,
   nackResultFrom,
   pageFrom,
   pauseFrom,
   pushResultFrom,
   pushToWire,
-  rfc3339,
   reservedFrom,
+  rfc3339,
   scheduleFrom,
   scheduleToWire,
   settingsFrom,
@@ -23,24 +42,7 @@ import {
   settledFrom,
   settlementToWire,
   statsFrom,
-  leaseBody,
-  type Body,
-  type LeaseRef,
-  type NackResult,
-  type NewJob,
-  type Page,
-  type Pause,
-  type PushOptions,
-  type PushResult,
-  type Reserved,
-  type Schedule,
-  type ScheduleSpec,
-  type Settled,
-  type Settlement,
-  type Stats,
-  type Time,
-  type TopicSettings,
-} from "./types.js";
+} from "./wire.js";
 
 /** The options of a reserve. */
 export interface ReserveOptions extends CallOptions {

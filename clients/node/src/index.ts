@@ -20,10 +20,14 @@
  * - `client.ts`: {@link Client}, one method per call of the HTTP API.
  * - `http.ts`: the transport: `fetch`, bearer token, timeouts, errors.
  * - `errors.ts`: {@link DelayqError} and one class per error code of the API.
- * - `types.ts`: the client's types ({@link Job}, {@link Delivery} ...) and their wire forms.
+ * - `types.ts`: the client's types (options, answers, {@link Settlement} ...).
+ * - `job.ts`: {@link Job} and {@link Delivery}.
+ * - `wire.ts`: the conversions from and to the API's wire types.
  * - `openapi.ts`: the API's wire types, generated from the server's `/v1/openapi.json`.
  * - `log.ts`: the worker's {@link Logger}.
  * - `worker/worker.ts`: {@link Worker}: the loop that reserves, settles and shuts down.
+ * - `worker/options.ts`: {@link WorkerOptions}, their defaults and their check.
+ * - `worker/wake.ts`: what the worker's loop sleeps on.
  * - `worker/handler.ts`: {@link Handler}, {@link PermanentError}, {@link RetryError}.
  * - `worker/window.ts`: how many jobs the worker holds.
  * - `worker/outbox.ts`: the settlements waiting for the next reserve.
@@ -68,28 +72,28 @@ export {
 } from "./errors.js";
 export { DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions } from "./http.js";
 export { consoleLogger, type LogFields, type LogLevel, type Logger } from "./log.js";
-export {
-  Delivery,
-  Job,
-  type Backoff,
-  type Body,
-  type JobState,
-  type LeaseRef,
-  type NackResult,
-  type NewJob,
-  type Page,
-  type Pause,
-  type PushOptions,
-  type PushResult,
-  type Reserved,
-  type Schedule,
-  type ScheduleSpec,
-  type Settled,
-  type Settlement,
-  type Stats,
-  type Time,
-  type TopicSettings,
+export { Delivery, Job } from "./job.js";
+export type {
+  Backoff,
+  Body,
+  JobState,
+  LeaseRef,
+  NackResult,
+  NewJob,
+  Page,
+  Pause,
+  PushOptions,
+  PushResult,
+  Reserved,
+  Schedule,
+  ScheduleSpec,
+  Settled,
+  Settlement,
+  Stats,
+  Time,
+  TopicSettings,
 } from "./types.js";
 export { PermanentError, RetryError, ShutdownError, type Handler, type JobContext } from "./worker/handler.js";
 export type { Report } from "./worker/report.js";
-export { Worker, type WorkerOptions } from "./worker/worker.js";
+export type { WorkerOptions } from "./worker/options.js";
+export { Worker } from "./worker/worker.js";

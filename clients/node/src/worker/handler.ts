@@ -8,7 +8,7 @@
 
 import { Buffer } from "node:buffer";
 
-import type { Delivery, Job } from "../types.js";
+import type { Delivery, Job } from "../job.js";
 
 /**
  * Handles one job. Returning (or resolving) acks it; throwing (or rejecting) nacks it, so

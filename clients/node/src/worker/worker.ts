@@ -27,47 +27,18 @@
  * @module
  */
 
-import { Client } from "../client.js";
+import type { Client } from "../client.js";
 import { DelayqError } from "../errors.js";
-import type { ClientOptions } from "../http.js";
-import { consoleLogger, type Logger } from "../log.js";
-import type { Delivery, Reserved, Settlement } from "../types.js";
+import type { Logger } from "../log.js";
+import type { Delivery } from "../job.js";
+import type { Reserved, Settlement } from "../types.js";
 import { ShutdownError, failed, type Handler, type JobContext, type Outcome } from "./handler.js";
 import { MAX_BATCH, Outbox, type Pending, type Purpose } from "./outbox.js";
 import { Renewal } from "./renewal.js";
+import { settings, type Settings, type WorkerOptions } from "./options.js";
 import { Tally, type Report } from "./report.js";
+import { Wake } from "./wake.js";
 import { Window } from "./window.js";
-
-/** How a {@link Worker} runs. Every field is optional. */
-export interface WorkerOptions {
-  /** The server: a {@link Client}, or the options of one (default: `new Client()`, from `$DELAYQ_SERVER`). */
-  readonly client?: Client | ClientOptions;
-  /** The most handlers running at once (default 10; 1 to 10,000). */
-  readonly concurrency?: number;
-  /**
-   * The most jobs held beyond the running ones, waiting for a free handler (default: the
-   * concurrency, at least 50; 0 to 10,000). How many the worker actually holds adapts to about
-   * 100 ms of work at its handlers' speed, and falls back when reserves come back short.
-   */
-  readonly prefetch?: number;
-  /** How long one reserve waits for a job when there is none, in ms (default 30,000; the server may cut it). */
-  readonly waitMs?: number;
-  /** How long shutdown waits for running handlers before it gives their jobs back, in ms (default 20,000). */
-  readonly shutdownTimeoutMs?: number;
-  /** When a running handler's lease is renewed, as a fraction of the ttr (default 0.5; 0.1 to 0.75). */
-  readonly renewFraction?: number;
-  /** The least share of its lease a buffered job keeps; below it, while every handler is busy, it is given back (default 0.5). */
-  readonly minLeaseLeft?: number;
-  /** The first pause after a failed call, in ms (default 100); it doubles, with jitter, up to `retryMaxMs`. */
-  readonly retryInitialMs?: number;
-  /** The longest pause between calls while the server is unreachable or unavailable, in ms (default 5,000). */
-  readonly retryMaxMs?: number;
-  /** Where the worker logs (default {@link consoleLogger}`("warn")`). */
-  readonly logger?: Logger;
-}
-
-/** The least default prefetch: enough jobs per reserve that round trips do not bound throughput. */
-const DEFAULT_PREFETCH = 50;
 
 /** The most a release at shutdown is retried, so an unreachable server cannot hold the shutdown for a whole lease. */
 const RELEASE_BUDGET_MS = 10_000;
@@ -90,8 +61,8 @@ interface Running {
   readonly controller: AbortController;
   readonly renewal: Renewal;
   readonly started: number;
-  /** The lease was lost: the result is not settled. */
-  lost: boolean;
+  /** Why the lease was lost, once it was: the result is not settled. */
+  lost: Error | undefined;
   /** Shutdown gave the job back: the result is not settled. */
   abandoned: boolean;
 }
@@ -130,14 +101,8 @@ export class Worker {
   readonly client: Client;
   private readonly topics: readonly string[];
   private readonly handler: Handler;
+  private readonly settings: Settings;
   private readonly log: Logger;
-  private readonly concurrency: number;
-  private readonly waitMs: number;
-  private readonly shutdownTimeoutMs: number;
-  private readonly renewFraction: number;
-  private readonly minLeaseLeft: number;
-  private readonly retryInitialMs: number;
-  private readonly retryMaxMs: number;
 
   private readonly window: Window;
   private readonly tally: Tally;
@@ -179,18 +144,11 @@ export class Worker {
     }
     this.topics = [...topics];
     this.handler = handler;
-    this.client = options.client instanceof Client ? options.client : new Client(options.client);
-    this.log = options.logger ?? consoleLogger("warn");
-    this.concurrency = integer("concurrency", options.concurrency ?? 10, 1, 10_000);
-    const prefetch = integer("prefetch", options.prefetch ?? Math.max(this.concurrency, DEFAULT_PREFETCH), 0, 10_000);
-    this.waitMs = integer("waitMs", options.waitMs ?? 30_000, 1, 3_600_000);
-    this.shutdownTimeoutMs = integer("shutdownTimeoutMs", options.shutdownTimeoutMs ?? 20_000, 0, 3_600_000);
-    this.renewFraction = fraction("renewFraction", options.renewFraction ?? 0.5, 0.1, 0.75);
-    this.minLeaseLeft = fraction("minLeaseLeft", options.minLeaseLeft ?? 0.5, 0.05, 0.9);
-    this.retryInitialMs = integer("retryInitialMs", options.retryInitialMs ?? 100, 1, 60_000);
-    this.retryMaxMs = integer("retryMaxMs", options.retryMaxMs ?? 5_000, this.retryInitialMs, 600_000);
-    this.pause = this.retryInitialMs;
-    this.window = new Window(this.concurrency, this.concurrency + prefetch);
+    this.settings = settings(options);
+    this.client = this.settings.client;
+    this.log = this.settings.logger;
+    this.pause = this.settings.retryInitialMs;
+    this.window = new Window(this.settings.concurrency, this.settings.concurrency + this.settings.prefetch);
     this.tally = new Tally(this.log);
   }
 
@@ -203,7 +161,7 @@ export class Worker {
     const onSignal = (signal: NodeJS.Signals): void => {
       signals++;
       if (signals === 1) {
-        this.log.info(`${signal}: shutting down`, { shutdownTimeoutMs: this.shutdownTimeoutMs });
+        this.log.info(`${signal}: shutting down`, { shutdownTimeoutMs: this.settings.shutdownTimeoutMs });
         void this.close();
       } else {
         this.log.warn(`${signal} again: giving back the jobs of the running handlers now`);
@@ -300,12 +258,12 @@ export class Worker {
 
   /** When a buffered job's lease has run below `minLeaseLeft`. */
   private lowAt(b: Buffered): number {
-    return b.leaseEnd - b.delivery.job.ttrMs * this.minLeaseLeft;
+    return b.leaseEnd - b.delivery.job.ttrMs * this.settings.minLeaseLeft;
   }
 
   /** Hands buffered jobs to free handler slots. */
   private dispatch(now: number): void {
-    while (this.running.size < this.concurrency) {
+    while (this.running.size < this.settings.concurrency) {
       const b = this.buffer.shift();
       if (b === undefined) {
         return;
@@ -350,15 +308,15 @@ export class Worker {
   private startHandler(b: Buffered): void {
     const { delivery } = b;
     const controller = new AbortController();
-    const policy = { fraction: this.renewFraction, retryInitialMs: this.retryInitialMs };
+    const policy = { fraction: this.settings.renewFraction, retryInitialMs: this.settings.retryInitialMs };
     const run: Running = {
       delivery,
       controller,
       started: performance.now(),
-      lost: false,
+      lost: undefined,
       abandoned: false,
       renewal: new Renewal(this.client, delivery, delivery.job.ttrMs, b.leaseEnd, policy, this.log, (reason) => {
-        run.lost = true;
+        run.lost = reason;
         controller.abort(reason);
       }),
     };
@@ -383,8 +341,8 @@ export class Worker {
     }
     this.running.delete(run);
     const now = performance.now();
-    if (run.lost) {
-      this.tally.lost(topic, id, run.controller.signal.reason as Error);
+    if (run.lost !== undefined) {
+      this.tally.lost(topic, id, run.lost);
     } else {
       this.window.observe(now - run.started);
       const settlement: Settlement =
@@ -409,7 +367,7 @@ export class Worker {
       const pollNeed = need === 0 ? 0 : Math.min(this.window.need(this.heldWhilePolling() + this.askedOut), MAX_BATCH);
       const refill = Math.max(1, Math.min(Math.floor(this.window.size / 2), MAX_BATCH));
       if (pollNeed > 0 && this.idle) {
-        this.main = this.send("poll", [], pollNeed, this.waitMs);
+        this.main = this.send("poll", [], pollNeed, this.settings.waitMs);
       } else if (need > 0 && (this.buffer.length === 0 || need >= refill || flushDue())) {
         this.main = this.send("cycle", this.outbox.take(), need, 0);
       } else if (flushDue()) {
@@ -473,7 +431,7 @@ export class Worker {
   private finish(call: Call, r: Reserved): void {
     this.release(call);
     const now = performance.now();
-    this.pause = this.retryInitialMs;
+    this.pause = this.settings.retryInitialMs;
     call.batch.forEach((p, i) => {
       const settled = r.settled[i];
       if (settled === undefined) {
@@ -492,7 +450,7 @@ export class Worker {
       if (got === 0 && call.kind === "poll" && now - call.sent < r.waitMs * 0.9) {
         // The server answers a long-poll empty before the wait it used only when it stops:
         // pause instead of asking again at once.
-        this.resumeAt = now + this.retryInitialMs;
+        this.resumeAt = now + this.settings.retryInitialMs;
       }
     }
     for (const delivery of r.deliveries) {
@@ -531,14 +489,14 @@ export class Worker {
     }
     this.outbox.putBack(again, now);
     this.resumeAt = now + pause;
-    this.pause = Math.min(this.pause * 2, this.retryMaxMs);
+    this.pause = Math.min(this.pause * 2, this.settings.retryMaxMs);
   }
 
   /** Shutdown: no more jobs to handlers, no more reserves; the buffer goes back at once. */
   private beginStop(): void {
     const now = performance.now();
     this.stopping = true;
-    this.graceEnd = now + this.shutdownTimeoutMs;
+    this.graceEnd = now + this.settings.shutdownTimeoutMs;
     if (this.main?.kind === "poll") {
       // A long-poll carries no settlements: abandoning it loses nothing of ours.
       this.main.detached = true;
@@ -556,7 +514,7 @@ export class Worker {
     if (this.running.size > 0) {
       this.log.info("shutdown: waiting for running handlers", {
         running: this.running.size,
-        shutdownTimeoutMs: this.shutdownTimeoutMs,
+        shutdownTimeoutMs: this.settings.shutdownTimeoutMs,
       });
     }
     this.wake.notify();
@@ -573,7 +531,7 @@ export class Worker {
     for (const run of this.running) {
       run.abandoned = true;
       run.renewal.stop();
-      if (!run.lost) {
+      if (run.lost === undefined) {
         const until = Math.min(run.renewal.leaseEnd, now + RELEASE_BUDGET_MS);
         this.outbox.push({ settlement: { lease: run.delivery, outcome: "release" }, purpose: "release", until }, now);
       }
@@ -581,50 +539,4 @@ export class Worker {
     }
     this.running.clear();
   }
-}
-
-/** Wakes the worker's loop: when something happened, or at the next timer. */
-class Wake {
-  private pending = false;
-  private resolve: (() => void) | undefined;
-
-  /** Something happened: the loop looks again. */
-  notify(): void {
-    const resolve = this.resolve;
-    if (resolve === undefined) {
-      this.pending = true;
-      return;
-    }
-    this.resolve = undefined;
-    resolve();
-  }
-
-  /** Resolves at the next {@link Wake.notify} or at `until` (`performance.now()` ms), whichever is first. */
-  wait(until: number | undefined): Promise<void> {
-    if (this.pending) {
-      this.pending = false;
-      return Promise.resolve();
-    }
-    return new Promise((ok) => {
-      const timer = until === undefined ? undefined : setTimeout(() => this.notify(), Math.max(0, until - performance.now()));
-      this.resolve = () => {
-        clearTimeout(timer);
-        ok();
-      };
-    });
-  }
-}
-
-function integer(name: string, value: number, min: number, max: number): number {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new RangeError(`worker option ${name} must be a whole number from ${min} to ${max}, not ${value}`);
-  }
-  return value;
-}
-
-function fraction(name: string, value: number, min: number, max: number): number {
-  if (!(value >= min && value <= max)) {
-    throw new RangeError(`worker option ${name} must be a number from ${min} to ${max}, not ${value}`);
-  }
-  return value;
 }

@@ -24,7 +24,7 @@ import {
   scheduleToWire,
   settingsToWire,
   settlementToWire,
-} from "../../src/types.js";
+} from "../../src/wire.js";
 import { render, routes, type Document, type Schema } from "../../tools/openapi-gen.js";
 import { CLIENT_DIR, DelayqServer } from "../harness.js";
 

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { Client, DEFAULT_TIMEOUT_MS } from "../../src/index.js";
-import { bodyToWire, leaseBody, pushToWire, rfc3339, settlementToWire } from "../../src/types.js";
+import { bodyToWire, leaseBody, pushToWire, rfc3339, settlementToWire } from "../../src/wire.js";
 
 describe("conversions", () => {
   it("times: a Date, ms since the epoch, or an RFC 3339 string", () => {
