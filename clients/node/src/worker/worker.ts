@@ -250,7 +250,7 @@ export class Worker {
     if (this.stopping) {
       times.push(this.graceEnd);
     } else {
-      times.push(this.buffer[0] === undefined ? undefined : this.lowAt(this.buffer[0]));
+      times.push(this.nextLow());
     }
     const next = Math.min(...times.filter((t): t is number => t !== undefined && t > now));
     return Number.isFinite(next) ? next : undefined;
@@ -259,6 +259,16 @@ export class Worker {
   /** When a buffered job's lease has run below `minLeaseLeft`. */
   private lowAt(b: Buffered): number {
     return b.leaseEnd - b.delivery.job.ttrMs * this.settings.minLeaseLeft;
+  }
+
+  /** The first time a buffered job's lease runs low (jobs of topics with other ttrs may be out of order). */
+  private nextLow(): number | undefined {
+    let first: number | undefined;
+    for (const b of this.buffer) {
+      const at = this.lowAt(b);
+      first = first === undefined || at < first ? at : first;
+    }
+    return first;
   }
 
   /** Hands buffered jobs to free handler slots. */
@@ -281,8 +291,8 @@ export class Worker {
 
   /** Gives back buffered jobs whose lease ran low while every handler was busy, and holds fewer from now on. */
   private giveBackLow(now: number): void {
-    const first = this.buffer[0];
-    if (first === undefined || this.lowAt(first) > now) {
+    const first = this.nextLow();
+    if (first === undefined || first > now) {
       return;
     }
     const keep: Buffered[] = [];

@@ -58,6 +58,17 @@ async function collect(client: Client, topic: string, n: number, ms: number): Pr
   return got;
 }
 
+/** Runs `worker` while `body` runs, and closes it even when `body` fails; answers its report. */
+async function whileRunning(worker: Worker, body: () => Promise<void>): Promise<Report> {
+  const done = worker.start();
+  try {
+    await body();
+  } finally {
+    await worker.close();
+  }
+  return done;
+}
+
 /** Starts the worker of `test/fixtures/worker-child.ts` in a process of its own. */
 function childWorker(server: DelayqServer, topic: string, settings: Record<string, string>): NodeChild {
   return NodeChild.start("test/fixtures/worker-child.js", [], {
@@ -105,23 +116,46 @@ for (const engine of ENGINES) {
         },
         { client, concurrency: 3, prefetch: 2, logger: quiet },
       );
-      const done = worker.start();
       let mostReserved = 0;
-      await waitUntil(
-        async () => {
-          mostReserved = Math.max(mostReserved, (await client.stats(topic)).reserved);
-          return worker.report().acked === 40;
-        },
-        20_000,
-        "40 acks",
+      const report = await whileRunning(worker, () =>
+        waitUntil(
+          async () => {
+            mostReserved = Math.max(mostReserved, (await client.stats(topic)).reserved);
+            return worker.report().acked === 40;
+          },
+          20_000,
+          "40 acks",
+        ),
       );
-      const report = await worker.close();
-      await done;
       assert.equal(most, 3, "the handlers ran 3 at once, never more");
       assert.ok(mostReserved <= 5, `the server saw ${mostReserved} jobs reserved at once, over 3 + 2`);
       assert.deepEqual(report, { acked: 40, retried: 0, dead: 0, buried: 0, released: 0, leaseLost: 0, failed: 0 });
       const s = await client.stats(topic);
       assert.equal(s.ready + s.reserved + s.delayed + s.dead, 0);
+    });
+
+    it("sends an ack while its long-poll waits, not when the long-poll ends", { timeout: 30_000 }, async () => {
+      const topic = topicName("idle-ack");
+      await client.push(topic, "x", { id: "a" });
+      let ended = 0;
+      const worker = new Worker(
+        [topic],
+        async () => {
+          // Long enough for the worker to find nothing more and long-poll meanwhile.
+          await sleep(1_000);
+          ended = Date.now();
+        },
+        { client, concurrency: 2, waitMs: 30_000, logger: quiet },
+      );
+      await whileRunning(worker, async () => {
+        await waitUntil(() => ended > 0, 10_000, "the handler's end");
+        const gone = async (): Promise<boolean> =>
+          client.get(topic, "a").then(
+            () => false,
+            (e: unknown) => e instanceof NotFoundError,
+          );
+        await waitUntil(gone, 3_000, "the ack, well within the 30 s long-poll");
+      });
     });
 
     it("renews the lease of a handler that runs 3× its ttr", { timeout: 30_000 }, async () => {
@@ -139,10 +173,7 @@ for (const engine of ENGINES) {
         },
         { client, concurrency: 1, logger: quiet },
       );
-      const done = worker.start();
-      await waitUntil(() => worker.report().acked === 1, 15_000, "the ack");
-      await worker.close();
-      await done;
+      await whileRunning(worker, () => waitUntil(() => worker.report().acked === 1, 15_000, "the ack"));
       assert.equal(calls, 1);
       assert.equal(aborted, false);
       const s = await client.stats(topic);
@@ -171,12 +202,11 @@ for (const engine of ENGINES) {
         },
         { client, concurrency: 1, logger: quiet },
       );
-      const done = worker.start();
-      await waitUntil(() => started, 10_000, "the handler's start");
-      await client.delete(topic, "doomed");
-      await waitUntil(() => worker.report().leaseLost === 1, 10_000, "the lost lease");
-      const report = await worker.close();
-      await done;
+      const report = await whileRunning(worker, async () => {
+        await waitUntil(() => started, 10_000, "the handler's start");
+        await client.delete(topic, "doomed");
+        await waitUntil(() => worker.report().leaseLost === 1, 10_000, "the lost lease");
+      });
       assert.ok(reason instanceof NotFoundError || reason instanceof LeaseLostError, `aborted with ${String(reason)}`);
       assert.equal(report.acked, 0);
       assert.equal(report.failed, 0);
@@ -202,13 +232,16 @@ for (const engine of ENGINES) {
         },
         { client, concurrency: 2, logger: quiet },
       );
-      const done = worker.start();
-      await waitUntil(() => {
-        const r = worker.report();
-        return r.dead === 1 && r.buried === 1 && r.retried === 2;
-      }, 15_000, "one dead, one buried, two retries");
-      const report = await worker.close();
-      await done;
+      const report = await whileRunning(worker, () =>
+        waitUntil(
+          () => {
+            const r = worker.report();
+            return r.dead === 1 && r.buried === 1 && r.retried === 2;
+          },
+          15_000,
+          "one dead, one buried, two retries",
+        ),
+      );
       assert.deepEqual(report, { acked: 0, retried: 2, dead: 1, buried: 1, released: 0, leaseLost: 0, failed: 0 });
 
       const flaky = await client.get(topic, "flaky");
@@ -350,20 +383,19 @@ for (const engine of ENGINES) {
         retryMaxMs: 500,
         logger,
       });
-      const done = worker.start();
       try {
-        await local.push(topic, "x", { id: "before" });
-        await waitUntil(() => worker.report().acked === 1, 10_000, "the first job");
-        await own.stop();
-        await waitUntil(() => warnings.some((w) => w.includes("cannot reach the server")), 10_000, "a warning");
-        await sleep(1_000);
-        own = await DelayqServer.start(options);
-        await local.push(topic, "x", { id: "after" });
-        await waitUntil(() => worker.report().acked === 2, 15_000, "the job pushed after the restart");
+        await whileRunning(worker, async () => {
+          await local.push(topic, "x", { id: "before" });
+          await waitUntil(() => worker.report().acked === 1, 10_000, "the first job");
+          await own.stop();
+          await waitUntil(() => warnings.some((w) => w.includes("cannot reach the server")), 10_000, "a warning");
+          await sleep(1_000);
+          own = await DelayqServer.start(options);
+          await local.push(topic, "x", { id: "after" });
+          await waitUntil(() => worker.report().acked === 2, 15_000, "the job pushed after the restart");
+        });
         assert.deepEqual(handled, ["before", "after"]);
       } finally {
-        await worker.close();
-        await done;
         await own.stop();
         await redis?.stop();
         rmSync(dataDir, { recursive: true, force: true });
