@@ -278,9 +278,9 @@ export class Client {
    * (a lost lease is an answer, not a failure of the call).
    */
   async ackMany(leases: readonly (LeaseRef | string)[], options: CallOptions = {}): Promise<Settled[]> {
-    const receipts = leases.every((l) => typeof l === "string" || l.receipt !== undefined);
-    const body = receipts
-      ? { receipts: leases.map((l) => (typeof l === "string" ? l : (l.receipt as string))) }
+    const receipts = leases.map((l) => (typeof l === "string" ? l : l.receipt));
+    const body = receipts.every((r): r is string => r !== undefined)
+      ? { receipts }
       : { leases: leases.map((l) => leaseRefToWire(l)) };
     const r = await this.http.call("POST /v1/ack", { body }, options);
     return r.results.map(settledFrom);

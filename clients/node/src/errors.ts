@@ -213,6 +213,6 @@ export class ResponseError extends DelayqError {
 }
 
 /** True when `e` says the delivery it was about is over for its holder: lost, gone, or never leased. */
-export function endsDelivery(e: unknown): boolean {
+export function endsDelivery(e: unknown): e is LeaseLostError | NotFoundError | WrongStateError {
   return e instanceof LeaseLostError || e instanceof NotFoundError || e instanceof WrongStateError;
 }

@@ -89,7 +89,7 @@ export class Renewal {
       }
       const now = performance.now();
       if (endsDelivery(e)) {
-        this.lose(e as Error);
+        this.lose(e);
       } else if (now >= this.end) {
         this.lose(lostLocally("the lease ended before a renewal was answered"));
       } else {
