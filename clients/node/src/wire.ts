@@ -103,26 +103,25 @@ function leaseToWire(l: LeaseRef): wire.SettleItem {
   if (l.receipt !== undefined) {
     return { receipt: l.receipt };
   }
-  return { topic: l.topic, id: l.id, token: requireToken(l) };
+  if (l.token !== undefined) {
+    return { topic: l.topic, id: l.id, token: l.token };
+  }
+  throw noLease(l);
 }
 
 /** The token or receipt of a lease, for the per-job lease operations. */
 export function leaseBody(l: LeaseRef): wire.TokenRequest {
-  return l.token !== undefined ? { token: l.token } : { receipt: requireReceipt(l) };
+  if (l.token !== undefined) {
+    return { token: l.token };
+  }
+  if (l.receipt !== undefined) {
+    return { receipt: l.receipt };
+  }
+  throw noLease(l);
 }
 
-function requireToken(l: LeaseRef): number {
-  if (l.token === undefined) {
-    throw new TypeError(`the lease of job ${l.id} of topic ${l.topic} has neither a token nor a receipt`);
-  }
-  return l.token;
-}
-
-function requireReceipt(l: LeaseRef): string {
-  if (l.receipt === undefined) {
-    throw new TypeError(`the lease of job ${l.id} of topic ${l.topic} has neither a token nor a receipt`);
-  }
-  return l.receipt;
+function noLease(l: LeaseRef): TypeError {
+  return new TypeError(`the lease of job ${l.id} of topic ${l.topic} has neither a token nor a receipt`);
 }
 
 /** The answer to a settlement or a batch ack, its error typed. */
