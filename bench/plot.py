@@ -24,6 +24,8 @@ NAMES = {
     "beanstalkd": "beanstalkd (memory)",
     "beanstalkd-binlog": "beanstalkd (-b binlog)",
     "seeds": "seeds' design",
+    "client-python": "delayq server, Redis (Python worker)",
+    "client-node": "delayq server, Redis (Node worker)",
 }
 
 

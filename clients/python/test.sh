@@ -1,31 +1,18 @@
 #!/usr/bin/env bash
 # The Python client's whole check: installs the locked dev tools into a venv under
-# <repo>/target/ when missing or when the lock changed, type-checks (mypy --strict), then runs
-# the unit and integration tests (pytest; arguments are passed on). The integration tests
-# start their own `delayq serve` ($DELAYQ_BIN, else <repo>/target/debug/delayq) and
-# redis-server ($DELAYQ_REDIS_SERVER, else redis-server on the PATH) on free loopback ports.
+# <repo>/target/ when missing or when the lock changed (venv.sh, which bench/run.sh calls
+# too), type-checks (mypy --strict), then runs the unit and integration tests (pytest;
+# arguments are passed on). The integration tests start their own `delayq serve`
+# ($DELAYQ_BIN, else <repo>/target/debug/delayq) and redis-server ($DELAYQ_REDIS_SERVER,
+# else redis-server on the PATH) on free loopback ports.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 venv="$repo/target/py-client-venv"
-python="${PYTHON:-python3}"
 
-if ! command -v "$python" >/dev/null; then
-    echo "test.sh: $python not found: install Python 3.9 or newer (apt-get install python3 python3-venv)" >&2
-    exit 1
-fi
-
-want="$(cat "$here/requirements-dev.lock" "$here/pyproject.toml" <("$python" -VV) | sha256sum | cut -d' ' -f1)"
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$want" ]; then
-    echo "test.sh: making $venv from requirements-dev.lock" >&2
-    rm -rf "$venv"
-    "$python" -m venv "$venv"
-    pip=("$venv/bin/python" -m pip --disable-pip-version-check --quiet)
-    "${pip[@]}" install --require-hashes --only-binary :all: -r "$here/requirements-dev.lock"
-    "${pip[@]}" install --no-deps --no-build-isolation -e "$here"
-    echo "$want" >"$venv/.stamp"
-fi
+# The venv (made or refreshed when the lock, pyproject.toml or the Python changed).
+"$here/venv.sh"
 
 export DELAYQ_BIN="${DELAYQ_BIN:-$repo/target/debug/delayq}"
 if [ ! -x "$DELAYQ_BIN" ]; then

@@ -4,7 +4,8 @@
 //! # Layout
 //!
 //! - `suite`: the side-by-side suite (`all`, and `smoke` for CI): delayq (library and
-//!   HTTP, both engines), BullMQ, beanstalkd and the seeds' design, workloads W1–W7.
+//!   HTTP, both engines, and the official clients' workers in W1), ChasquiMQ, BullMQ,
+//!   beanstalkd and the seeds' design, workloads W1–W8.
 //! - `machine`: what ran the older single-engine benchmarks.
 //! - `redis_lateness`: delayed jobs spread over a window, several reservers: how late each
 //!   job is delivered, on the Redis clock.

@@ -144,6 +144,9 @@ pub(crate) async fn idle(a: IdleArgs) -> anyhow::Result<()> {
             }
         }
         Kind::Bullmq => anyhow::bail!("BullMQ's idle workers run in node"),
+        Kind::ClientPython | Kind::ClientNode => {
+            anyhow::bail!("{} runs in W1 only", kind.name())
+        }
     }
     println!("ready");
     std::io::stdout().flush()?;

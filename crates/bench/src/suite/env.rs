@@ -47,6 +47,57 @@ fn python(root: &Path) -> PathBuf {
     }
 }
 
+/// The Python of the Python client's venv (bench/run.sh makes it with
+/// clients/python/venv.sh), or `DELAYQ_BENCH_CLIENT_PYTHON`.
+fn client_python(root: &Path) -> PathBuf {
+    std::env::var_os("DELAYQ_BENCH_CLIENT_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/py-client-venv/bin/python"))
+}
+
+/// Checks the official clients' drain scripts that `kinds` run, with what to do when a
+/// part is missing.
+fn check_clients(root: &Path, node: &Path, kinds: &[Kind]) -> anyhow::Result<()> {
+    if kinds.contains(&Kind::ClientPython) {
+        let script = root.join("clients/python/bench/throughput.py");
+        if !script.is_file() {
+            bail!(
+                "{} is missing: the Python worker's drain script",
+                script.display()
+            );
+        }
+        let py = client_python(root);
+        let ok = Command::new(&py)
+            .args(["-c", "import delayq, httpx"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !ok {
+            bail!(
+                "{} cannot import the Python client (delayq): run bench/run.sh (it makes target/py-client-venv with clients/python/venv.sh), or set DELAYQ_BENCH_CLIENT_PYTHON",
+                py.display()
+            );
+        }
+    }
+    if kinds.contains(&Kind::ClientNode) {
+        let script = root.join("clients/node/dist/bench/w1.js");
+        if !script.is_file() {
+            bail!(
+                "{} is missing: run bench/run.sh (it builds the Node client with clients/node/build.sh)",
+                script.display()
+            );
+        }
+        let major = first_line(node, &["-p", "process.versions.node.split('.')[0]"]);
+        if major.parse::<u32>().is_ok_and(|m| m < 20) {
+            bail!(
+                "the Node client needs Node 20 or later; {} is {major}",
+                node.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The redis-server every Redis-based system runs: `DELAYQ_REDIS_SERVER`, else the one on
 /// the PATH.
 fn redis_binary() -> PathBuf {
@@ -115,10 +166,13 @@ pub(crate) fn check(root: &Path, work: &Path, kinds: &[Kind]) -> anyhow::Result<
             py.display()
         );
     }
+    check_clients(root, &node, kinds)?;
     Ok(Env {
         node,
         bench_dir,
         beanstalkd,
+        clients_dir: root.join("clients"),
+        client_python: client_python(root),
         work: work.to_path_buf(),
     })
 }
@@ -182,6 +236,9 @@ pub(crate) struct Meta {
     pub node: String,
     pub bullmq: String,
     pub beanstalkd: String,
+    /// The Python that ran the Python client's worker (absent from older results).
+    #[serde(default)]
+    pub client_python: String,
     pub rustc: String,
     pub load_start: String,
     pub load_end: String,
@@ -241,6 +298,7 @@ impl Meta {
             node: first_line(&env.node, &["--version"]),
             bullmq,
             beanstalkd: super::systems::beanstalkd_version(&env.beanstalkd),
+            client_python: first_line(&env.client_python, &["--version"]),
             rustc: first_line(Path::new("rustc"), &["--version"]),
             load_start: load(),
             load_end: String::new(),

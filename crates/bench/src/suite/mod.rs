@@ -1,6 +1,7 @@
 //! The side-by-side suite: every workload (W1–W7 of issue 6) for every system (delayq,
-//! ChasquiMQ, BullMQ, beanstalkd, the seeds' design), delayq on a Redis Cluster (W8, issue
-//! 13), then the Markdown section of BENCHMARKS.md, `results.json` and the plots.
+//! ChasquiMQ, BullMQ, beanstalkd, the seeds' design; the official clients' workers in W1
+//! only, issue 16), delayq on a Redis Cluster (W8, issue 13), then the Markdown section of
+//! BENCHMARKS.md, `results.json` and the plots.
 //!
 //! - `plan`: the sizes (full and smoke); `env`: what is installed and its versions.
 //! - `systems`: the systems behind one trait; `procs`, `redis_info`, `profile`: measuring.
@@ -51,7 +52,8 @@ pub(crate) struct Args {
     only: Vec<String>,
     /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded,
     /// http-redis-batch, http-embedded-batch, chasquimq, bullmq, beanstalkd, beanstalkd-binlog,
-    /// seeds); all when absent.
+    /// seeds, client-python, client-node); all when absent. client-python and client-node
+    /// (the official clients' workers on the delayq server) run in W1 only, at C = 10 and 50.
     #[arg(long, value_delimiter = ',')]
     systems: Vec<String>,
 }
@@ -170,13 +172,19 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
         results.w1 = throughput::w1(&env, &plan, &kinds).await?;
         lap(&mut results, "W1");
     }
+    // The client workers' drain scripts measure W1 and nothing else.
+    let kinds_past_w1: Vec<Kind> = kinds
+        .iter()
+        .copied()
+        .filter(|k| !k.is_client_worker())
+        .collect();
     if wants("w2") {
-        results.w2 = throughput::w2(&env, &plan, &kinds, &mut results.profiles).await?;
+        results.w2 = throughput::w2(&env, &plan, &kinds_past_w1, &mut results.profiles).await?;
         lap(&mut results, "W2");
     }
     if wants("w3") {
         // The HTTP server stores jobs exactly as the library does: its rows would repeat them.
-        let w3: Vec<Kind> = kinds
+        let w3: Vec<Kind> = kinds_past_w1
             .iter()
             .copied()
             .filter(|k| {
@@ -212,7 +220,7 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
     }
     if wants("w5") {
         // An idle batch consumer is the same long-poll as an idle one-job consumer.
-        let w5: Vec<Kind> = kinds
+        let w5: Vec<Kind> = kinds_past_w1
             .iter()
             .copied()
             .filter(|k| !k.is_batch_consumer())

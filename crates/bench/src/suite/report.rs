@@ -14,7 +14,7 @@ use super::idle::IdleRow;
 use super::plan::Plan;
 use super::profile::Profile;
 use super::storage::{MemoryRow, ScaleRow};
-use super::systems::Kind;
+use super::systems::{self, Kind};
 use super::table::TableRow;
 use super::throughput::{DelayedRow, DrainRow};
 
@@ -276,6 +276,23 @@ pub(crate) fn goals(r: &Results) -> Vec<Goal> {
     g
 }
 
+/// How the official clients' workers are measured in W1: their own drain scripts.
+fn client_workers_note(r: &Results) -> String {
+    let python = if r.meta.client_python.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", r.meta.client_python)
+    };
+    format!(
+        "The client workers (\"Python worker\", \"Node worker\") are the official clients' `Worker`s with concurrency C, on the delayq server on Redis as the batch consumer's rows run it, at C = {} only: each drain runs the client's own script, `clients/python/bench/throughput.py` in the client's venv{python} or `clients/node/dist/bench/w1.js` (Node {}), which pushes the backlog of {} jobs of 100 bytes itself (batches of 1000), then drains it all with no time cap; jobs/s is the script's own figure (jobs / the drain alone: the worker's start to its last ack), and the CPU figures count from the end of the push to the script's line, the script being the client.",
+        systems::CLIENT_CONSUMERS
+            .map(|c| c.to_string())
+            .join(" and "),
+        r.meta.node,
+        fmt_num(r.plan.w1_jobs as f64, 0)
+    )
+}
+
 fn sp(s: &Spread, d: usize) -> String {
     s.show(d)
 }
@@ -353,6 +370,9 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
         fmt_num(p.w1_jobs as f64, 0),
         p.w1_cap.as_secs_f64()
     );
+    if r.w1.iter().any(|d| d.system.is_client_worker()) {
+        let _ = writeln!(s, "{}\n", client_workers_note(&r));
+    }
     let _ = writeln!(
         s,
         "| system | C | jobs/s | × ChasquiMQ | × BullMQ | store CPU % |\n|---|---|---|---|---|---|"
@@ -519,7 +539,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
 
     let _ = writeln!(
         s,
-        "\n### W7 CPU per 100,000 jobs delivered (W1, every C)\n\nCPU-seconds per 100,000 jobs drained, measured over each W1 drain: the store (redis-server or beanstalkd), the queue's own process (this benchmark's process for the Rust libraries, delayq's and ChasquiMQ's, where the workers run; Node for BullMQ; the delayq server for HTTP) and, for servers, the client driving them. The ratios compare the stores' CPU at the same C.\n\n| system | C | store | queue process | client | × ChasquiMQ (store) | × BullMQ (store) |\n|---|---|---|---|---|---|---|"
+        "\n### W7 CPU per 100,000 jobs delivered (W1, every C)\n\nCPU-seconds per 100,000 jobs drained, measured over each W1 drain: the store (redis-server or beanstalkd), the queue's own process (this benchmark's process for the Rust libraries, delayq's and ChasquiMQ's, where the workers run; Node for BullMQ; the delayq server for HTTP and the client workers) and, for servers, the client driving them (for the client workers, their script's process). The ratios compare the stores' CPU at the same C.\n\n| system | C | store | queue process | client | × ChasquiMQ (store) | × BullMQ (store) |\n|---|---|---|---|---|---|---|"
     );
     let mut rows: Vec<&DrainRow> = r.w1.iter().collect();
     rows.sort_by_key(|d| (d.consumers, d.system));
@@ -785,6 +805,51 @@ mod tests {
         let e = goal(&g, "W1 drain, delayq embedded");
         assert_eq!(e.met, Some(false), "{e:?}");
         assert!(e.measured.contains("C=50: 40,000 vs 50,000"), "{e:?}");
+    }
+
+    #[test]
+    fn the_client_workers_have_w1_rows_with_their_ratio_to_bullmq() {
+        // See: issue 16
+        let mut rows = Vec::new();
+        for c in [10, 50] {
+            rows.push(drain(Kind::Bullmq, c, 20_000.0, 3.0));
+            rows.push(drain(Kind::ClientPython, c, 5_000.0, 0.4));
+            rows.push(drain(Kind::ClientNode, c, 30_000.0, 0.4));
+        }
+        let mut r = results(rows);
+        r.plan.w1_consumers = vec![1, 10, 50];
+        r.meta.client_python = "Python 3.13.5".into();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let md = markdown(&r, dir.path(), dir.path());
+        for line in [
+            "| delayq server, Redis (Python worker) | 10 | 5,000 (5,000–5,000) |  | 0.25× |",
+            "| delayq server, Redis (Python worker) | 50 | 5,000 (5,000–5,000) |  | 0.25× |",
+            "| delayq server, Redis (Node worker) | 10 | 30,000 (30,000–30,000) |  | 1.50× |",
+            "| delayq server, Redis (Node worker) | 50 | 30,000 (30,000–30,000) |  | 1.50× |",
+        ] {
+            assert!(md.contains(line), "no {line:?} in:\n{md}");
+        }
+        assert!(
+            md.contains("clients/python/bench/throughput.py` in the client's venv (Python 3.13.5)"),
+            "{md}"
+        );
+        // Neither a goal nor another workload takes them for delayq's library or server.
+        let g = goals(&r);
+        assert_eq!(goal(&g, "HTTP, batch consumer, on Redis").met, None);
+        assert_eq!(goal(&g, "W1 drain, delayq on Redis").met, None);
+    }
+
+    #[test]
+    fn the_client_workers_run_in_w1_at_c_10_and_50_only() {
+        // See: issue 16
+        for k in [Kind::ClientPython, Kind::ClientNode] {
+            assert!(k.is_client_worker());
+            assert_eq!(k.w1_consumers(&[1, 10, 50]), vec![10, 50]);
+            assert_eq!(k.w1_consumers(&[1, 10]), vec![10]);
+            assert_eq!(Kind::from_key(k.key()), Some(k));
+        }
+        assert_eq!(Kind::Bullmq.w1_consumers(&[1, 10, 50]), vec![1, 10, 50]);
+        assert!(!Kind::HttpRedisBatch.is_client_worker());
     }
 
     #[test]

@@ -1,14 +1,11 @@
 //! W1 (drain a backlog of ready jobs), W2 (deliver delayed jobs while they are pushed) and
 //! W7 (CPU per 100,000 jobs, measured during W1's drains), for every system.
 
-use std::time::Instant;
-
 use delayq_bench::driver::{DelayedSpec, Delays};
 use delayq_bench::lateness::{Lateness, LatenessSummary};
 use delayq_bench::stats::Spread;
 
 use super::plan::Plan;
-use super::procs::CpuMeter;
 use super::systems::{self, Env, Kind};
 use super::{profile, say};
 
@@ -34,51 +31,39 @@ pub(crate) struct DrainRow {
 pub(crate) async fn w1(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result<Vec<DrainRow>> {
     let mut rows = Vec::new();
     for &kind in kinds {
+        // The client workers run at C = 10 and 50 only.
+        let consumers = kind.w1_consumers(&plan.w1_consumers);
+        if consumers.is_empty() {
+            anyhow::bail!(
+                "W1: {} runs at C in {:?}, and the plan has {:?}",
+                kind.name(),
+                systems::CLIENT_CONSUMERS,
+                plan.w1_consumers
+            );
+        }
         let mut sys = systems::start(kind, env).await?;
-        let pids = sys.pids();
-        let list: Vec<u32> = [pids.store, Some(pids.queue), pids.client]
-            .into_iter()
-            .flatten()
-            .collect();
         let mut backlog = 0;
-        let mut samples: Vec<Vec<[f64; 6]>> = vec![Vec::new(); plan.w1_consumers.len()];
+        let mut samples: Vec<Vec<[f64; 6]>> = vec![Vec::new(); consumers.len()];
         for rep in 0..plan.reps {
-            for (i, &c) in plan.w1_consumers.iter().enumerate() {
+            for (i, &c) in consumers.iter().enumerate() {
                 if backlog < plan.w1_jobs {
                     sys.fill(plan.w1_jobs - backlog, Delays::Ready, plan.body)
                         .await?;
                     backlog = plan.w1_jobs;
                 }
-                let meter = CpuMeter::start(&list);
-                let wall = Instant::now();
-                let r = sys.drain(plan.w1_jobs, c, plan.w1_cap).await?;
-                let wall = wall.elapsed().as_secs_f64();
-                let cpu = meter.stop();
+                let (r, cpu) = sys.drain_metered(plan.w1_jobs, c, plan.w1_cap).await?;
                 backlog -= r.jobs.min(backlog);
                 if r.jobs == 0 {
                     anyhow::bail!("W1: {} delivered nothing with {c} consumers", kind.name());
                 }
                 let per = |s: f64| s / r.jobs as f64 * 100_000.0;
-                let cpu_of = |pid: Option<u32>| {
-                    pid.and_then(|p| list.iter().position(|&x| x == p))
-                        .map(|i| cpu[i])
-                };
-                let store = cpu_of(pids.store).unwrap_or(f64::NAN);
-                let queue = cpu_of(Some(pids.queue)).unwrap_or(0.0);
-                let client = cpu_of(pids.client).unwrap_or(f64::NAN);
-                // The store and the queue are one process for beanstalkd.
-                let queue = if Some(pids.queue) == pids.store {
-                    0.0
-                } else {
-                    queue
-                };
                 samples[i].push([
                     r.rate(),
                     r.jobs as f64,
-                    store / wall * 100.0,
-                    per(store),
-                    per(queue),
-                    per(client),
+                    cpu.store / cpu.wall * 100.0,
+                    per(cpu.store),
+                    per(cpu.queue),
+                    per(cpu.client),
                 ]);
                 say(&format!(
                     "W1 {} C={c} rep {}: {:.0} jobs/s ({} jobs)",
@@ -89,7 +74,7 @@ pub(crate) async fn w1(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
                 ));
             }
         }
-        for (i, &c) in plan.w1_consumers.iter().enumerate() {
+        for (i, &c) in consumers.iter().enumerate() {
             let col = |k: usize| Spread::of(samples[i].iter().map(|s| s[k]));
             let client = col(5);
             rows.push(DrainRow {

@@ -1,7 +1,7 @@
 //! The systems measured side by side, behind one trait: [`System`].
 //!
-//! Each system starts what it needs (its own redis-server, beanstalkd, delayq server or
-//! Node process, on free loopback ports) and stops it when dropped. Every Redis-based
+//! Each system starts what it needs (its own redis-server, beanstalkd, delayq server, Node
+//! process or client worker script, on free loopback ports) and stops it when dropped. Every Redis-based
 //! system gets the same redis-server binary with the same options: the one
 //! `DELAYQ_REDIS_SERVER` names (bench/run.sh sets it to the Redis 8.6 that
 //! bench/install-redis.sh installs, since ChasquiMQ needs 8.6).
@@ -9,13 +9,14 @@
 mod beanstalk;
 mod bullmq;
 pub(crate) mod chasquimq;
+mod client_worker;
 mod delayq_http;
 mod delayq_lib;
 mod seeds;
 mod tally;
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use delayq_bench::driver::{DelayedSpec, Delays, DrainReport};
@@ -27,6 +28,8 @@ pub(crate) use beanstalk::{
 };
 pub(crate) use seeds::Seeds;
 pub(crate) use tally::Tally;
+
+use super::procs::CpuMeter;
 
 /// Receives the member (TOPIC:ID) and body of each job a consumer took.
 pub(crate) type SeenJob = std::sync::Arc<dyn Fn(&str, &[u8]) + Send + Sync>;
@@ -59,7 +62,16 @@ pub(crate) enum Kind {
     BeanstalkdBinlog,
     /// The seeds' design (ZSET + mover + ready LIST + BLPOP), written here from the articles.
     Seeds,
+    /// The Python client's asyncio `Worker` (clients/python) on the delayq server on Redis:
+    /// W1 only, through the client's own drain script.
+    ClientPython,
+    /// The Node client's `Worker` (clients/node) on the delayq server on Redis: W1 only,
+    /// through the client's own drain script.
+    ClientNode,
 }
+
+/// The consumer counts of W1 at which the client workers run (those of the plan among them).
+pub(crate) const CLIENT_CONSUMERS: [usize; 2] = [10, 50];
 
 impl Kind {
     /// True for the HTTP consumers that reserve in batches: the same server and store as
@@ -68,8 +80,22 @@ impl Kind {
         matches!(self, Kind::HttpRedisBatch | Kind::HttpEmbeddedBatch)
     }
 
+    /// True for the official clients' workers, which run only in W1 (at
+    /// [`CLIENT_CONSUMERS`]): their drain scripts measure a drain and nothing else.
+    pub(crate) fn is_client_worker(self) -> bool {
+        matches!(self, Kind::ClientPython | Kind::ClientNode)
+    }
+
+    /// The consumer counts of the plan's W1 at which this system runs.
+    pub(crate) fn w1_consumers(self, plan: &[usize]) -> Vec<usize> {
+        plan.iter()
+            .copied()
+            .filter(|c| !self.is_client_worker() || CLIENT_CONSUMERS.contains(c))
+            .collect()
+    }
+
     /// Every system, in table order.
-    pub(crate) const ALL: [Kind; 11] = [
+    pub(crate) const ALL: [Kind; 13] = [
         Kind::DelayqRedis,
         Kind::DelayqEmbedded,
         Kind::HttpRedis,
@@ -81,6 +107,8 @@ impl Kind {
         Kind::Beanstalkd,
         Kind::BeanstalkdBinlog,
         Kind::Seeds,
+        Kind::ClientPython,
+        Kind::ClientNode,
     ];
 
     /// The name in tables.
@@ -97,6 +125,8 @@ impl Kind {
             Kind::Beanstalkd => "beanstalkd (memory)",
             Kind::BeanstalkdBinlog => "beanstalkd (-b binlog)",
             Kind::Seeds => "seeds' design (ZSET + mover + LIST)",
+            Kind::ClientPython => "delayq server, Redis (Python worker)",
+            Kind::ClientNode => "delayq server, Redis (Node worker)",
         }
     }
 
@@ -114,6 +144,8 @@ impl Kind {
             Kind::Beanstalkd => "beanstalkd",
             Kind::BeanstalkdBinlog => "beanstalkd-binlog",
             Kind::Seeds => "seeds",
+            Kind::ClientPython => "client-python",
+            Kind::ClientNode => "client-node",
         }
     }
 
@@ -133,6 +165,65 @@ pub(crate) struct Pids {
     pub queue: u32,
     /// A separate client, when the queue is a server: this process (HTTP, beanstalkd).
     pub client: Option<u32>,
+}
+
+/// The CPU seconds each process of a system used over a span, and the span's wall time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SpanCpu {
+    /// Wall-clock seconds of the span.
+    pub wall: f64,
+    /// The store's CPU seconds (NaN without a store of its own).
+    pub store: f64,
+    /// The queue's process (0 when the store is the queue, as for beanstalkd).
+    pub queue: f64,
+    /// The separate client (NaN without one).
+    pub client: f64,
+}
+
+/// Reads the CPU time of a system's processes at the start of a span.
+pub(crate) struct SpanMeter {
+    pids: Pids,
+    list: Vec<u32>,
+    meter: CpuMeter,
+    start: Instant,
+}
+
+impl SpanMeter {
+    /// Starts the span now.
+    pub(crate) fn start(pids: Pids) -> SpanMeter {
+        let list: Vec<u32> = [pids.store, Some(pids.queue), pids.client]
+            .into_iter()
+            .flatten()
+            .collect();
+        SpanMeter {
+            meter: CpuMeter::start(&list),
+            pids,
+            list,
+            start: Instant::now(),
+        }
+    }
+
+    /// What each process used since [`SpanMeter::start`].
+    pub(crate) fn stop(&self) -> SpanCpu {
+        let wall = self.start.elapsed().as_secs_f64();
+        let cpu = self.meter.stop();
+        let of = |pid: Option<u32>| {
+            pid.and_then(|p| self.list.iter().position(|&x| x == p))
+                .map(|i| cpu[i])
+        };
+        let p = self.pids;
+        SpanCpu {
+            wall,
+            store: of(p.store).unwrap_or(f64::NAN),
+            // The store and the queue are one process for beanstalkd.
+            queue: if Some(p.queue) == p.store {
+                0.0
+            } else {
+                of(Some(p.queue)).unwrap_or(0.0)
+            },
+            client: of(p.client).unwrap_or(f64::NAN),
+        }
+    }
 }
 
 /// What a delayed-delivery run measured.
@@ -177,6 +268,20 @@ pub(crate) trait System: Send {
         consumers: usize,
         cap: Duration,
     ) -> anyhow::Result<DrainReport>;
+    /// [`System::drain`], with the CPU its processes used during the drain. A system whose
+    /// consumers run in a process of their own per drain measures that process instead of
+    /// [`Pids::client`].
+    async fn drain_metered(
+        &mut self,
+        n: usize,
+        consumers: usize,
+        cap: Duration,
+    ) -> anyhow::Result<(DrainReport, SpanCpu)> {
+        let meter = SpanMeter::start(self.pids());
+        let r = self.drain(n, consumers, cap).await?;
+        Ok((r, meter.stop()))
+    }
+
     /// Consumers run while one producer pushes delayed jobs in batches.
     async fn delayed(&mut self, spec: DelayedSpec) -> anyhow::Result<DelayedRun>;
     /// What its pending jobs cost now.
@@ -201,6 +306,10 @@ pub(crate) struct Env {
     pub bench_dir: PathBuf,
     /// `beanstalkd`.
     pub beanstalkd: PathBuf,
+    /// The `clients/` folder: the official clients and their drain scripts.
+    pub clients_dir: PathBuf,
+    /// The Python that runs the Python client's drain script (its venv).
+    pub client_python: PathBuf,
     /// Where logs and data directories go.
     pub work: PathBuf,
 }
@@ -232,5 +341,11 @@ pub(crate) async fn start(kind: Kind, env: &Env) -> anyhow::Result<Box<dyn Syste
         Kind::Beanstalkd => Box::new(beanstalk::Beanstalk::start(env, false).await?),
         Kind::BeanstalkdBinlog => Box::new(beanstalk::Beanstalk::start(env, true).await?),
         Kind::Seeds => Box::new(seeds::SeedsSystem::start().await?),
+        Kind::ClientPython => Box::new(
+            client_worker::ClientWorker::start(env, kind, client_worker::Lang::Python).await?,
+        ),
+        Kind::ClientNode => Box::new(
+            client_worker::ClientWorker::start(env, kind, client_worker::Lang::Node).await?,
+        ),
     })
 }
