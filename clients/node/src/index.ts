@@ -46,6 +46,7 @@ export {
   ConnectionError,
   DelayqError,
   ERROR_CLASSES,
+  EngineFullError,
   InternalError,
   InvalidArgumentError,
   InvalidDelayError,

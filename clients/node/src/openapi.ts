@@ -157,8 +157,8 @@ export interface ErrorDetail {
    * Stable code: `invalid_topic`, `invalid_id`, `invalid_delay`, `invalid_ttr`,
    * `invalid_receipt`, `invalid_argument`, `invalid_request`, `body_too_large`,
    * `unauthorized`, `read_only`, `not_found`, `lease_lost`, `already_exists`, `wrong_state`,
-   * `unavailable`, `not_replicated`, `timeout`, `overloaded`, `method_not_allowed`,
-   * `internal`.
+   * `unavailable`, `engine_full`, `not_replicated`, `timeout`, `overloaded`,
+   * `method_not_allowed`, `internal`.
    */
   code: string;
   /**

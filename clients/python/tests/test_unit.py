@@ -68,6 +68,14 @@ def test_each_code_raises_its_exception(code: str) -> None:
     assert str(e) == f"{code}: m"
 
 
+def test_a_full_engine_is_a_retryable_unavailable_answer() -> None:
+    e = from_response(503, '{"error": {"code": "engine_full", "message": "engine full: m"}}')
+    assert type(e) is delayq.EngineFullError
+    assert isinstance(e, delayq.ServiceUnavailableError)
+    assert isinstance(e, delayq.TransientError)
+    assert (e.status, e.message) == (503, "engine full: m")
+
+
 def test_unknown_codes_and_foreign_answers_fall_back_on_the_status() -> None:
     e = from_response(409, '{"error": {"code": "brand_new", "message": "m"}}')
     assert type(e) is delayq.ConflictError and e.code == "brand_new"

@@ -18,8 +18,8 @@ pub mod exit {
     pub const NOT_FOUND: i32 = 3;
     /// Lease lost, wrong state, already exists.
     pub const CONFLICT: i32 = 4;
-    /// The server cannot be reached, its store is unavailable, or a write was not
-    /// acknowledged by the replicas asked for (`not_replicated`): retry later.
+    /// The server cannot be reached, its store is unavailable or full (`engine_full`), or a
+    /// write was not acknowledged by the replicas asked for (`not_replicated`): retry later.
     pub const UNAVAILABLE: i32 = 5;
 }
 
@@ -119,7 +119,9 @@ impl Client {
             code: match code {
                 "not_found" => exit::NOT_FOUND,
                 "lease_lost" | "wrong_state" | "already_exists" => exit::CONFLICT,
-                "unavailable" | "not_replicated" | "overloaded" | "timeout" => exit::UNAVAILABLE,
+                "unavailable" | "engine_full" | "not_replicated" | "overloaded" | "timeout" => {
+                    exit::UNAVAILABLE
+                }
                 _ => exit::ERROR,
             },
             message: format!("{code}: {message}"),

@@ -306,3 +306,96 @@ mod tests {
         assert!(toml::from_str::<FileConfig>("lisen = \"x\"").is_err());
     }
 }
+
+/// Fuzzed config files (issue 17): arbitrary text, and every key with a value of any TOML
+/// kind (huge numbers, negative numbers, durations with any unit and size, unicode, tables,
+/// dates). Reading and resolving never panic; a refusal is an error that names the key (or
+/// its flag) or says the file is invalid.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const KEYS: &[&str] = &[
+        "listen",
+        "data_dir",
+        "redis_url",
+        "redis_prefix",
+        "redis_connect_timeout",
+        "redis_wait_replicas",
+        "redis_wait_timeout",
+        "sync",
+        "tokens",
+        "metrics_public",
+        "tls_cert",
+        "tls_key",
+        "max_body",
+        "max_request_bytes",
+        "max_wait",
+        "request_timeout",
+        "concurrency",
+        "max_long_polls",
+        "ui",
+        "log",
+        "log_format",
+    ];
+
+    fn toml_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            Just("18446744073709551616".to_string()),
+            any::<f64>().prop_map(|f| format!("{f:?}")),
+            Just("nan".to_string()),
+            Just("-inf".to_string()),
+            any::<bool>().prop_map(|b| b.to_string()),
+            (
+                0u64..u64::MAX,
+                prop::sample::select(vec![
+                    "ns", "ms", "s", "m", "h", "d", "w", "y", "", " s", "sec", "µs"
+                ])
+            )
+                .prop_map(|(n, u)| format!("\"{n}{u}\"")),
+            Just("\"99999999999999999999999h\"".to_string()),
+            any::<String>().prop_map(|s| format!("{:?}", s)),
+            Just("[]".to_string()),
+            Just("[\"a\", 1]".to_string()),
+            Just("{ a = 1 }".to_string()),
+            Just("1979-05-27T07:32:00Z".to_string()),
+            Just("\"off\"".to_string()),
+            Just("\"read-only\"".to_string()),
+        ]
+    }
+
+    fn file() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            prop::collection::vec((prop::sample::select(KEYS), toml_value()), 0..6)
+                .prop_map(|kv| kv.iter().map(|(k, v)| format!("{k} = {v}\n")).collect()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: delayq_testkit::fuzz_cases(512), failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_config_file_is_settings_or_an_error(text in file()) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("delayq.toml");
+            std::fs::write(&path, &text).unwrap();
+            match FileConfig::read(&path) {
+                Err(e) => prop_assert!(format!("{e:#}").contains("invalid config file"), "{e:#}"),
+                Ok(file) => {
+                    if let Err(e) = resolve(ServeArgs::default(), file) {
+                        let message = format!("{e:#}");
+                        // The key, or its flag (`tls_cert` is `--tls-cert`).
+                        let named = KEYS
+                            .iter()
+                            .any(|k| message.contains(k) || message.contains(&k.replace('_', "-")));
+                        prop_assert!(named, "{message}");
+                    }
+                }
+            }
+        }
+    }
+}

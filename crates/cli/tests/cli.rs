@@ -5,9 +5,11 @@
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
+mod support;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
@@ -16,7 +18,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_delayq");
 
 /// A `delayq serve` child process, killed on drop.
 struct Server {
-    child: Child,
+    serving: support::Serving,
     url: String,
     _dir: TempDir,
 }
@@ -26,42 +28,21 @@ impl Server {
     fn start(extra: &[&str]) -> Server {
         let server = Server::spawn(extra);
         let listen = server.url.trim_start_matches("http://").to_string();
-        let start = Instant::now();
-        while std::net::TcpStream::connect(&listen).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "delayq serve did not start:\n{}",
-                server.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        support::wait_listening(&listen, || server.log());
         server
     }
 
     /// Starts `delayq serve` on a free port, its log in a file.
     fn spawn(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let listen = format!("127.0.0.1:{port}");
-        let child = Command::new(BIN)
-            .args(["serve", "--listen", &listen, "--data-dir"])
-            .arg(dir.path().join("data"))
+        let listen = format!("127.0.0.1:{}", support::free_port());
+        let log = dir.path().join("serve.log");
+        let child = support::serve_command(&listen, &dir.path().join("data"), &log)
             .args(extra)
-            .env_remove("DELAYQ_REDIS_URL")
-            .env_remove("DELAYQ_TOKENS")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::File::create(dir.path().join("serve.log")).unwrap(),
-            ))
             .spawn()
             .unwrap();
         Server {
-            child,
+            serving: support::Serving { child, log },
             url: format!("http://{listen}"),
             _dir: dir,
         }
@@ -81,7 +62,7 @@ impl Server {
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self._dir.path().join("serve.log")).unwrap_or_default()
+        self.serving.log()
     }
 
     /// Runs a client subcommand against this server.
@@ -92,16 +73,6 @@ impl Server {
             .env_remove("DELAYQ_TOKEN")
             .output()
             .unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("--- delayq serve log ---\n{}", self.log());
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -783,7 +754,7 @@ fn https_end_to_end_and_sighup_reload_issue_12() {
 
     let second = write_self_signed(&cert, &key);
     let hup = Command::new("kill")
-        .args(["-HUP", &s.child.id().to_string()])
+        .args(["-HUP", &s.serving.child.id().to_string()])
         .status()
         .unwrap();
     assert!(hup.success());
@@ -801,7 +772,7 @@ fn https_end_to_end_and_sighup_reload_issue_12() {
     // A file that is not a certificate is refused and the current one stays.
     std::fs::write(&cert, "not a certificate").unwrap();
     Command::new("kill")
-        .args(["-HUP", &s.child.id().to_string()])
+        .args(["-HUP", &s.serving.child.id().to_string()])
         .status()
         .unwrap();
     s.wait_for_log("the previous certificate stays in use");
@@ -1319,7 +1290,7 @@ fn sigterm_ends_long_polls_and_exits_cleanly() {
     });
     std::thread::sleep(Duration::from_millis(500));
     let term = Command::new("kill")
-        .args(["-TERM", &s.child.id().to_string()])
+        .args(["-TERM", &s.serving.child.id().to_string()])
         .status()
         .unwrap();
     assert!(term.success());
@@ -1333,7 +1304,7 @@ fn sigterm_ends_long_polls_and_exits_cleanly() {
     assert!(took < Duration::from_secs(10), "took {took:?}");
     let start = Instant::now();
     let status = loop {
-        if let Some(st) = s.child.try_wait().unwrap() {
+        if let Some(st) = s.serving.child.try_wait().unwrap() {
             break st;
         }
         assert!(

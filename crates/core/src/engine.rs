@@ -324,8 +324,10 @@ pub trait Engine: Send + Sync + 'static {
     /// Settles a set of leases, then reserves as [`Engine::reserve`] does, in one round trip
     /// where the engine can: the cycle of a worker that reports what it finished and asks
     /// for more. Settlements apply in order, each as its own operation would (the same
-    /// lease twice: the second answers [`Error::LeaseLost`]); a stale lease is answered
-    /// [`Error::LeaseLost`] and never keeps the others or the reserve from happening.
+    /// lease twice: the second is refused as any settled lease is, [`Error::LeaseLost`], or
+    /// [`Error::NotFound`] when the first was an ack that removed the job); a stale lease
+    /// is answered [`Error::LeaseLost`] and never keeps the others or the reserve from
+    /// happening.
     /// A job settled back to ready (a release, a nack with no delay) may be delivered again
     /// by the same call.
     ///

@@ -11,7 +11,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything an engine operation can fail with.
 ///
 /// The variants are distinct so that callers can match on them: a worker retries on
-/// [`Error::Unavailable`], gives up a job on [`Error::LeaseLost`], and reports the
+/// [`Error::Unavailable`] and [`Error::Full`], gives up a job on [`Error::LeaseLost`], and reports the
 /// `Invalid*` variants to whoever sent the input. Bad input is rejected before anything
 /// is written, so an `Invalid*` error or [`Error::BodyTooLarge`] always means "nothing changed".
 #[derive(Debug, thiserror::Error)]
@@ -124,13 +124,30 @@ pub enum Error {
         hint: &'static str,
     },
 
-    /// The engine's store cannot be reached or failed (Redis down, disk full, connection reset).
+    /// The engine's store cannot be reached or failed (Redis down or too slow, an I/O error, a
+    /// connection reset; a full store is [`Error::Full`]).
     /// Retrying later may succeed; the operation may or may not have been applied.
     #[error(
         "engine unavailable: {message}; check that the store is running and reachable, then retry"
     )]
     Unavailable {
         /// What failed.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// The engine's store is full: Redis reached its `maxmemory` (with `noeviction`), the
+    /// disk holding the embedded engine's data is full, or its database reached the
+    /// configured `max_db_bytes`. Nothing was written. Reads still work, and so do the
+    /// operations that free space (ack, delete, purge); once space is freed, retrying
+    /// succeeds.
+    #[error(
+        "engine full: {message}; nothing was written; free space (ack, delete or purge jobs), raise Redis maxmemory, or free disk space or raise max_db_bytes, then retry"
+    )]
+    Full {
+        /// What was refused and which limit was reached.
         message: String,
         /// The underlying error.
         #[source]
@@ -230,6 +247,14 @@ impl Error {
         }
     }
 
+    /// Builds [`Error::Full`] from a lower-layer error.
+    pub fn full(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Full {
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
     /// Builds [`Error::InvalidArgument`].
     pub fn invalid(what: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
@@ -251,23 +276,28 @@ impl Error {
         )
     }
 
-    /// True when retrying the same call later may succeed (the store was unreachable, or
-    /// the replicas did not acknowledge the write in time).
+    /// True when retrying the same call later may succeed (the store was unreachable or
+    /// full, or the replicas did not acknowledge the write in time).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::Unavailable { .. } | Error::NotReplicated { .. }
+            Error::Unavailable { .. } | Error::Full { .. } | Error::NotReplicated { .. }
         )
     }
 
     /// The same error for another caller (`Error` is not `Clone`): [`Error::NotReplicated`]
-    /// as itself, another retryable error as [`Error::Unavailable`] with this message, any
-    /// other as [`Error::Internal`] with this message.
+    /// and [`Error::Full`] as themselves (without the source), another retryable error as
+    /// [`Error::Unavailable`] with this message, any other as [`Error::Internal`] with this
+    /// message.
     pub fn copy_for_another(&self) -> Error {
         match self {
             Error::NotReplicated { acked, wanted } => Error::NotReplicated {
                 acked: *acked,
                 wanted: *wanted,
+            },
+            Error::Full { message, .. } => Error::Full {
+                message: message.clone(),
+                source: None,
             },
             e if e.is_retryable() => Error::Unavailable {
                 message: e.to_string(),
@@ -286,5 +316,28 @@ impl Error {
             self,
             Error::LeaseLost { .. } | Error::NotFound { .. } | Error::WrongState { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_store_is_retryable_says_what_to_do_and_stays_full_when_copied() {
+        let e = Error::full("pushing", std::io::Error::other("OOM"));
+        assert!(e.is_retryable());
+        assert!(!e.is_invalid_input() && !e.ends_delivery());
+        let text = e.to_string();
+        for needle in ["nothing was written", "maxmemory", "max_db_bytes", "retry"] {
+            assert!(text.contains(needle), "{needle:?} missing from {text}");
+        }
+        match e.copy_for_another() {
+            Error::Full { message, source } => {
+                assert_eq!(message, "pushing");
+                assert!(source.is_none());
+            }
+            other => panic!("a copy of Full is {other:?}"),
+        }
     }
 }

@@ -159,3 +159,31 @@ mod tests {
         }
     }
 }
+
+/// Fuzzed engine URLs (issue 17): any string is a location or `InvalidConfig`.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_url_is_a_location_or_invalid_config(
+            url in prop_oneof![
+                any::<String>(),
+                (prop::sample::select(vec!["redis://", "rediss+cluster://", "sqlite://", "sqlite:///", "memory://", "memory:", "http://", "://", ""]), any::<String>())
+                    .prop_map(|(s, rest)| format!("{s}{rest}")),
+            ]
+        ) {
+            match Location::parse(&url) {
+                Ok(Location::Redis(u)) => prop_assert_eq!(u, url),
+                Ok(Location::Dir(p)) => prop_assert!(!p.as_os_str().is_empty()),
+                Ok(Location::Memory) => prop_assert!(url.starts_with("memory:")),
+                Err(e) => prop_assert!(matches!(e, Error::InvalidConfig { .. }), "{e:?}"),
+            }
+        }
+    }
+}

@@ -16,7 +16,7 @@ local id, reason = ARGV[1], ARGV[2]
 
 local j = load(id)
 if not j then return { NOT_FOUND } end
-local state = public_state(id, j)
+local state = public_state(id, j, now)
 if state ~= P_DELAYED and state ~= P_READY then return { WRONG_STATE, state } end
 
 unplace(id, j)

@@ -16,7 +16,7 @@ local id = ARGV[1]
 local rec = redis.call('HGET', K_JOBS, id)
 local out = {}
 if rec then
-  local state, deadline = describe(id, { cmsgpack.unpack(rec) })
+  local state, deadline = describe(id, { cmsgpack.unpack(rec) }, now)
   if state ~= P_DONE or still_kept(deadline, now, retention()) then
     emit(out, #out, id, rec, state, 0, deadline)
   end

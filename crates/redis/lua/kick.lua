@@ -26,7 +26,7 @@ if ARGV[1] ~= '' then
   local id = ARGV[1]
   local j = load(id)
   if not j then return { NOT_FOUND } end
-  if j[F_STATE] ~= DEAD then return { WRONG_STATE, public_state(id, j) } end
+  if j[F_STATE] ~= DEAD then return { WRONG_STATE, public_state(id, j, now) } end
   kick(id, j)
   return { OK }
 end

@@ -2,7 +2,9 @@
 -- library at build time: this file first (it runs once per FUNCTION LOAD, so the helpers are
 -- created once per load, not per call), then each lua/<op>.lua as the body of the function
 -- delayq_<version>_<op>, whose parameters are KEYS and ARGV and which first calls
--- bind(KEYS). Everything here is local (Redis forbids globals).
+-- bind(KEYS). Everything here is local (Redis forbids globals). library.rs also gives each
+-- function its flags: the ones that create no job are `allow-oom`, so that a Redis at
+-- maxmemory still serves reads and lets a queue drain; push and the settings answer OOM.
 --
 -- KEYS (the same ten for every function; all carry the topic's hash tag, so one call
 -- touches exactly one cluster slot):
@@ -340,22 +342,32 @@ local function trim_done(now, keep, limit)
   call_many('HDEL', K_JOBS, gone, 1)
 end
 
--- The public state of a stored job, and its deadline: the lease's while reserved, the time
--- of death while dead, the time of its ack while done, else 0.
-local function describe(id, j)
+-- The public state at `now` of a job in delayed: ready once its due time has passed (a tick
+-- may not have moved it yet), as in the embedded engine, where time alone makes a job due.
+local function waiting_state(id, now)
+  local due = redis.call('ZSCORE', K_DELAYED, id)
+  if not due then return nil end
+  if tonumber(due) <= now then return P_READY end
+  return P_DELAYED
+end
+
+-- The public state of a stored job at `now`, and its deadline: the lease's while reserved,
+-- the time of death while dead, the time of its ack while done, else 0.
+local function describe(id, j, now)
   if j[F_STATE] == DEAD then
     return P_DEAD, tonumber(redis.call('ZSCORE', K_DEAD, id) or '0')
   end
   local deadline = redis.call('ZSCORE', K_LEASES, id)
   if deadline then return P_RESERVED, tonumber(deadline) end
-  if redis.call('ZSCORE', K_DELAYED, id) then return P_DELAYED, 0 end
+  local waiting = waiting_state(id, now)
+  if waiting then return waiting, 0 end
   local done = redis.call('ZSCORE', K_DONE, id)
   if done then return P_DONE, tonumber(done) end
   return P_READY, 0
 end
 
-local function public_state(id, j)
-  return (describe(id, j))
+local function public_state(id, j, now)
+  return (describe(id, j, now))
 end
 
 -- The retry delay after `n` failed attempts: min(max, base * factor^(n-1)), reduced by up
@@ -448,9 +460,9 @@ end
 -- such job), LEASE_LOST (the job is leased under another token or past its deadline, it is
 -- done (acked), or it has been delivered since it was pushed, released or kicked: the
 -- caller's lease existed and is gone) or WRONG_STATE with the job's public state (it has no
--- delivery to settle). Only refusals come here, so reading and decoding the record costs
--- nothing on the hot path.
-local function refusal(id)
+-- delivery to settle; its state at `now`). Only refusals come here, so reading and decoding
+-- the record costs nothing on the hot path.
+local function refusal(id, now)
   local rec = redis.call('HGET', K_JOBS, id)
   if not rec then return NOT_FOUND, 0 end
   if redis.call('ZSCORE', K_LEASES, id) then return LEASE_LOST, 0 end
@@ -458,14 +470,13 @@ local function refusal(id)
   local _, state, _, _, _, _, _, attempts = cmsgpack.unpack_limit(rec, F_ATTEMPTS)
   if attempts > 0 then return LEASE_LOST, 0 end
   if state == DEAD then return WRONG_STATE, P_DEAD end
-  if redis.call('ZSCORE', K_DELAYED, id) then return WRONG_STATE, P_DELAYED end
-  return WRONG_STATE, P_READY
+  return WRONG_STATE, waiting_state(id, now) or P_READY
 end
 
 -- A refusal as one reply value: the status, or for WRONG_STATE the pair { WRONG_STATE,
 -- public state } (codec.rs `settle_status` reads both forms).
-local function refusal_value(id)
-  local status, pstate = refusal(id)
+local function refusal_value(id, now)
+  local status, pstate = refusal(id, now)
   if status == WRONG_STATE then return { status, pstate } end
   return status
 end
@@ -514,7 +525,7 @@ local function check_acks(argv, at, count, now, out, m)
         acked[n] = argv[at + i]
       end
     else
-      out[m + i] = refusal_value(argv[at + i])
+      out[m + i] = refusal_value(argv[at + i], now)
       if not acked then
         acked, n = {}, i - 1
         for k = 1, n do acked[k] = argv[at + k] end
@@ -571,7 +582,7 @@ end
 -- The one place these settlements are written (nack.lua, bury.lua, release.lua and
 -- reserve's settlements all come here).
 local function settle(kind, id, token, delay, reason, now)
-  if not live_lease(id, token, now) then return refusal(id) end
+  if not live_lease(id, token, now) then return refusal(id, now) end
   local j = load(id)
   if not j then return NOT_FOUND, 0 end
   drop_lease(id)

@@ -154,7 +154,7 @@ for i = 1, n do
     if seen[id] then
       out[m + 2] = new_state(j)
     else
-      out[m + 2] = public_state(id, j)
+      out[m + 2] = public_state(id, j, now)
     end
     out[m + 3] = j[F_READY_AT]
   else

@@ -16,11 +16,11 @@ if kind == '1' and value > now + MAX_DELAY_MS then return { INVALID_DELAY } end
 
 local j = load(id)
 if not j then return { NOT_FOUND } end
-local state = public_state(id, j)
+local state = public_state(id, j, now)
 if state ~= P_DELAYED and state ~= P_READY then return { WRONG_STATE, state } end
 
 unplace(id, j)
 if kind == '1' then j[F_READY_AT] = math.max(value, now) else j[F_READY_AT] = now + value end
 place(id, j, now)
 store(id, j)
-return { OK, j[F_READY_AT], public_state(id, j) }
+return { OK, j[F_READY_AT], public_state(id, j, now) }

@@ -13,7 +13,7 @@
 
 local now = clock()
 local id, token, ttr = ARGV[1], ARGV[2], tonumber(ARGV[3])
-if not live_lease(id, token, now) then return { refusal(id) } end
+if not live_lease(id, token, now) then return { refusal(id, now) } end
 if ttr < 0 then
   local j = load(id)
   if not j then return { NOT_FOUND, 0 } end

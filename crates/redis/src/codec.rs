@@ -172,7 +172,11 @@ pub(crate) fn decode_deliveries(
     while let (Some(id), Some(token), Some(rec)) = (it.next(), it.next(), it.next()) {
         let token = uint(&token)?;
         let job = job_of(topic, job_id(id)?, JobState::Reserved, rec, |ttr| {
-            if leased { now_ms + ttr } else { 0 }
+            if leased {
+                now_ms.saturating_add(ttr)
+            } else {
+                0
+            }
         })?;
         out.push((job, token));
     }
@@ -195,7 +199,11 @@ fn job_of(
     let rec = Bytes::from(bytes(rec)?);
     let r = Record::decode(&rec)
         .map_err(|e| Error::Internal(format!("stored record of job {id} is invalid: {e}")))?;
-    let attempts = r.attempts + u32::from(matches!(state, JobState::Reserved | JobState::Done));
+    // Saturating: a record delayq did not write may hold any number (issue 17's fuzzing).
+    let attempts = r.attempts.saturating_add(u32::from(matches!(
+        state,
+        JobState::Reserved | JobState::Done
+    )));
     let deadline = deadline(r.ttr);
     Ok(Job {
         topic: topic.clone(),
@@ -430,5 +438,189 @@ mod tests {
         let mut cut = vals(1);
         cut.pop();
         assert!(decode_deliveries(&t, 0, true, cut).is_err());
+    }
+}
+
+/// Fuzzed replies (issue 17): arbitrary msgpack records and arbitrary `redis::Value` trees
+/// fed to every decoder of this module. None panics; every rejection is
+/// `Error::Internal` (a reply or record delayq did not write); a record written as lib.lua
+/// writes it decodes to what was written.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// One msgpack value of any kind, as raw bytes.
+    fn item() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            any::<u64>().prop_map(|n| {
+                let mut b = Vec::new();
+                rmp::encode::write_uint(&mut b, n).unwrap();
+                b
+            }),
+            any::<i64>().prop_map(|n| {
+                let mut b = Vec::new();
+                rmp::encode::write_sint(&mut b, n).unwrap();
+                b
+            }),
+            any::<f64>().prop_map(|f| {
+                let mut b = Vec::new();
+                rmp::encode::write_f64(&mut b, f).unwrap();
+                b
+            }),
+            any::<f32>().prop_map(|f| {
+                let mut b = Vec::new();
+                rmp::encode::write_f32(&mut b, f).unwrap();
+                b
+            }),
+            ".{0,20}".prop_map(|s| {
+                let mut b = Vec::new();
+                rmp::encode::write_str(&mut b, &s).unwrap();
+                b
+            }),
+            prop::collection::vec(any::<u8>(), 0..20).prop_map(|v| {
+                let mut b = Vec::new();
+                rmp::encode::write_bin(&mut b, &v).unwrap();
+                b
+            }),
+            // A str header longer than what follows.
+            (0u32..100_000).prop_map(|n| {
+                let mut b = Vec::new();
+                rmp::encode::write_str_len(&mut b, n).unwrap();
+                b
+            }),
+            Just(vec![0xc0]),
+            prop::collection::vec(any::<u8>(), 0..4),
+        ]
+    }
+
+    /// A record: up to 16 arbitrary items, or arbitrary bytes.
+    fn record() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            prop::collection::vec(item(), 0..17).prop_map(|v| v.concat()),
+            prop::collection::vec(any::<u8>(), 0..64),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Nil),
+            any::<i64>().prop_map(Value::Int),
+            record().prop_map(Value::BulkString),
+            "[!-~]{0,12}".prop_map(|s| Value::BulkString(s.into_bytes())),
+            ".{0,12}".prop_map(Value::SimpleString),
+            Just(Value::Okay),
+            any::<f64>().prop_map(Value::Double),
+            any::<bool>().prop_map(Value::Boolean),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Set),
+                prop::collection::vec((inner.clone(), inner), 0..3).prop_map(Value::Map),
+            ]
+        })
+    }
+
+    fn internal<T: std::fmt::Debug>(r: Result<T>) -> std::result::Result<(), TestCaseError> {
+        if let Err(e) = r {
+            prop_assert!(matches!(e, Error::Internal(_)), "{e:?}");
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: delayq_testkit::fuzz_cases(512), failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_records_never_panic(rec in record(), state in 0i64..7, token in any::<i64>(), deadline in any::<i64>()) {
+            let t = Topic::new("t").unwrap();
+            let reply = vec![
+                Value::BulkString(b"j1".to_vec()),
+                Value::Int(state),
+                Value::Int(token),
+                Value::Int(deadline),
+                Value::BulkString(rec.clone()),
+            ];
+            internal(decode_job(&t, &mut reply.into_iter()))?;
+            let delivery = vec![Value::BulkString(b"j1".to_vec()), Value::Int(token), Value::BulkString(rec)];
+            internal(decode_deliveries(&t, u64::MAX - 1, true, delivery))?;
+        }
+
+        #[test]
+        fn arbitrary_replies_never_panic(vals in prop::collection::vec(value(), 0..12), now in any::<u64>(), leased in any::<bool>()) {
+            let t = Topic::new("t").unwrap();
+            internal(decode_jobs(&t, vals.clone()))?;
+            internal(decode_deliveries(&t, now, leased, vals.clone()))?;
+            internal(decode_job(&t, &mut vals.clone().into_iter()))?;
+            for v in &vals {
+                internal(settle_status(v))?;
+                internal(int(v))?;
+                internal(uint(v))?;
+                internal(opt_uint(v))?;
+                internal(opt_field(v))?;
+                internal(bytes(v.clone()))?;
+                internal(string(v.clone()))?;
+                internal(array(v.clone()))?;
+                if let Ok(n) = int(v) {
+                    internal(state_from_code(n))?;
+                    internal(Status::from_code(n))?;
+                }
+            }
+        }
+
+        /// Well-formed records with extreme numbers: decoded without an overflow.
+        #[test]
+        fn extreme_numbers_never_overflow(
+            n in prop::array::uniform12(prop_oneof![Just(0u64), Just(u64::from(u32::MAX)), Just(u64::MAX), any::<u64>()]),
+            now in prop_oneof![Just(u64::MAX), any::<u64>()],
+            state in 1i64..6,
+        ) {
+            let mut rec = Vec::new();
+            for x in &n {
+                rmp::encode::write_uint(&mut rec, *x).unwrap();
+            }
+            rmp::encode::write_str(&mut rec, "e").unwrap();
+            rmp::encode::write_str(&mut rec, "b").unwrap();
+            let t = Topic::new("t").unwrap();
+            let reply = vec![
+                Value::BulkString(b"j1".to_vec()),
+                Value::Int(state),
+                Value::Int(1),
+                Value::Int(1),
+                Value::BulkString(rec.clone()),
+            ];
+            internal(decode_job(&t, &mut reply.into_iter()))?;
+            let delivery = vec![Value::BulkString(b"j1".to_vec()), Value::Int(1), Value::BulkString(rec)];
+            internal(decode_deliveries(&t, now, true, delivery))?;
+        }
+
+        /// A record as lib.lua writes it, whatever its numbers, decodes to them.
+        #[test]
+        fn written_records_decode_to_what_was_written(
+            n in prop::array::uniform12(any::<u32>()),
+            err in ".{0,40}",
+            body in prop::collection::vec(any::<u8>(), 0..64),
+            expires in any::<u32>(),
+        ) {
+            let mut rec = Vec::new();
+            for x in &n {
+                rmp::encode::write_uint(&mut rec, u64::from(*x)).unwrap();
+            }
+            rmp::encode::write_str(&mut rec, &err).unwrap();
+            rmp::encode::write_str_len(&mut rec, body.len() as u32).unwrap();
+            rec.extend_from_slice(&body);
+            rmp::encode::write_uint(&mut rec, u64::from(expires)).unwrap();
+            rmp::encode::write_uint(&mut rec, 1).unwrap();
+            let r = Record::decode(&Bytes::from(rec)).unwrap();
+            prop_assert_eq!(
+                (r.priority, r.ready_at, r.ttr, r.max_attempts, r.attempts, r.bo_base, r.bo_factor, r.bo_max, r.bo_jitter, r.created),
+                (n[1], u64::from(n[2]), u64::from(n[4]), n[5], n[6], u64::from(n[7]), n[8], u64::from(n[9]), n[10], u64::from(n[11]))
+            );
+            prop_assert_eq!(r.last_error, err);
+            prop_assert_eq!(&r.body[..], &body[..]);
+            prop_assert_eq!((r.expires, r.drop_on_expire), (u64::from(expires), true));
+        }
     }
 }

@@ -545,3 +545,26 @@ mod tests {
         assert!(is_missing(&e));
     }
 }
+
+/// Fuzzed Redis URLs (issue 17): any string is a client or `InvalidConfig`.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: delayq_testkit::fuzz_cases(512), failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_redis_url_is_a_client_or_invalid_config(
+            scheme in prop::sample::select(vec!["redis://", "rediss://", "redis+unix://", "unix://", "", "http://"]),
+            rest in prop_oneof![any::<String>(), "[a-z0-9:@/.%?=&\\[\\]-]{0,40}"],
+        ) {
+            let url = format!("{scheme}{rest}");
+            if let Err(e) = client(&RedisConfig::new(url)) {
+                prop_assert!(matches!(e, Error::InvalidConfig { .. }), "{e:?}");
+            }
+        }
+    }
+}

@@ -5,16 +5,15 @@ use redis::{ErrorKind, RedisError, ServerErrorKind};
 
 /// Maps a redis-rs error raised while doing `what`.
 ///
-/// Connection failures, timeouts, a loading, read-only or out-of-memory server become
-/// [`Error::Unavailable`] (retry later); an error raised inside a function means the data is
+/// Connection failures, timeouts, a loading or read-only server become
+/// [`Error::Unavailable`] (retry later), an out-of-memory one (`OOM`: `maxmemory` reached
+/// under `noeviction`) [`Error::Full`]; an error raised inside a function means the data is
 /// not what the functions wrote, which is [`Error::Internal`].
 pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
     let detail = e.detail().unwrap_or("").to_string();
     if e.code() == Some("OOM") {
-        return Error::unavailable(
-            format!(
-                "{what}: Redis is out of memory (maxmemory reached); free memory or raise maxmemory"
-            ),
+        return Error::full(
+            format!("{what}: Redis reached its maxmemory and refuses writes (OOM)"),
             e,
         );
     }

@@ -485,14 +485,13 @@ async fn a_slot_migrating_under_traffic_loses_and_duplicates_nothing_issue_13() 
 /// saw.
 #[derive(Default)]
 struct Consumed {
-    /// The attempt numbers of each job's deliveries, in order.
-    deliveries: HashMap<String, Vec<u32>>,
-    /// Jobs whose ack answered success.
-    acked: HashSet<String>,
+    /// Each job's deliveries, in order: the attempt number, and how many acks of the job
+    /// had answered success before it came.
+    deliveries: HashMap<String, Vec<(u32, usize)>>,
+    /// How many acks of each job answered success.
+    acked: HashMap<String, usize>,
     /// Jobs whose ack went in a call that answered an error (applied or not: unknown).
     ack_unknown: HashSet<String>,
-    /// Jobs delivered again after their ack had answered success: must stay empty.
-    after_ack: Vec<String>,
     /// Acks that answered `LEASE_LOST`/`NOT_FOUND` (the lease had expired meanwhile).
     lease_lost: usize,
     /// Calls that answered an error (`not_replicated`, `unavailable`).
@@ -500,9 +499,14 @@ struct Consumed {
 }
 
 /// Kill -9 a primary while 10,000 jobs flow over topics of all three primaries, with
-/// wait-replicas 1: every push answered with success is delivered and acked; an ack that
-/// answered success is never followed by another delivery of its job; a job comes again
-/// only after a lease expired (a higher attempt number), and those duplicates are counted.
+/// wait-replicas 1: every push answered with success is delivered and acked; a job comes
+/// again only after a lease expired (a higher attempt number), and those duplicates are
+/// counted. An ack that answered success is followed by another delivery of its job only
+/// when the job's push was on its way as the primary died: redis-rs sends a call whose
+/// connection broke again to the new primary, and a push that had landed (and replicated)
+/// and whose job was delivered and acked there meanwhile creates the job again (a push is
+/// idempotent while its job is live, not after). Those are counted too: each must be a new
+/// job (attempt 1) of a push that spanned the kill.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primary_killed_under_traffic_loses_no_acknowledged_job_issue_13() {
     // See: issue 13
@@ -527,6 +531,7 @@ async fn a_primary_killed_under_traffic_loses_no_acknowledged_job_issue_13() {
         let (pushed, done) = (pushed.clone(), producer_done.clone());
         tokio::spawn(async move {
             let mut answered = HashSet::new();
+            let mut calls = Vec::new();
             let (mut failed, mut longest) = (0usize, Duration::ZERO);
             for b in 0..JOBS / BATCH {
                 let jobs: Vec<NewJob> = (b * BATCH..(b + 1) * BATCH)
@@ -558,10 +563,11 @@ async fn a_primary_killed_under_traffic_loses_no_acknowledged_job_issue_13() {
                     }
                 }
                 longest = longest.max(start.elapsed());
+                calls.push((start, Instant::now(), jobs));
                 pushed.fetch_add(BATCH, Ordering::Relaxed);
             }
             done.store(true, Ordering::Release);
-            (answered, failed, longest)
+            (answered, calls, failed, longest)
         })
     };
     let consumer = {
@@ -588,7 +594,7 @@ async fn a_primary_killed_under_traffic_loses_no_acknowledged_job_issue_13() {
                 };
                 for ((i, _), r) in settle.drain(..).zip(got.settled) {
                     match r {
-                        Ok(_) => assert!(seen.acked.insert(i.clone()), "{i} acked twice"),
+                        Ok(_) => *seen.acked.entry(i).or_default() += 1,
                         Err(Error::LeaseLost { .. } | Error::NotFound { .. }) => {
                             seen.lease_lost += 1
                         }
@@ -598,13 +604,11 @@ async fn a_primary_killed_under_traffic_loses_no_acknowledged_job_issue_13() {
                 let idle = got.deliveries.is_empty();
                 for d in got.deliveries {
                     let i = d.job.id.to_string();
-                    if seen.acked.contains(&i) {
-                        seen.after_ack.push(i.clone());
-                    }
+                    let acks = seen.acked.get(&i).copied().unwrap_or(0);
                     seen.deliveries
                         .entry(i.clone())
                         .or_default()
-                        .push(d.attempt());
+                        .push((d.attempt(), acks));
                     settle.push((i, Settle::Ack(d.lease.unwrap())));
                 }
                 if idle && settle.is_empty() && done.load(Ordering::Acquire) {
@@ -635,46 +639,107 @@ async fn a_primary_killed_under_traffic_loses_no_acknowledged_job_issue_13() {
         !producer_done.load(Ordering::Acquire),
         "the producer finished before the failover"
     );
+    let killed_at = Instant::now();
     let failover = cluster.kill_primary(1).await;
     cluster.restart(failover.killed.port).await;
 
-    let (answered, push_failures, longest_push) = producer.await.unwrap();
+    let (answered, calls, push_failures, longest_push) = producer.await.unwrap();
     let seen = consumer.await.unwrap();
-    let duplicates: usize = seen.deliveries.values().map(|a| a.len() - 1).sum();
+    // The jobs of the pushes on their way as the primary died: the only ones a re-sent push
+    // may create again.
+    let spanning: HashSet<String> = calls
+        .iter()
+        .filter(|(start, end, _)| *start < killed_at && *end > killed_at)
+        .flat_map(|(_, _, jobs)| jobs.iter().map(|j| j.id.to_string()))
+        .collect();
+    let recreated: Vec<&String> = seen
+        .deliveries
+        .iter()
+        .filter(|(_, ds)| ds.iter().any(|&(_, acks)| acks > 0))
+        .map(|(i, _)| i)
+        .collect();
+    let duplicates: usize = seen
+        .deliveries
+        .values()
+        .flat_map(|ds| lives(ds))
+        .map(|life| life.len() - 1)
+        .sum();
     println!(
         "failover under traffic with wait-replicas 1: {} pushes answered with success, \
          the longest batch took {longest_push:?}, {push_failures} batches retried, {} consumer \
          calls failed, {} acks of unknown outcome, {} acks after a lease expiry, {duplicates} \
-         deliveries after a lease expiry",
+         deliveries after a lease expiry, {} jobs created again by a push re-sent through \
+         the failover ({} pushed by calls that spanned the kill)",
         answered.len(),
         seen.errors,
         seen.ack_unknown.len(),
-        seen.lease_lost
+        seen.lease_lost,
+        recreated.len(),
+        spanning.len()
     );
     assert_eq!(answered.len(), JOBS);
-    assert!(
-        seen.after_ack.is_empty(),
-        "delivered again after an ack answered success: {:?}",
-        seen.after_ack
-    );
+    // Delivered again after an ack that answered success: only a job whose push spanned the
+    // kill, as a new job (attempt 1).
+    for i in &recreated {
+        let ds = &seen.deliveries[*i];
+        assert!(
+            spanning.contains(*i),
+            "{i} delivered again after an ack answered success, but its push did not span the kill: {ds:?}"
+        );
+        assert!(
+            lives(ds).iter().all(|life| life.first() == Some(&1)),
+            "{i} came back after its ack as the old job, not a new one: {ds:?}"
+        );
+    }
+    // At most one ack answered success per life of a job.
+    for (i, &n) in &seen.acked {
+        let lives = seen.deliveries.get(i).map_or(1, |ds| lives(ds).len());
+        assert!(
+            n <= lives,
+            "{i} acked with success {n} times in {lives} lives"
+        );
+    }
     // Every answered push was delivered and acked: by an ack that answered success, or by
     // one of unknown outcome after which the job never came again (and, the engine says,
     // no job is left).
     let unacked: Vec<&String> = answered
         .iter()
-        .filter(|i| !seen.acked.contains(*i) && !seen.ack_unknown.contains(*i))
+        .filter(|i| !seen.acked.contains_key(*i) && !seen.ack_unknown.contains(*i))
         .collect();
     assert!(unacked.is_empty(), "never acked: {unacked:?}");
-    // A job came again only after a lease expired: each delivery a higher attempt.
+    // Within one life, a job came again only after a lease expired: each delivery a higher
+    // attempt.
     let twice: Vec<_> = seen
         .deliveries
         .iter()
-        .filter(|(_, a)| a.windows(2).any(|w| w[1] <= w[0]))
+        .filter(|(_, ds)| {
+            lives(ds)
+                .iter()
+                .any(|life| life.windows(2).any(|w| w[1] <= w[0]))
+        })
         .collect();
     assert!(
         twice.is_empty(),
         "delivered twice without a lease expiry: {twice:?}"
     );
+}
+
+/// A job's deliveries (attempt number, and how many acks had answered success before it)
+/// split into lives: a new life begins with the first delivery after an ack that answered
+/// success (a push created the job again).
+fn lives(ds: &[(u32, usize)]) -> Vec<Vec<u32>> {
+    let mut lives: Vec<Vec<u32>> = Vec::new();
+    let mut acked_before = 0;
+    for &(attempt, acks) in ds {
+        if lives.is_empty() || acks > acked_before {
+            lives.push(Vec::new());
+        }
+        acked_before = acks;
+        if let Some(life) = lives.last_mut() {
+            life.push(attempt);
+        }
+    }
+    lives
 }
 
 /// The calls the nodes on `ports` served so far, by `INFO commandstats`, leaving out INFO

@@ -1,12 +1,20 @@
-//! The engine conformance suite against a real Redis Cluster (3 primaries, 3 replicas) per
-//! test: the topics of each case spread over the primaries by their hash slots (issue 13).
+//! The engine conformance suite against a real Redis Cluster (3 primaries, 3 replicas): the
+//! topics of each case spread over the primaries by their hash slots (issue 13). The cases
+//! share one cluster per test process ([`RedisCluster::shared`]; starting one per case took
+//! two minutes of the test command), each under a key prefix of its own, so that a case
+//! sees, and snapshots, only its own keys.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use delayq_core::Limits;
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::{Harness, RedisCluster};
 
 struct ClusterHarness {
-    cluster: RedisCluster,
+    cluster: Arc<RedisCluster>,
+    /// This case's key prefix.
+    prefix: String,
 }
 
 #[async_trait::async_trait]
@@ -18,7 +26,9 @@ impl Harness for ClusterHarness {
     }
 
     async fn open_with(&self, limits: Limits) -> RedisEngine {
-        let config = RedisConfig::new(self.cluster.url()).with_limits(limits);
+        let config = RedisConfig::new(self.cluster.url())
+            .with_prefix(self.prefix.clone())
+            .with_limits(limits);
         RedisEngine::connect(config)
             .await
             .unwrap_or_else(|e| panic!("connect to the cluster: {e}"))
@@ -29,19 +39,22 @@ impl Harness for ClusterHarness {
         self.open().await
     }
 
-    /// Every primary's snapshot, in the order of their slots.
+    /// This case's keys on every primary, in the order of their slots.
     async fn snapshot(&self) -> Vec<u8> {
         let mut out = Vec::new();
         for p in self.cluster.primaries() {
-            out.extend(self.cluster.server(p.port).snapshot().await);
+            let server = self.cluster.server(p.port);
+            out.extend(server.snapshot_of(&format!("{}:*", self.prefix)).await);
         }
         out
     }
 }
 
 async fn setup() -> ClusterHarness {
+    static CASES: AtomicUsize = AtomicUsize::new(0);
     ClusterHarness {
-        cluster: RedisCluster::start(),
+        cluster: RedisCluster::shared(),
+        prefix: format!("case{}", CASES.fetch_add(1, Ordering::Relaxed)),
     }
 }
 

@@ -19,6 +19,8 @@
 //! - `state`: [`AppState`]; `config`: [`ServerConfig`]; `build`: version, commit and build
 //!   date.
 //! - `tls`: HTTPS with rustls ([`serve_tls`]), the certificate reloaded on SIGHUP.
+//! - `listen`: what plain and TLS serving share: a connection that does not send a whole
+//!   request head within the request timeout is closed; graceful shutdown.
 //!
 //! The engine is any [`delayq_core::Engine`]; [`serve`] (or [`serve_tls`]) runs the app until a
 //! shutdown future resolves, then lets open long-polls answer empty and in-flight requests finish.
@@ -29,6 +31,7 @@ pub mod build;
 mod bursts;
 mod config;
 pub mod http;
+mod listen;
 mod metrics;
 mod process;
 mod series;
@@ -45,18 +48,19 @@ pub use tls::{Tls, TlsError, reload_on_sighup, serve_tls};
 pub use ui::UiMode;
 
 /// Serves `state` on `listener` until `shutdown` resolves, then stops accepting, ends open
-/// long-polls (they answer an empty list) and waits for in-flight requests.
+/// long-polls (they answer an empty list) and waits for in-flight requests, at most the
+/// request timeout.
+///
+/// A connection that does not send a whole request head within the request timeout (a
+/// client that stalls halfway, or an idle keep-alive connection) is closed.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let token = state.shutdown.clone();
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            token.cancel();
-        })
+    let server = axum_server::from_tcp(listener.into_std()?)?;
+    listen::bounded(server, &state, shutdown)
+        .serve(app(state).into_make_service())
         .await
 }
 

@@ -77,24 +77,16 @@ fn unusable(cert: &Path, key: &Path, e: &std::io::Error) -> TlsError {
 
 /// Serves `state` over HTTPS on `listener` until `shutdown` resolves, then stops accepting,
 /// ends open long-polls (they answer an empty list) and waits for in-flight requests, at
-/// most the request timeout.
+/// most the request timeout. A connection that does not send a whole request head within the
+/// request timeout is closed (the TLS handshake has its own bound, 10 s).
 pub async fn serve_tls(
     listener: tokio::net::TcpListener,
     state: AppState,
     tls: Tls,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let token = state.shutdown.clone();
-    let grace = state.config.request_timeout;
-    let handle = axum_server::Handle::new();
-    let stopper = handle.clone();
-    tokio::spawn(async move {
-        shutdown.await;
-        token.cancel();
-        stopper.graceful_shutdown(Some(grace));
-    });
-    axum_server::from_tcp_rustls(listener.into_std()?, tls.config.clone())?
-        .handle(handle)
+    let server = axum_server::from_tcp_rustls(listener.into_std()?, tls.config.clone())?;
+    crate::listen::bounded(server, &state, shutdown)
         .serve(app(state).into_make_service())
         .await
 }

@@ -1925,7 +1925,11 @@ async fn decode_errors_name_the_field_issue_12(setup: Setup) {
     );
     // A list's query parameters: named, with their own code and what they accept.
     for (query, name, accepts) in [
-        ("state=zombie", "state", "delayed, ready, reserved, dead"),
+        (
+            "state=zombie",
+            "state",
+            "delayed, ready, reserved, dead, done",
+        ),
         ("", "state", "missing"),
         ("state=ready&limit=many", "limit", "1 to 1000"),
     ] {
@@ -2541,6 +2545,11 @@ async fn bulk_acts_on_all_that_match_issue_15(setup: Setup) {
             (400, Some(field)),
             "{body}: {v}"
         );
+        if body.get("state").is_some() == body.get("ids").is_some() {
+            // Neither or both: the message says exactly one, whichever was wrong.
+            let message = v["error"]["message"].as_str().unwrap_or("");
+            assert!(message.contains("exactly one of ids"), "{body}: {v}");
+        }
     }
     assert_eq!(s.get("/v1/topics/bk/jobs/d1").await.1["state"], "ready");
 
@@ -2600,6 +2609,85 @@ async fn too_few_replicas_is_503_not_replicated_issue_13() {
     let (st, v) = s.get("/v1/topics/t/stats").await;
     assert_eq!((st, v["ready"].as_u64()), (200, Some(1)), "{v}");
     drop(server);
+}
+
+/// A full store over HTTP: Redis at `maxmemory` (with `noeviction`) and the embedded engine
+/// at its `max_db_bytes` answer a push 503 `engine_full`, with the engine's message saying
+/// that nothing was written and what to do; the refused job is not there, reads still
+/// answer, and once space is freed the push succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_store_is_503_engine_full_issue_17() {
+    // See: issue 17
+    let redis = delayq_testkit::RedisServer::start();
+    let engine = delayq_redis::RedisEngine::connect(delayq_redis::RedisConfig::new(redis.url()))
+        .await
+        .unwrap();
+    let s = TestServer::start(Arc::new(engine), ServerConfig::default()).await;
+    let mut admin = redis.connection().await;
+    let mut maxmemory = async |bytes: &str| {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(bytes)
+            .query_async::<()>(&mut admin)
+            .await
+            .unwrap();
+    };
+    let (st, v) = s
+        .post("/v1/topics/t/jobs", json!({"id": "kept", "body": "x"}))
+        .await;
+    assert!(st < 300, "{v}");
+    maxmemory("1").await;
+    let (st, v) = s
+        .post("/v1/topics/t/jobs", json!({"id": "j1", "body": "x"}))
+        .await;
+    assert_eq!((st, code(&v)), (503, "engine_full"), "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    for words in ["maxmemory", "nothing was written", "retry"] {
+        assert!(message.contains(words), "{message}");
+    }
+    assert_eq!(
+        s.get("/v1/topics/t/jobs/j1").await.0,
+        404,
+        "a refused push was stored"
+    );
+    assert_eq!(
+        s.get("/v1/topics/t/jobs/kept").await.0,
+        200,
+        "reads answer at maxmemory"
+    );
+    maxmemory("0").await;
+    let (st, v) = s
+        .post("/v1/topics/t/jobs", json!({"id": "j1", "body": "x"}))
+        .await;
+    assert!(st < 300, "memory freed, the push succeeds: {v}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = delayq_sqlite::SqliteConfig::dir(dir.path()).with_max_db_bytes(256 * 1024);
+    let engine = delayq_sqlite::SqliteEngine::open(config).unwrap();
+    let s = TestServer::start(Arc::new(engine), ServerConfig::default()).await;
+    let body = "y".repeat(16 * 1024);
+    let mut stored = 0;
+    let v = loop {
+        let (st, v) = s
+            .post(
+                "/v1/topics/t/jobs",
+                json!({"id": format!("j{stored}"), "body": body}),
+            )
+            .await;
+        if st >= 300 {
+            assert_eq!((st, code(&v)), (503, "engine_full"), "{v}");
+            break v;
+        }
+        stored += 1;
+        assert!(stored < 100, "max_db_bytes was never reached");
+    };
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("max_db_bytes"), "{message}");
+    let refused = format!("/v1/topics/t/jobs/j{stored}");
+    assert_eq!(s.get(&refused).await.0, 404, "a refused push was stored");
+    let (st, v) = s.get("/v1/topics/t/stats").await;
+    assert_eq!((st, v["ready"].as_u64()), (200, Some(stored)), "{v}");
 }
 
 /// Holds a request in flight: its headers are sent, its body never ends, so the server has

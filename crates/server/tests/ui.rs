@@ -24,6 +24,7 @@ use common::TestServer;
 use delayq_core::{Engine, Nack, NewJob, Reserve, Topic};
 use delayq_server::{ServerConfig, UiMode};
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "a-dashboard-test-token";
@@ -108,10 +109,8 @@ async fn browser(driver: &Driver, profile: &Path) -> Client {
     let serde_json::Value::Object(caps) = caps else {
         unreachable!()
     };
-    // The WebDriver client's rustls needs a crypto provider; delayq's is ring.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    ClientBuilder::rustls()
-        .unwrap()
+    // chromedriver speaks plain HTTP on loopback: no TLS connector.
+    ClientBuilder::new(HttpConnector::new())
         .capabilities(caps)
         .connect(&format!("http://127.0.0.1:{}", driver.port))
         .await

@@ -74,7 +74,7 @@ pub struct SqliteConfig {
     pub cache_mib: u32,
     /// The largest the database file may grow, in bytes (default: no limit but the disk).
     /// As on a full disk, any write that needs a new page past it (a push, but also a
-    /// reserve) fails with [`Error::Unavailable`] and changes nothing, while reads, deletes
+    /// reserve) fails with [`Error::Full`] and changes nothing, while reads, deletes
     /// and purges still work; space they free is reused.
     pub max_db_bytes: Option<u64>,
 }

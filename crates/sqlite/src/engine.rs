@@ -31,7 +31,7 @@ use crate::readers::Readers;
 use crate::shared::Shared;
 use crate::tx::Tx;
 use crate::writer::{Call, Request, Writer};
-use crate::{open, read};
+use crate::{diagnose, open, read};
 
 /// Dead jobs kicked per writer request by `kick_all`, so a large kick does not hold up the
 /// writer's other requests.
@@ -77,6 +77,8 @@ struct Inner {
     checkpointer: Option<Checkpointer>,
     rotate: AtomicUsize,
     lock: Option<File>,
+    /// The data directory; `None` in memory.
+    dir: Option<std::path::PathBuf>,
 }
 
 impl Drop for Inner {
@@ -106,27 +108,35 @@ impl SqliteEngine {
     /// `spawn_blocking`.
     ///
     /// Fails with [`Error::InvalidConfig`] when the directory cannot be created or written,
-    /// or holds a corrupt, foreign or newer database, and with [`Error::Unavailable`] when
-    /// another engine owns the directory or the disk is full.
+    /// or holds a corrupt, foreign or newer database, with [`Error::Unavailable`] when
+    /// another engine owns the directory, and with [`Error::Full`] when the disk is full.
     pub fn open(config: SqliteConfig) -> Result<Self> {
         config.validate()?;
         let mut store = open::open_store(&config)?;
-        let shared = Arc::new(Shared::new(Clock::start()));
         let label = store
             .path
             .clone()
             .unwrap_or_else(|| std::path::PathBuf::from(":memory:"));
+        let mark =
+            crate::clock::read_mark(&store.conn).map_err(|e| crate::error::open_err(&label, e))?;
+        let shared = Arc::new(Shared::new(Clock::start(mark)));
         open::recover(&store.conn, &shared, &label)?;
         let checkpointer = match &store.path {
             Some(path) => Some(Checkpointer::start(path, &mut store.conn)?),
             None => None,
         };
+        let dir = store
+            .path
+            .as_deref()
+            .and_then(std::path::Path::parent)
+            .map(std::path::Path::to_path_buf);
         let writer = Writer {
             conn: store.conn,
             shared: shared.clone(),
             tick_batch: config.tick_batch,
             max_group: config.max_group,
             tick_pause: None,
+            dir: dir.clone(),
         };
         let (sender, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
@@ -135,6 +145,7 @@ impl SqliteEngine {
             .map_err(|e| Error::unavailable("cannot start the writer thread", e))?;
         Ok(SqliteEngine {
             inner: Arc::new(Inner {
+                dir,
                 shared,
                 sender: Some(sender),
                 writer: Some(handle),
@@ -182,7 +193,10 @@ impl SqliteEngine {
     {
         let (tx, rx) = oneshot::channel();
         self.send(Request::Write(Box::new(Call::new(f, tx))))?;
-        rx.await.map_err(|_| stopped())?
+        match (rx.await.map_err(|_| stopped())?, &self.inner.dir) {
+            (Err(e @ Error::Unavailable { .. }), Some(dir)) => Err(diagnose::explain(e, dir)),
+            (out, _) => out,
+        }
     }
 
     /// Runs `f` on a read connection, after letting the writer fail the leases that expired

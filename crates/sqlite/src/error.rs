@@ -9,7 +9,8 @@ use rusqlite::ErrorCode;
 
 /// Maps a SQLite error raised while doing `what` on a running engine.
 ///
-/// Disk, lock and I/O failures become [`Error::Unavailable`] (retrying later may succeed);
+/// A full disk or database becomes [`Error::Full`]; lock and I/O failures become
+/// [`Error::Unavailable`] (retrying later may succeed in both cases);
 /// a corrupt file and anything else SQLite reports about data delayq wrote become
 /// [`Error::Internal`].
 pub(crate) fn db_err(what: &str, e: rusqlite::Error) -> Error {
@@ -17,9 +18,14 @@ pub(crate) fn db_err(what: &str, e: rusqlite::Error) -> Error {
         return Error::Internal(format!("{what}: {e}"));
     };
     let message = match code {
-        ErrorCode::DiskFull => format!(
-            "{what}: the database is full: the disk holding the data directory is full, or the database reached its configured max_db_bytes; free disk space (the write-ahead log needs room to grow), raise the limit, or ack and delete jobs, then retry"
-        ),
+        ErrorCode::DiskFull => {
+            return Error::full(
+                format!(
+                    "{what}: the database is full: the disk holding the data directory is full (the write-ahead log needs room to grow), or the database reached its configured max_db_bytes"
+                ),
+                e,
+            );
+        }
         ErrorCode::ReadOnly | ErrorCode::PermissionDenied | ErrorCode::CannotOpen => format!(
             "{what}: the database cannot be written ({e}); check that the data directory and its files are writable by this process"
         ),
@@ -65,10 +71,8 @@ pub(crate) fn open_err(path: &Path, e: rusqlite::Error) -> Error {
 pub(crate) fn dir_err(dir: &Path, doing: &str, e: io::Error) -> Error {
     let d = dir.display();
     match e.kind() {
-        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::unavailable(
-            format!(
-                "{doing} in the data directory {d}: the disk is full; free space, then open again"
-            ),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::full(
+            format!("{doing} in the data directory {d}: the disk is full"),
             e,
         ),
         io::ErrorKind::WouldBlock => Error::Unavailable {
@@ -94,10 +98,18 @@ mod tests {
     }
 
     #[test]
-    fn a_full_disk_is_unavailable_and_says_so() {
+    fn a_full_disk_is_full_and_says_so() {
         let e = db_err("committing", sqlite(rusqlite::ffi::SQLITE_FULL));
+        assert!(matches!(e, Error::Full { .. }), "{e:?}");
         assert!(e.is_retryable());
         assert!(e.to_string().contains("disk"), "{e}");
+        assert!(e.to_string().contains("max_db_bytes"), "{e}");
+        let e = dir_err(
+            Path::new("/data/q"),
+            "creating",
+            io::Error::from(io::ErrorKind::StorageFull),
+        );
+        assert!(matches!(e, Error::Full { .. }), "{e:?}");
     }
 
     #[test]

@@ -21,13 +21,15 @@
 //! - `clock`: the engine clock (wall clock at open + monotonic time).
 //! - `row`: the `jobs` row and its decoding; `settings`: a topic's settings in its
 //!   `topics` row; `error`: SQLite and I/O errors onto
-//!   [`delayq_core::Error`]; `config`: [`SqliteConfig`].
+//!   [`delayq_core::Error`]; `diagnose`: names a read-only file system when a write fails;
+//!   `config`: [`SqliteConfig`].
 #![deny(missing_docs)]
 
 mod checkpoint;
 mod clock;
 mod config;
 mod cursor;
+mod diagnose;
 mod engine;
 mod error;
 mod open;

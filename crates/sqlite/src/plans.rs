@@ -169,7 +169,7 @@ fn no_statement_scans_the_jobs_table() {
         }),
     )
     .expect("trace");
-    let shared = Shared::new(Clock::start());
+    let shared = Shared::new(Clock::start(0));
     every_operation(&conn, &shared);
     conn.trace_v2(TraceEventCodes::empty(), None::<fn(TraceEvent<'_>)>)
         .expect("untrace");

@@ -171,3 +171,90 @@ impl RawJob {
         self.into_job(topic, state)
     }
 }
+
+/// Fuzzed rows (issue 17): arbitrary SQLite values (any storage class, any number) in every
+/// column a job or its meta is read from. Decoding never panics; a value that does not fit
+/// is a rusqlite error or `Error::Internal`; a row that fits decodes to its values.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+    use rusqlite::types::Value as Sql;
+
+    use super::*;
+
+    fn value() -> impl Strategy<Value = Sql> {
+        prop_oneof![
+            Just(Sql::Null),
+            any::<i64>().prop_map(Sql::Integer),
+            prop_oneof![
+                Just(0i64),
+                Just(1),
+                Just(-1),
+                Just(i64::MAX),
+                Just(i64::MIN),
+                Just(u32::MAX as i64 + 1)
+            ]
+            .prop_map(Sql::Integer),
+            (0i64..10).prop_map(Sql::Integer),
+            any::<f64>().prop_map(Sql::Real),
+            ".{0,12}".prop_map(Sql::Text),
+            "[!-~]{1,12}".prop_map(Sql::Text),
+            prop::collection::vec(any::<u8>(), 0..12).prop_map(Sql::Blob),
+        ]
+    }
+
+    /// Selects `values` as one row of columns with no type affinity and decodes it.
+    fn with_row<T>(values: &[Sql], decode: impl Fn(&Row<'_>) -> T) -> T {
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        let cols: Vec<String> = (0..values.len()).map(|i| format!("?{}", i + 1)).collect();
+        let sql = format!("SELECT {}", cols.join(", "));
+        let params = rusqlite::params_from_iter(values.iter());
+        db.query_row(&sql, params, |r| Ok(decode(r))).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: delayq_testkit::fuzz_cases(512), failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_job_rows_never_panic(values in prop::collection::vec(value(), 19), now in any::<u64>()) {
+            let topic = Topic::new("t").unwrap();
+            let decoded = with_row(&values, |r| job(r, 0).map(|raw| raw.into_stored_job(&topic, now)));
+            if let Ok(Err(e)) = decoded {
+                prop_assert!(matches!(e, Error::Internal(_)), "{e:?}");
+            }
+        }
+
+        #[test]
+        fn arbitrary_meta_rows_never_panic(values in prop::collection::vec(value(), 13)) {
+            let _ = with_row(&values, |r| meta(r, 0).map(|m| (m.jid, m.backoff)));
+        }
+
+        /// A row as the engine writes it decodes to its values.
+        #[test]
+        fn written_rows_decode_to_their_values(
+            n in prop::array::uniform12(0i64..=i64::from(u32::MAX)),
+            id in "[!-~]{1,200}",
+            err in ".{0,20}",
+            body in prop::collection::vec(any::<u8>(), 0..32),
+            state in prop::sample::select(vec![WAITING, RESERVED, DEAD, DONE]),
+            now in any::<u32>(),
+        ) {
+            let mut values = vec![Sql::Text(id.clone()), Sql::Integer(state)];
+            values.extend(n.iter().map(|&x| Sql::Integer(x)));
+            values.extend([Sql::Integer(n[0]), Sql::Text(err.clone()), Sql::Blob(body.clone()), Sql::Integer(n[1]), Sql::Integer(1)]);
+            let topic = Topic::new("t").unwrap();
+            let j = with_row(&values, |r| job(r, 0).map(|raw| raw.into_stored_job(&topic, u64::from(now))))
+                .unwrap()
+                .unwrap();
+            let u = |x: i64| x as u64;
+            prop_assert_eq!(j.id.as_str(), id.as_str());
+            prop_assert_eq!(j.state, state_of(state, u(n[1]), u64::from(now)).unwrap());
+            prop_assert_eq!((j.priority, j.ready_at.as_millis(), j.ttr.as_millis() as u64), (n[0] as u32, u(n[1]), u(n[3])));
+            prop_assert_eq!((j.max_attempts, j.attempts), (n[4] as u32, n[5] as u32));
+            prop_assert_eq!(j.backoff, Backoff::from_parts(u(n[6]), n[7] as u32, u(n[8]), n[9] as u32));
+            prop_assert_eq!(j.last_error, (!err.is_empty()).then_some(err));
+            prop_assert_eq!(&j.body[..], &body[..]);
+            prop_assert_eq!(j.on_expire, OnExpire::Drop);
+        }
+    }
+}

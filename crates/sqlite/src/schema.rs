@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0007_schedules.sql"),
     include_str!("../migrations/0008_pause.sql"),
     include_str!("../migrations/0009_expiry.sql"),
+    include_str!("../migrations/0010_clock.sql"),
 ];
 
 /// The schema version this build writes.

@@ -8,10 +8,17 @@
 //! writing needs nothing undone; one that failed after writing makes the group start over
 //! without it). Callers are answered only after the
 //! commit, so an acknowledged write is on disk; if the commit fails, every request of the
-//! group gets [`Error::Unavailable`].
+//! group gets [`Error::Full`] when the disk or database is full and nothing was written,
+//! else [`Error::Unavailable`]; a failed `COMMIT` answers `Unavailable` saying that the write
+//! may or may not be stored (it can have reached the log, see `unsure`), and so does a
+//! commit after which the data directory's file system is found read-only (its `fsync`
+//! cannot be trusted, see `Writer::landed`). A group that writes
+//! also raises the clock's high-water mark in its transaction (`clock.rs`), read last, so it
+//! is at least every time the group's requests read.
 //!
 //! In memory mode, reads run here too, after the group's commit.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
@@ -43,8 +50,9 @@ pub(crate) trait WriteWork: Send {
     /// Runs the request (again, if its group had to start over); returns whether its
     /// writes are to be kept.
     fn run(&mut self, tx: &mut Tx<'_>) -> bool;
-    /// Answers the caller: the group committed (`None`), or failed for this reason.
-    fn answer(self: Box<Self>, failed: Option<&str>);
+    /// Answers the caller: the group committed (`None`), or failed: the error every
+    /// request that was not refused by itself gets.
+    fn answer(self: Box<Self>, failed: Option<&Error>);
 }
 
 /// A write request made of a function on [`Tx`] and the channel its answer goes to. The
@@ -78,15 +86,12 @@ where
         ok
     }
 
-    fn answer(self: Box<Self>, failed: Option<&str>) {
+    fn answer(self: Box<Self>, failed: Option<&Error>) {
         let out = match (self.out, failed) {
             (Some(Ok(v)), None) => Ok(v),
             // A refused request wrote nothing: its own error stands whatever the group did.
             (Some(Err(e)), _) => Err(e),
-            (_, Some(why)) => Err(Error::Unavailable {
-                message: format!("the write was not committed: {why}"),
-                source: None,
-            }),
+            (_, Some(why)) => Err(again(why)),
             (None, None) => Err(Error::Internal(
                 "a write request was answered without being run".into(),
             )),
@@ -104,6 +109,11 @@ pub(crate) struct Writer {
     pub(crate) max_group: usize,
     /// Due timers are left alone until then after a failed tick.
     pub(crate) tick_pause: Option<Instant>,
+    /// The data directory; `None` in memory, where nothing outlives the engine. With one,
+    /// a commit that writes raises the clock's high-water mark (see `clock.rs`), and is
+    /// answered only once the file system is known to be still writable (see
+    /// [`Writer::landed`]).
+    pub(crate) dir: Option<PathBuf>,
 }
 
 impl Writer {
@@ -189,10 +199,11 @@ impl Writer {
         let mut pending = writes;
         loop {
             match self.try_group(now, due, &mut pending) {
-                Group::Committed(effects) => {
+                Group::Committed(effects, doubt) => {
+                    // Unsure or not, the commit is in this process's view of the store.
                     self.shared.apply(effects);
                     for w in pending {
-                        w.answer(None);
+                        w.answer(doubt.as_ref());
                     }
                     return;
                 }
@@ -240,24 +251,55 @@ impl Writer {
             }
         }
         if let Err(e) = begun {
-            return Group::Failed(reason(db_err("starting a transaction", e)));
+            return Group::Failed(not_committed(&db_err("starting a transaction", e)));
         }
         for (at, w) in pending.iter_mut().enumerate() {
             match self.run_one(w.as_mut(), &mut effects) {
                 Ok(()) => {}
                 Err(why) => {
                     self.rollback();
-                    return Group::Lost { at, why };
+                    return Group::Lost {
+                        at,
+                        why: not_committed(&why),
+                    };
                 }
             }
         }
+        if self.dir.is_some()
+            && !reads_only
+            && let Err(e) = crate::clock::write_mark(&self.conn, self.shared.clock.now_ms())
+        {
+            self.rollback();
+            return Group::Failed(not_committed(&db_err("recording the engine's time", e)));
+        }
         match self.sql("COMMIT") {
-            Ok(()) => Group::Committed(effects),
+            Ok(()) if reads_only => Group::Committed(effects, None),
+            Ok(()) => Group::Committed(effects, self.landed()),
             Err(e) => {
                 self.rollback();
-                Group::Failed(reason(db_err("committing", e)))
+                Group::Failed(unsure(&db_err("committing", e)))
             }
         }
+    }
+
+    /// `None` when a commit SQLite reported done can be answered as stored; else the
+    /// "may or may not be stored" error to answer instead. A file system that turned
+    /// read-only under the open files (ext4 after a disk error, `errors=remount-ro`) can
+    /// answer the commit's `fsync` with success while the log's last pages never reach the
+    /// disk: the commit then vanishes with the repair. Such a file system is read-only by
+    /// the time the `fsync` returns, so a look at it after every commit that wrote (one
+    /// `open`, see `diagnose`) turns that silent loss into an honest unsure answer.
+    fn landed(&self) -> Option<Error> {
+        let dir = self.dir.as_deref()?;
+        crate::diagnose::read_only(dir).then(|| {
+            unsure(&Error::Unavailable {
+                message: format!(
+                    "the file system holding the data directory {} turned read-only as the commit ended",
+                    dir.display()
+                ),
+                source: None,
+            })
+        })
     }
 
     /// Runs one write. A request that fails having written nothing (a refusal: every check
@@ -266,17 +308,17 @@ impl Writer {
     /// writes are all kept or all gone, without a savepoint per request (which would make
     /// SQLite copy every page a request writes into a statement journal).
     /// Errs with why the group must start over without this request.
-    fn run_one(&self, w: &mut dyn WriteWork, effects: &mut Vec<Effect>) -> Result<(), String> {
+    fn run_one(&self, w: &mut dyn WriteWork, effects: &mut Vec<Effect>) -> Result<(), Error> {
         let changes = self.conn.total_changes();
         let mut tx = Tx::new(&self.conn, &self.shared, self.tick_batch);
         let keep = w.run(&mut tx);
         if self.conn.is_autocommit() {
-            return Err("SQLite rolled the transaction back after an error".into());
+            return Err(lost("SQLite rolled the transaction back after an error"));
         }
         if keep {
             effects.extend(tx.take_effects());
         } else if self.conn.total_changes() != changes {
-            return Err("the write failed after changing rows".into());
+            return Err(lost("the write failed after changing rows"));
         }
         Ok(())
     }
@@ -332,19 +374,77 @@ type Due = (i64, Kind, u64);
 
 /// How one attempt at a group transaction ended.
 enum Group {
-    /// Committed, with the effects to apply.
-    Committed(Vec<Effect>),
-    /// Failed as a whole (begin or commit failed): every request gets this reason.
-    Failed(String),
+    /// Committed, with the effects to apply, and the answer for every request when the
+    /// commit cannot be trusted to have reached the disk ([`Writer::landed`]).
+    Committed(Vec<Effect>, Option<Error>),
+    /// Failed as a whole (begin or commit failed): every request gets this error.
+    Failed(Error),
     /// SQLite lost the transaction while request `at` ran, or the request failed after
     /// writing: the group starts over without it.
-    Lost { at: usize, why: String },
+    Lost { at: usize, why: Error },
 }
 
-/// The message of an error, for answering every request of a failed group.
-fn reason(e: Error) -> String {
-    match e {
-        Error::Unavailable { message, .. } => message,
+/// The answer of a request whose group was not committed because of `why`: a full disk or
+/// database stays [`Error::Full`] (the caller is to free space), anything else is
+/// [`Error::Unavailable`].
+fn not_committed(why: &Error) -> Error {
+    let message = match why {
+        Error::Unavailable { message, .. } | Error::Full { message, .. } => {
+            format!("the write was not committed: {message}")
+        }
+        other => format!("the write was not committed: {other}"),
+    };
+    match why {
+        Error::Full { .. } => Error::Full {
+            message,
+            source: None,
+        },
+        _ => Error::Unavailable {
+            message,
+            source: None,
+        },
+    }
+}
+
+/// [`Group::Lost`]'s reason when SQLite, not the request, gave up its writes.
+fn lost(why: &str) -> Error {
+    Error::Unavailable {
+        message: why.into(),
+        source: None,
+    }
+}
+
+/// The same answer again, for another request of the group (`Error` is not `Clone`).
+fn again(why: &Error) -> Error {
+    match why {
+        Error::Full { message, .. } => Error::Full {
+            message: message.clone(),
+            source: None,
+        },
+        Error::Unavailable { message, .. } => Error::Unavailable {
+            message: message.clone(),
+            source: None,
+        },
+        other => Error::Internal(other.to_string()),
+    }
+}
+
+/// The answer of a group whose `COMMIT` failed. The transaction is rolled back in this
+/// process, and the next commit overwrites its frames in the log; but the commit may have
+/// reached the log before the error (a failed sync, an index that could not grow): if the
+/// process stops, or the file system fails, before another commit, the log still holds it
+/// and the next open replays it. So the outcome is unknown to the caller, as after a
+/// network cut: the write is either stored whole or not at all, and retrying is safe. It is
+/// never [`Error::Full`], which says that nothing was written.
+fn unsure(why: &Error) -> Error {
+    let reason = match why {
+        Error::Unavailable { message, .. } | Error::Full { message, .. } => message.clone(),
         other => other.to_string(),
+    };
+    Error::Unavailable {
+        message: format!(
+            "the commit failed, so the write may or may not be stored (whole or not at all); retry it: a push with the same id is idempotent, and a settlement that landed answers as a repeated one does: {reason}"
+        ),
+        source: None,
     }
 }

@@ -97,10 +97,10 @@ fn an_empty_path_or_bad_settings_are_refused() {
 fn a_database_too_full_to_create_is_refused_at_open() {
     let tmp = tempfile::tempdir().expect("temp dir");
     match SqliteEngine::open(SqliteConfig::dir(tmp.path()).with_max_db_bytes(4096)) {
-        Err(e @ Error::Unavailable { .. }) => {
+        Err(e @ Error::Full { .. }) => {
             assert!(e.to_string().contains("full"), "{e}");
         }
-        Err(e) => panic!("expected Unavailable, got {e:?}"),
+        Err(e) => panic!("expected Full, got {e:?}"),
         Ok(_) => panic!("opened a database that has no room for its schema"),
     }
 }

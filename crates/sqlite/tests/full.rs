@@ -1,5 +1,5 @@
 //! A full disk (simulated with `max_db_bytes`): a write that does not fit fails with
-//! `Unavailable` saying the database is full and changes nothing; the engine keeps
+//! `Full` saying the database is full and changes nothing; the engine keeps
 //! reading, deletes free space, and writes that fit again succeed.
 
 mod support;
@@ -23,8 +23,8 @@ async fn a_full_database_refuses_writes_cleanly_and_recovers() {
         assert!(pushed < 1000, "the size cap was never reached");
     };
     assert!(
-        matches!(err, Error::Unavailable { .. }),
-        "expected Unavailable, got {err:?}"
+        matches!(err, Error::Full { .. }),
+        "expected Full, got {err:?}"
     );
     assert!(err.to_string().contains("full"), "{err}");
     assert!(pushed > 5, "only {pushed} jobs fitted");
@@ -86,7 +86,7 @@ async fn each_push_of_a_group_is_answered_exactly_when_the_database_fills() {
                 stored += 1;
             }
             Err(err) => {
-                assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+                assert!(matches!(err, Error::Full { .. }), "{err:?}");
                 assert!(found.is_none(), "{id} was refused but is stored");
                 refused += 1;
             }

@@ -208,7 +208,21 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
     drop(e);
 
     let (version, indexes, states) = schema_facts(dir.path());
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
+    // The clock's high-water mark (0010) starts at least at the latest push time the old
+    // jobs record, and the engine's writes since raised it.
+    let conn = Connection::open(dir.path().join(DB_FILE)).expect("open");
+    let (mark, pushed): (u64, u64) = conn
+        .query_row(
+            "SELECT (SELECT value FROM meta WHERE key = 'clock_ms'), max(created_at) FROM jobs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the mark");
+    assert!(
+        mark >= pushed && mark >= now,
+        "mark {mark}, pushed {pushed}, now {now}"
+    );
     assert_eq!(
         indexes,
         vec![

@@ -102,3 +102,60 @@ async fn reopen_restores_every_state_exactly() {
     assert_eq!(got.len(), 2);
     assert!(got.iter().all(|d| d.job.state == JobState::Reserved));
 }
+
+/// The engine's time never goes backwards across a reopen: every commit that writes raises
+/// a high-water mark (`meta.clock_ms`), and a reopen anchors at no earlier than it. The
+/// mark is set an hour ahead of the wall clock here, as a system clock set back an hour
+/// between two runs leaves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reopen_never_turns_the_engine_clock_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let t = topic("clock");
+    let mark = |dir: &std::path::Path| -> u64 {
+        rusqlite::Connection::open(dir.join(delayq_sqlite::DB_FILE))
+            .and_then(|c| {
+                c.query_row("SELECT value FROM meta WHERE key = 'clock_ms'", [], |r| {
+                    r.get(0)
+                })
+            })
+            .expect("read the mark")
+    };
+    let e = SqliteEngine::open(SqliteConfig::dir(dir.path())).expect("open");
+    e.push(NewJob::new(t.clone(), "x").with_id(id("x")))
+        .await
+        .expect("push");
+    let created = e
+        .get(&t, &id("x"))
+        .await
+        .expect("get")
+        .expect("exists")
+        .created_at
+        .as_millis();
+    drop(e);
+    let written = mark(dir.path());
+    assert!(written >= created, "mark {written} < push time {created}");
+
+    let ahead = written + 3_600_000;
+    rusqlite::Connection::open(dir.path().join(delayq_sqlite::DB_FILE))
+        .and_then(|c| c.execute("UPDATE meta SET value = ?1 WHERE key = 'clock_ms'", [ahead]))
+        .expect("move the mark an hour ahead");
+    let e = SqliteEngine::open(SqliteConfig::dir(dir.path())).expect("reopen");
+    let now = e.now().await.expect("now").as_millis();
+    assert!(
+        (ahead..ahead + 10_000).contains(&now),
+        "the engine's time {now} went back from its mark {ahead}"
+    );
+    // Time goes on from the mark: a job delayed 1 s is due a second after it, and a write
+    // raises the mark again.
+    let p = e
+        .push(
+            NewJob::new(t.clone(), "later")
+                .with_id(id("later"))
+                .with_delay(Duration::from_secs(1)),
+        )
+        .await
+        .expect("push");
+    assert!(p.ready_at.as_millis() > ahead + 1000, "{:?}", p.ready_at);
+    drop(e);
+    assert!(mark(dir.path()) >= now);
+}

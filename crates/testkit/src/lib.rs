@@ -13,10 +13,15 @@
 //! - `harness`: [`Harness`], what an engine provides to be checked by the suite.
 //! - `conformance`: the cases, one async function per clause of the contract, and the
 //!   [`conformance_suite!`] macro that makes one `#[tokio::test]` of each.
+//! - `model`: the contract as a pure [`model::Model`], random operation sequences from
+//!   several logical clients, and the runner that compares an engine with the model
+//!   ([`model::check`]).
+//! - [`fuzz_cases`]: how many cases each fuzzed decoder runs.
 #![deny(missing_docs)]
 
 pub mod conformance;
 mod harness;
+pub mod model;
 mod redis_cluster;
 mod redis_server;
 
@@ -27,3 +32,14 @@ pub use redis_cluster::{
 pub use redis_server::{
     ACL_RULES, AclUser, Persistence, REDIS_SERVER_ENV, RedisOptions, RedisServer,
 };
+
+/// The cases each property of the fuzzed decoders runs (issue 17): `DELAYQ_FUZZ_CASES` when
+/// set (a longer run), else `default` (what CI runs, within its time budget).
+pub fn fuzz_cases(default: u32) -> u32 {
+    match std::env::var("DELAYQ_FUZZ_CASES") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("DELAYQ_FUZZ_CASES={v:?} is not a number of cases")),
+        Err(_) => default,
+    }
+}

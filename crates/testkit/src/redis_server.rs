@@ -337,9 +337,15 @@ impl RedisServer {
     /// Wake keys (`*:wake`) are left out: they carry hints for blocked waiters, not job
     /// data, and a waiter process may pop one and hand it back at any moment.
     pub async fn snapshot(&self) -> Vec<u8> {
+        self.snapshot_of("*").await
+    }
+
+    /// [`Self::snapshot`] of the keys that match `pattern` (a `KEYS` pattern, e.g. one
+    /// prefix's keys on a server that several tests share).
+    pub async fn snapshot_of(&self, pattern: &str) -> Vec<u8> {
         let mut conn = self.connection().await;
         let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS")
-            .arg("*")
+            .arg(pattern)
             .query_async(&mut conn)
             .await
             .unwrap_or_else(|e| panic!("KEYS failed: {e}"));

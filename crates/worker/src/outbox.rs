@@ -210,20 +210,34 @@ mod tests {
         assert!(o.is_empty() && o.flush_at().is_none());
     }
 
+    /// A full store (Redis at maxmemory, a full disk).
+    fn full() -> Error {
+        Error::Full {
+            message: "full".into(),
+            source: None,
+        }
+    }
+
     #[test]
     fn a_failed_call_is_retried_while_the_lease_lasts() {
+        for e in [down(), full()] {
+            a_call_failed_with_is_retried_while_the_lease_lasts(&e);
+        }
+    }
+
+    fn a_call_failed_with_is_retried_while_the_lease_lasts(e: &Error) {
         let t0 = Instant::now();
         let s = Duration::from_secs(1);
         let tally = Tally::default();
         let mut o = Outbox::default();
         o.push(ack("late"), t0 + 10 * s, acked(), t0);
         o.push(ack("soon"), t0 + s, acked(), t0);
-        o.take().failed(&down(), t0 + 2 * s, &mut o, &tally);
+        o.take().failed(e, t0 + 2 * s, &mut o, &tally);
         let r = tally.report(0);
         assert_eq!(
             (r.failed, r.acked),
             (1, 0),
-            "the soon one is answered with the error"
+            "the soon one is answered with the error {e}"
         );
         assert!(o.due(Instant::now()), "put back due at once");
         let b = o.take();

@@ -77,14 +77,17 @@ impl<E: Engine> Scheduler<E> {
 
     /// One tick over every schedule, at the engine's time. A schedule whose push the engine
     /// refuses (its body over a limit set on its topic since, say) is logged and left for
-    /// the next tick; the others go on. An unavailable engine ends the tick with its error.
+    /// the next tick; the others go on. An unavailable or full engine ends the tick with its
+    /// error.
     pub async fn tick(&self) -> Result<Tick> {
         let now = self.engine.now().await?;
         let mut out = Tick::default();
         for stored in self.engine.schedules().await? {
             let t = match tick_one(&self.engine, &stored, now).await {
                 Ok(t) => t,
-                Err(e @ Error::Unavailable { .. }) => return Err(e),
+                // A store that is down or full refuses every schedule alike: end the tick,
+                // and the next one tries again.
+                Err(e @ (Error::Unavailable { .. } | Error::Full { .. })) => return Err(e),
                 Err(e) => {
                     tracing::warn!(
                         schedule = %stored.schedule.name(),

@@ -13,6 +13,7 @@ import {
   ApiError,
   ConflictError,
   ERROR_CLASSES,
+  EngineFullError,
   InternalError,
   InvalidInputError,
   LeaseLostError,
@@ -38,6 +39,7 @@ const STATUS: Record<ErrorCode, number> = {
   wrong_state: 409,
   already_exists: 409,
   unavailable: 503,
+  engine_full: 503,
   not_replicated: 503,
   timeout: 503,
   overloaded: 503,
@@ -56,6 +58,13 @@ describe("errors", () => {
       assert.equal(e instanceof ConflictError, STATUS[code] === 409, code);
       assert.equal(e instanceof ServiceUnavailableError, STATUS[code] === 503, code);
     }
+  });
+
+  it("a full engine is a retryable 503", () => {
+    const e = apiError({ code: "engine_full", message: "engine full: m" });
+    assert.ok(e instanceof EngineFullError);
+    assert.ok(e instanceof ServiceUnavailableError);
+    assert.deepEqual([e.status, e.retryable, endsDelivery(e)], [503, true, false]);
   });
 
   it("keeps the status the server answered with", () => {

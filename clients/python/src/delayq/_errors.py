@@ -151,6 +151,11 @@ class UnavailableError(ServiceUnavailableError):
     """503 ``unavailable``: the server's store (Redis, the data directory) is unavailable."""
 
 
+class EngineFullError(ServiceUnavailableError):
+    """503 ``engine_full``: the server's store is full (Redis at its maxmemory, a full
+    disk); nothing was written. Retry once space is freed (acks, deletes, purges)."""
+
+
 class NotReplicatedError(ServiceUnavailableError):
     """503 ``not_replicated``: the write was applied but not acknowledged by enough
     replicas in time; retrying is safe."""
@@ -185,6 +190,7 @@ ERRORS: Dict[str, Type[ApiError]] = {
     "already_exists": AlreadyExistsError,
     "wrong_state": WrongStateError,
     "unavailable": UnavailableError,
+    "engine_full": EngineFullError,
     "not_replicated": NotReplicatedError,
     "timeout": ServerTimeoutError,
     "overloaded": OverloadedError,

@@ -626,6 +626,7 @@ ERROR_CODES = (
     "already_exists",
     "wrong_state",
     "unavailable",
+    "engine_full",
     "not_replicated",
     "timeout",
     "overloaded",

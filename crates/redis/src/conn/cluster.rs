@@ -358,3 +358,34 @@ mod tests {
         assert_eq!(route(&redis::cmd("TIME")), None);
     }
 }
+
+/// Fuzzed cluster URLs (issue 17): any string is a list of seeds or `InvalidConfig`, and
+/// every seed is a URL redis-rs reads or refuses with an error, never a panic.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: delayq_testkit::fuzz_cases(512), failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_cluster_url_is_seeds_or_invalid_config(
+            scheme in prop::sample::select(vec![SCHEME, TLS_SCHEME, "redis://", ""]),
+            rest in prop_oneof![any::<String>(), "[a-z0-9:@,/.%\\[\\]-]{0,40}"],
+        ) {
+            let url = format!("{scheme}{rest}");
+            match seeds(&url) {
+                Ok((seeds, tls)) => {
+                    prop_assert!(!seeds.is_empty());
+                    prop_assert_eq!(tls, scheme == TLS_SCHEME);
+                    for seed in seeds {
+                        let _ = redis::Client::open(seed.as_str());
+                    }
+                }
+                Err(e) => prop_assert!(matches!(e, Error::InvalidConfig { .. }), "{e:?}"),
+            }
+        }
+    }
+}

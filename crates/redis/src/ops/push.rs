@@ -30,6 +30,22 @@ pub(crate) fn schedule_args(s: Schedule) -> (u8, u64) {
     }
 }
 
+/// The error of a push whose jobs were stored but whose topic could not be put in the
+/// registry. A Redis that reached `maxmemory` with the push itself refuses the `SADD` that
+/// follows (`OOM`): answering [`Error::Full`] would say that nothing was written, so it is
+/// [`Error::Unavailable`], whose retry (idempotent) registers the topic.
+fn stored_but_unlisted(e: Error) -> Error {
+    match e {
+        Error::Full { message, source } => Error::Unavailable {
+            message: format!(
+                "the jobs were stored, but their topic could not be added to the topic registry ({message}); free memory, then retry the push (it is idempotent) so that the topic is listed"
+            ),
+            source,
+        },
+        e => e,
+    }
+}
+
 /// The one `when` argument push takes for a schedule: a delay in ms (>= 0), or an absolute
 /// due time `at` as `-1 - at` ms, so that a job costs one argument for it.
 fn when_arg(s: Schedule) -> i64 {
@@ -208,7 +224,7 @@ impl Ops {
             .into_iter()
             .map(|a| a.ok_or_else(|| Error::Internal("a pushed job got no answer".into())))
             .collect::<Result<Vec<_>>>()?;
-        self.register(purges).await?;
+        self.register(purges).await.map_err(stored_but_unlisted)?;
         Ok(answers)
     }
 

@@ -24,8 +24,8 @@ pub struct ErrorDetail {
     /// Stable code: `invalid_topic`, `invalid_id`, `invalid_delay`, `invalid_ttr`,
     /// `invalid_receipt`, `invalid_argument`, `invalid_request`, `body_too_large`,
     /// `unauthorized`, `read_only`, `not_found`, `lease_lost`, `already_exists`, `wrong_state`,
-    /// `unavailable`, `not_replicated`, `timeout`, `overloaded`, `method_not_allowed`,
-    /// `internal`.
+    /// `unavailable`, `engine_full`, `not_replicated`, `timeout`, `overloaded`,
+    /// `method_not_allowed`, `internal`.
     pub code: String,
     /// What went wrong and what to do; starts with the field's JSON pointer when there is one.
     pub message: String,
@@ -152,6 +152,11 @@ impl From<Error> for ApiError {
             Error::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
             Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),
             Error::WrongState { .. } => (StatusCode::CONFLICT, "wrong_state"),
+            // A full store is the operator's to fix, and the message says how: echo it.
+            Error::Full { .. } => {
+                crate::bursts::log(crate::bursts::Level::Warn, e.to_string());
+                (StatusCode::SERVICE_UNAVAILABLE, "engine_full")
+            }
             Error::NotReplicated { .. } => {
                 crate::bursts::log(crate::bursts::Level::Warn, e.to_string());
                 (StatusCode::SERVICE_UNAVAILABLE, "not_replicated")
@@ -180,5 +185,23 @@ impl From<Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, Json(self.body())).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_store_is_503_engine_full_with_its_own_message() {
+        let e = ApiError::from(Error::Full {
+            message: "pushing: Redis reached its maxmemory".into(),
+            source: None,
+        });
+        assert_eq!(e.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(e.code(), "engine_full");
+        let m = e.message();
+        assert!(m.contains("Redis reached its maxmemory"), "{m}");
+        assert!(m.contains("nothing was written"), "{m}");
     }
 }

@@ -105,7 +105,10 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
             "invalid_argument",
             "a list of 1 to 1000 leases, each {\"topic\", \"id\", \"token\"}",
         ),
-        "state" => ("invalid_argument", "one of delayed, ready, reserved, dead"),
+        "state" => (
+            "invalid_argument",
+            "one of delayed, ready, reserved, dead, done",
+        ),
         "limit" => ("invalid_argument", "a whole number from 1 to 1000"),
         "action" => (
             "invalid_argument",

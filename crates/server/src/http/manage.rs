@@ -217,7 +217,7 @@ pub async fn bulk(
         }
         _ => {
             return Err(ApiError::invalid_argument(
-                "give either ids (the jobs to act on) or state (every job of it, with an optional prefix), not both",
+                "give exactly one of ids (the jobs to act on) and state (every job in that state, with an optional prefix)",
             )
             .at("/ids"));
         }
@@ -246,7 +246,7 @@ pub async fn bulk(
             Ok(()) => answer.done += 1,
             // The engine failing is the request failing: what was done stays done, and
             // the same request again does the rest.
-            Err(e @ (Error::Unavailable { .. } | Error::Internal { .. })) => {
+            Err(e @ (Error::Unavailable { .. } | Error::Full { .. } | Error::Internal { .. })) => {
                 return Err(e.into());
             }
             Err(e) => {

@@ -83,7 +83,9 @@ pub enum CommonErrors {
     #[response(status = 500)]
     Internal(ErrorBody),
     /// The store is unavailable, the server is overloaded or the request took too long
-    /// (`unavailable`, `overloaded`, `timeout`); or the write was applied but fewer Redis
+    /// (`unavailable`, `overloaded`, `timeout`); the store is full (`engine_full`: Redis at
+    /// its maxmemory, or a full disk; nothing was written: free space by acking, deleting or
+    /// purging jobs, or raise the limit); or the write was applied but fewer Redis
     /// replicas than the server's `--redis-wait-replicas` acknowledged it in time
     /// (`not_replicated`: it may not survive a failover). Retry later; a retried push is
     /// idempotent.

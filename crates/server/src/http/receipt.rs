@@ -141,3 +141,41 @@ mod tests {
         }
     }
 }
+
+/// Fuzzed receipts (issue 17): any string is a lease or `invalid_receipt`, never a panic;
+/// any lease's receipt decodes to it.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: delayq_testkit::fuzz_cases(512), failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_string_is_a_lease_or_invalid_receipt(
+            s in prop_oneof![
+                any::<String>(),
+                prop::collection::vec(any::<u8>(), 0..300).prop_map(|b| URL_SAFE_NO_PAD.encode(b)),
+                (0u8..=255, prop::collection::vec(any::<u8>(), 0..40)).prop_map(|(h, b)| {
+                    URL_SAFE_NO_PAD.encode([&[h][..], &b].concat())
+                }),
+            ]
+        ) {
+            if let Err(e) = decode(&s) {
+                prop_assert_eq!(e.code(), "invalid_receipt");
+            }
+        }
+
+        #[test]
+        fn every_lease_round_trips(topic in "[A-Za-z0-9_.:-]{1,128}", id in "[!-~]{1,200}", token in any::<u64>()) {
+            let lease = Lease {
+                topic: Topic::new(topic).unwrap(),
+                id: JobId::new(id).unwrap(),
+                token: LeaseToken(token),
+            };
+            prop_assert_eq!(decode(&encode(&lease)).ok(), Some(lease));
+        }
+    }
+}

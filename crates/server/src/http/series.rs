@@ -124,13 +124,16 @@ impl From<&Minute> for MinuteDto {
 impl From<&Counts> for LatenessWindow {
     fn from(c: &Counts) -> Self {
         let count = c.observed();
-        let ms = |s: Option<f64>| s.map(|s| s * 1000.0);
+        let max_ms = c.max_lateness_us as f64 / 1000.0;
+        // Seconds to milliseconds can round a quantile capped at the max (7.827 ms read as
+        // 0.007827 s) just above the max in milliseconds (7.827000000000001): cap it again.
+        let ms = |s: Option<f64>| s.map(|s| (s * 1000.0).min(max_ms));
         LatenessWindow {
             count,
             p50_ms: ms(c.quantile(0.5)),
             p90_ms: ms(c.quantile(0.9)),
             p99_ms: ms(c.quantile(0.99)),
-            max_ms: (count > 0).then(|| c.max_lateness_us as f64 / 1000.0),
+            max_ms: (count > 0).then_some(max_ms),
             counts: c.lateness.iter().map(|&n| u64::from(n)).collect(),
         }
     }
@@ -177,4 +180,32 @@ pub async fn series(
     state.metrics.sync_topics(&listed);
     let snapshot = state.metrics.series().snapshot(t.as_ref(), Instant::now());
     Ok(axum::Json(SeriesResponse::new(q.topic, &snapshot)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use delayq_core::Topic;
+
+    use super::LatenessWindow;
+    use crate::series::Series;
+
+    #[test]
+    fn no_quantile_reads_above_the_max() {
+        // 7.827 ms is 0.007827 s, which times 1000 is 7.827000000000001: the quantiles,
+        // capped at the max in seconds, must not read above the max in milliseconds.
+        let s = Series::new(Instant::now());
+        let t = Topic::new("q").expect("topic");
+        s.delivered(&t, Duration::from_micros(4250));
+        s.delivered(&t, Duration::from_micros(4250));
+        s.delivered(&t, Duration::from_micros(7827));
+        let w = LatenessWindow::from(&s.snapshot(Some(&t), Instant::now()).last_minute);
+        let max = w.max_ms.expect("a max");
+        assert_eq!(max, 7.827);
+        for p in [w.p50_ms, w.p90_ms, w.p99_ms] {
+            let p = p.expect("a quantile");
+            assert!(p <= max, "{p} > {max}: {w:?}");
+        }
+    }
 }
