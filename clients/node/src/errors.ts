@@ -95,6 +95,8 @@ export class LeaseLostError extends ConflictError {}
 export class WrongStateError extends ConflictError {}
 /** 409 `already_exists`: a job with that id exists. */
 export class AlreadyExistsError extends ConflictError {}
+/** 409 `partitions_in_use`: a topic's partition count can change only while the topic holds no job. */
+export class PartitionsInUseError extends ConflictError {}
 /** 503: the server cannot serve this now; the same call may succeed later (a push is idempotent). */
 export class ServiceUnavailableError extends ApiError {
   override get retryable(): boolean {
@@ -131,6 +133,7 @@ export const ERROR_CLASSES = {
   lease_lost: LeaseLostError,
   wrong_state: WrongStateError,
   already_exists: AlreadyExistsError,
+  partitions_in_use: PartitionsInUseError,
   unavailable: UnavailableError,
   engine_full: EngineFullError,
   not_replicated: NotReplicatedError,
@@ -159,6 +162,7 @@ const STATUS: Record<ErrorCode, number> = {
   lease_lost: 409,
   wrong_state: 409,
   already_exists: 409,
+  partitions_in_use: 409,
   unavailable: 503,
   engine_full: 503,
   not_replicated: 503,

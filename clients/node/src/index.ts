@@ -61,6 +61,7 @@ export {
   NotFoundError,
   NotReplicatedError,
   OverloadedError,
+  PartitionsInUseError,
   ReadOnlyError,
   RequestTimeoutError,
   ResponseError,

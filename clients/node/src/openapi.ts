@@ -157,8 +157,8 @@ export interface ErrorDetail {
    * Stable code: `invalid_topic`, `invalid_id`, `invalid_delay`, `invalid_ttr`,
    * `invalid_receipt`, `invalid_argument`, `invalid_request`, `body_too_large`,
    * `unauthorized`, `read_only`, `not_found`, `lease_lost`, `already_exists`, `wrong_state`,
-   * `unavailable`, `engine_full`, `not_replicated`, `timeout`, `overloaded`,
-   * `method_not_allowed`, `internal`.
+   * `partitions_in_use`, `unavailable`, `engine_full`, `not_replicated`, `timeout`,
+   * `overloaded`, `method_not_allowed`, `internal`.
    */
   code: string;
   /**
@@ -721,6 +721,16 @@ export interface TopicConfigDto {
    * `--max-body` stays in force when it is smaller. null: the server's.
    */
   max_body?: number | null;
+  /**
+   * How many partitions hold the topic's jobs (1 to 1024); null: 1. On Redis each is its
+   * own set of keys in its own cluster slot, so one busy topic spreads over a cluster's
+   * primaries; a job's partition follows from its id. The order (priority, then due
+   * time, then push order) holds within a partition, across partitions it is best
+   * effort: keep 1 where strict order matters. It can change only while the topic holds
+   * no job (else 409 `partitions_in_use`, nothing changed): a `PUT` that leaves it out
+   * asks for 1.
+   */
+  partitions?: number | null;
   /**
    * Keep acked jobs, in state `done` (listed with `state=done`, read by id), within these
    * bounds; null: an acked job is removed at once. A change applies at once: the done

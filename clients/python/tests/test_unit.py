@@ -76,6 +76,15 @@ def test_a_full_engine_is_a_retryable_unavailable_answer() -> None:
     assert (e.status, e.message) == (503, "engine full: m")
 
 
+def test_partitions_in_use_is_a_conflict_that_is_not_retried() -> None:
+    body = '{"error": {"code": "partitions_in_use", "message": "cannot change"}}'
+    e = from_response(409, body)
+    assert type(e) is delayq.PartitionsInUseError
+    assert isinstance(e, delayq.ConflictError)
+    assert not isinstance(e, delayq.TransientError)
+    assert (e.status, e.message) == (409, "cannot change")
+
+
 def test_unknown_codes_and_foreign_answers_fall_back_on_the_status() -> None:
     e = from_response(409, '{"error": {"code": "brand_new", "message": "m"}}')
     assert type(e) is delayq.ConflictError and e.code == "brand_new"

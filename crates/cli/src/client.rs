@@ -118,7 +118,9 @@ impl Client {
         Err(Failure {
             code: match code {
                 "not_found" => exit::NOT_FOUND,
-                "lease_lost" | "wrong_state" | "already_exists" => exit::CONFLICT,
+                "lease_lost" | "wrong_state" | "already_exists" | "partitions_in_use" => {
+                    exit::CONFLICT
+                }
                 "unavailable" | "engine_full" | "not_replicated" | "overloaded" | "timeout" => {
                     exit::UNAVAILABLE
                 }

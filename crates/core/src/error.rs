@@ -124,6 +124,21 @@ pub enum Error {
         hint: &'static str,
     },
 
+    /// A topic's partition count cannot change while the topic holds jobs (any state, done
+    /// jobs kept by a retention included): they were placed by the old count, and a get or
+    /// delete by id would look in the wrong partition. Nothing was changed.
+    #[error(
+        "cannot change the partitions of topic {topic} from {from} to {to}: it holds jobs; keep {from} partitions, or change them once the topic is empty (drain or purge it), or use a new topic"
+    )]
+    PartitionsInUse {
+        /// The topic.
+        topic: Topic,
+        /// Its partition count.
+        from: u16,
+        /// The count asked for.
+        to: u16,
+    },
+
     /// The engine's store cannot be reached or failed (Redis down or too slow, an I/O error, a
     /// connection reset; a full store is [`Error::Full`]).
     /// Retrying later may succeed; the operation may or may not have been applied.

@@ -54,7 +54,7 @@ pub use job::{
 };
 pub use limits::Limits;
 pub use time::{Schedule, Timestamp, duration_ms};
-pub use topic::{Retention, TopicConfig};
+pub use topic::{MAX_PARTITIONS, Retention, TopicConfig, partition_of};
 
 pub use async_trait::async_trait;
 pub use bytes::Bytes;

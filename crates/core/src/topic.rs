@@ -8,7 +8,7 @@ use crate::limits::{
     DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, Limits, MAX_RETAINED, MAX_RETENTION_AGE, MAX_TOPIC_BODY,
     MIN_RETENTION_AGE, check_ttr,
 };
-use crate::{Backoff, Error, NewJob, check_max_attempts};
+use crate::{Backoff, Error, JobId, NewJob, check_max_attempts};
 
 /// A topic's settings. Every field is optional: an unset one leaves the built-in default (or
 /// the engine's limit) in force. A push's own fields always win over the topic's defaults,
@@ -40,6 +40,37 @@ pub struct TopicConfig {
     /// Keep acked jobs, in state [`crate::JobState::Done`], within these bounds; unset (the
     /// default): an acked job is removed at once.
     pub retention: Option<Retention>,
+    /// How many partitions hold the topic's jobs (1 to 1024); unset: 1. A job belongs to
+    /// the partition its id hashes to ([`partition_of`]). The contract's order (priority,
+    /// then due time, then push order) is promised within a partition; across partitions
+    /// it is best effort, so a topic whose jobs must come out in strict order keeps one
+    /// partition. The count cannot change while the topic holds jobs
+    /// ([`crate::Error::PartitionsInUse`]).
+    pub partitions: Option<u16>,
+}
+
+/// The most partitions a topic can have.
+pub const MAX_PARTITIONS: u16 = 1024;
+
+/// The partition (0 to `n` − 1) of the job `id` in a topic of `n` partitions: the 64-bit
+/// FNV-1a hash of the id's bytes, modulo `n` (0 when `n` ≤ 1). Stored jobs depend on it: it
+/// never changes.
+///
+/// ```
+/// use delayq_core::{JobId, partition_of};
+/// let id = JobId::new("order-42")?;
+/// assert_eq!(partition_of(&id, 1), 0);
+/// assert!(partition_of(&id, 16) < 16);
+/// # Ok::<(), delayq_core::Error>(())
+/// ```
+pub fn partition_of(id: &JobId, n: u16) -> u16 {
+    if n <= 1 {
+        return 0;
+    }
+    let hash = id.as_str().bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    (hash % u64::from(n)) as u16
 }
 
 /// How many finished (acked) jobs a topic keeps, and for how long: a done job is readable
@@ -95,10 +126,23 @@ impl TopicConfig {
                 format!("{n} bytes is outside 1 to {MAX_TOPIC_BODY}"),
             ));
         }
+        if let Some(n) = self.partitions
+            && !(1..=MAX_PARTITIONS).contains(&n)
+        {
+            return Err(Error::invalid(
+                "partitions",
+                format!("{n} is outside 1 to {MAX_PARTITIONS}"),
+            ));
+        }
         match &self.retention {
             Some(r) => r.validate(),
             None => Ok(()),
         }
+    }
+
+    /// How many partitions the topic has: its setting, else 1.
+    pub fn partition_count(&self) -> u16 {
+        self.partitions.unwrap_or(1)
     }
 
     /// The lease length of `job`: its own, else the topic's, else 30 s.
@@ -159,6 +203,7 @@ mod tests {
             backoff: Some(fixed),
             max_body: None,
             retention: None,
+            partitions: None,
         };
         assert_eq!(topic.ttr_of(&job()), Duration::from_secs(90));
         assert_eq!(topic.max_attempts_of(&job()), 9);
@@ -186,6 +231,26 @@ mod tests {
         topic.max_body = Some(100);
         assert_eq!(topic.max_body(&limits), 10);
         assert!(topic.check_body(&job(), &limits).is_ok());
+    }
+
+    #[test]
+    fn partitions_are_stable_and_spread() {
+        let id = |s: &str| JobId::new(s).unwrap_or_else(|e| panic!("{e}"));
+        // Fixed forever: stored jobs were placed by these values.
+        assert_eq!(
+            partition_of(&id("a"), 1024),
+            (0xaf63_dc4c_8601_ec8c_u64 % 1024) as u16
+        );
+        assert_eq!(partition_of(&id("a"), 1), 0);
+        assert_eq!(partition_of(&id("a"), 0), 0);
+        let mut counts = [0u32; 8];
+        for k in 0..8000 {
+            counts[usize::from(partition_of(&id(&format!("job-{k}")), 8))] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (800..1200).contains(&c)),
+            "{counts:?}"
+        );
     }
 
     #[test]
@@ -239,6 +304,20 @@ mod tests {
                     ..TopicConfig::default()
                 },
                 "retention",
+            ),
+            (
+                TopicConfig {
+                    partitions: Some(0),
+                    ..TopicConfig::default()
+                },
+                "partitions",
+            ),
+            (
+                TopicConfig {
+                    partitions: Some(MAX_PARTITIONS + 1),
+                    ..TopicConfig::default()
+                },
+                "partitions",
             ),
         ];
         for (config, field) in bad {

@@ -18,6 +18,7 @@ pub(crate) enum Status {
     InvalidDelay,
     BodyTooLarge,
     InvalidExpiry,
+    PartitionsInUse,
 }
 
 impl Status {
@@ -30,6 +31,7 @@ impl Status {
             4 => Status::InvalidDelay,
             5 => Status::BodyTooLarge,
             6 => Status::InvalidExpiry,
+            7 => Status::PartitionsInUse,
             other => return Err(Error::Internal(format!("unknown function status {other}"))),
         })
     }

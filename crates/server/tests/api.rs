@@ -1206,7 +1206,7 @@ async fn schedules_over_http_issue_14(setup: Setup) {
 /// setting them does not list the topic.
 async fn topic_settings_over_http(setup: Setup) {
     let s = TestServer::start(setup.engine, ServerConfig::default()).await;
-    let unset = json!({"ttr_ms": null, "max_attempts": null, "backoff": null, "max_body": null, "retention": null});
+    let unset = json!({"ttr_ms": null, "max_attempts": null, "backoff": null, "max_body": null, "retention": null, "partitions": null});
     assert_eq!(s.get("/v1/topics/cfg").await, (200, unset.clone()));
     let settings = json!({"ttr_ms": 60000, "max_attempts": 5, "backoff": {"kind": "fixed", "base_ms": 2000}, "max_body": 8});
     let (st, v) = s.call("PUT", "/v1/topics/cfg", Some(settings)).await;
@@ -1268,12 +1268,46 @@ async fn topic_settings_over_http(setup: Setup) {
             "/max_body",
         ),
         (json!({"ttl_ms": 5}), 400, "invalid_request", "/ttl_ms"),
+        (
+            json!({"partitions": 0}),
+            400,
+            "invalid_argument",
+            "/partitions",
+        ),
+        (
+            json!({"partitions": 1025}),
+            400,
+            "invalid_argument",
+            "/partitions",
+        ),
+        (
+            json!({"partitions": 70000}),
+            400,
+            "invalid_argument",
+            "/partitions",
+        ),
     ] {
         let (st, v) = s.call("PUT", "/v1/topics/cfg", Some(body.clone())).await;
         assert_eq!((st, code(&v)), (status, error), "{body}: {v}");
         assert_eq!(v["error"]["field"], field, "{body}: {v}");
     }
     assert_eq!(s.get("/v1/topics/cfg").await.1["ttr_ms"], 60000);
+    // cfg holds jobs: its partition count cannot change, and nothing else changes either.
+    let (st, v) = s
+        .call(
+            "PUT",
+            "/v1/topics/cfg",
+            Some(json!({"ttr_ms": 5000, "partitions": 8})),
+        )
+        .await;
+    assert_eq!((st, code(&v)), (409, "partitions_in_use"), "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("from 1 to 8"), "{message}");
+    assert_eq!(s.get("/v1/topics/cfg").await.1["ttr_ms"], 60000);
+    let (st, v) = s
+        .call("PUT", "/v1/topics/parts", Some(json!({"partitions": 8})))
+        .await;
+    assert_eq!((st, v["partitions"].as_u64()), (200, Some(8)), "{v}");
 
     let (st, _) = s.call("PUT", "/v1/topics/quiet", Some(json!({}))).await;
     assert_eq!(st, 200);

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0008_pause.sql"),
     include_str!("../migrations/0009_expiry.sql"),
     include_str!("../migrations/0010_clock.sql"),
+    include_str!("../migrations/0011_partitions.sql"),
 ];
 
 /// The schema version this build writes.

@@ -17,6 +17,7 @@ import {
   InternalError,
   InvalidInputError,
   LeaseLostError,
+  PartitionsInUseError,
   ServiceUnavailableError,
   type ErrorCode,
 } from "../../src/index.js";
@@ -38,6 +39,7 @@ const STATUS: Record<ErrorCode, number> = {
   lease_lost: 409,
   wrong_state: 409,
   already_exists: 409,
+  partitions_in_use: 409,
   unavailable: 503,
   engine_full: 503,
   not_replicated: 503,
@@ -65,6 +67,13 @@ describe("errors", () => {
     assert.ok(e instanceof EngineFullError);
     assert.ok(e instanceof ServiceUnavailableError);
     assert.deepEqual([e.status, e.retryable, endsDelivery(e)], [503, true, false]);
+  });
+
+  it("a partition count in use is a 409 conflict, not retried", () => {
+    const e = apiError({ code: "partitions_in_use", message: "cannot change" });
+    assert.ok(e instanceof PartitionsInUseError);
+    assert.ok(e instanceof ConflictError);
+    assert.deepEqual([e.status, e.retryable], [409, false]);
   });
 
   it("keeps the status the server answered with", () => {

@@ -139,6 +139,11 @@ class AlreadyExistsError(ConflictError):
     """409 ``already_exists``: something with this name exists."""
 
 
+class PartitionsInUseError(ConflictError):
+    """409 ``partitions_in_use``: a topic's partition count can change only while the
+    topic holds no job; keep its count, or change it once the topic is empty."""
+
+
 class BodyTooLargeError(ApiError):
     """413 ``body_too_large``: the job body or the request is over the server's limit."""
 
@@ -189,6 +194,7 @@ ERRORS: Dict[str, Type[ApiError]] = {
     "lease_lost": LeaseLostError,
     "already_exists": AlreadyExistsError,
     "wrong_state": WrongStateError,
+    "partitions_in_use": PartitionsInUseError,
     "unavailable": UnavailableError,
     "engine_full": EngineFullError,
     "not_replicated": NotReplicatedError,

@@ -502,6 +502,7 @@ class TopicConfigDto(TypedDict, total=False):
     backoff: Optional[BackoffDto]
     max_attempts: Optional[int]
     max_body: Optional[int]
+    partitions: Optional[int]
     retention: Optional[RetentionDto]
     ttr_ms: Optional[int]
 
@@ -625,6 +626,7 @@ ERROR_CODES = (
     "lease_lost",
     "already_exists",
     "wrong_state",
+    "partitions_in_use",
     "unavailable",
     "engine_full",
     "not_replicated",

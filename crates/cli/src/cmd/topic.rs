@@ -78,6 +78,10 @@ pub struct TopicSetArgs {
     /// How long an acked job is kept, e.g. 1h or 7d (1s to 30d; needs --retain-jobs).
     #[arg(long, value_parser = DurationParser, requires = "retain_jobs")]
     pub retain_for: Option<Duration>,
+    /// How many partitions hold the topic's jobs (1 to 1024); order is promised within a
+    /// partition only. It changes only while the topic holds no job.
+    #[arg(long)]
+    pub partitions: Option<u32>,
     /// Unset a setting (repeatable): the built-in default applies again.
     #[arg(long, value_enum)]
     pub unset: Vec<Setting>,
@@ -101,6 +105,8 @@ pub enum Setting {
     MaxBody,
     /// The retention of done jobs (--retain-jobs and --retain-for): acked jobs are removed.
     Retention,
+    /// --partitions: back to one partition (only while the topic holds no job).
+    Partitions,
 }
 
 impl Setting {
@@ -112,6 +118,7 @@ impl Setting {
             Setting::Backoff => "backoff",
             Setting::MaxBody => "max_body",
             Setting::Retention => "retention",
+            Setting::Partitions => "partitions",
         }
     }
 }
@@ -184,6 +191,9 @@ fn merged(current: Value, a: &TopicSetArgs) -> Value {
             json!({"max_jobs": n, "max_age_ms": ms(d)}),
         );
     }
+    if let Some(n) = a.partitions {
+        out.insert("partitions".into(), n.into());
+    }
     for s in &a.unset {
         out.remove(s.field());
     }
@@ -245,6 +255,11 @@ fn text(topic: &str, v: &Value) -> String {
             }),
             "none: acked jobs are removed",
         ),
+        (
+            "partitions",
+            v["partitions"].as_u64().map(|n| n.to_string()),
+            "1",
+        ),
     ];
     let mut out = format!("topic {topic}\n");
     for (name, value, default) in rows {
@@ -298,6 +313,16 @@ mod tests {
             ),
             json!({})
         );
+        // The partition count is kept unless named: a PUT without it would ask for one.
+        let a = set_args(&["--ttr", "1m"]);
+        assert_eq!(
+            merged(json!({"partitions": 8}), &a),
+            json!({"partitions": 8, "ttr_ms": 60000})
+        );
+        let a = set_args(&["--partitions", "16"]);
+        assert_eq!(merged(json!({}), &a), json!({"partitions": 16}));
+        let a = set_args(&["--unset", "partitions"]);
+        assert_eq!(merged(json!({"partitions": 8}), &a), json!({}));
     }
 
     #[test]

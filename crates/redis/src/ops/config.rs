@@ -11,7 +11,7 @@ use crate::codec::{self, Status};
 use crate::library;
 
 /// The number of settings (lib.lua's `CONFIG_FIELDS`).
-const FIELDS: usize = 9;
+const FIELDS: usize = 10;
 
 /// An optional number as a function argument: its digits, or '' when unset.
 pub(crate) fn opt_arg(v: Option<u64>) -> String {
@@ -65,6 +65,12 @@ pub(crate) fn decode_config(reply: Value) -> Result<TopicConfig> {
             }),
             _ => None,
         },
+        partitions: f(9)?
+            .map(|n| {
+                u16::try_from(n)
+                    .map_err(|_| Error::Internal(format!("a partition count is out of range: {n}")))
+            })
+            .transpose()?,
     })
 }
 
@@ -79,10 +85,22 @@ impl Ops {
         }
         inv.arg(opt_arg(c.max_body.map(|n| n as u64)))
             .arg(opt_arg(c.retention.map(|r| u64::from(r.max_jobs))))
-            .arg(opt_arg(c.retention.map(|r| duration_ms(r.max_age))));
+            .arg(opt_arg(c.retention.map(|r| duration_ms(r.max_age))))
+            .arg(opt_arg(c.partitions.map(u64::from)));
         let reply = self.conn.call(&inv, "setting a topic's settings").await?;
-        match Status::from_code(codec::int(&reply)?)? {
+        let (status, had) = match &reply {
+            Value::Array(v) if v.len() == 2 => (codec::int(&v[0])?, codec::int(&v[1])?),
+            other => (codec::int(other)?, 0),
+        };
+        match Status::from_code(status)? {
             Status::Ok => Ok(()),
+            Status::PartitionsInUse => Err(Error::PartitionsInUse {
+                topic: topic.clone(),
+                from: u16::try_from(had).map_err(|_| {
+                    Error::Internal(format!("a partition count is out of range: {had}"))
+                })?,
+                to: c.partition_count(),
+            }),
             other => Err(super::unexpected("configure", other)),
         }
     }

@@ -706,6 +706,13 @@ pub struct TopicConfigDto {
     /// bounds; null: an acked job is removed at once. A change applies at once: the done
     /// jobs beyond the new bounds go (all of them when it is null).
     pub retention: Option<RetentionDto>,
+    /// How many partitions hold the topic's jobs (1 to 1024); null: 1. A job's partition
+    /// follows from its id. The order (priority, then due time, then push order) is
+    /// promised within a partition, across partitions it is best effort: keep 1 where
+    /// strict order matters. It can change only while the topic holds no job (else 409
+    /// `partitions_in_use`, nothing changed): a `PUT` that leaves it out asks for 1.
+    #[schema(minimum = 1, maximum = 1024)]
+    pub partitions: Option<u32>,
 }
 
 /// How many acked jobs a topic keeps, and for how long: a done job stays until `max_age_ms`
@@ -735,6 +742,10 @@ impl TopicConfigDto {
                 max_jobs: r.max_jobs,
                 max_age: Duration::from_millis(r.max_age_ms),
             }),
+            // Out of u16's range is out of 1 to 1024 too: validate names the field.
+            partitions: self
+                .partitions
+                .map(|n| u16::try_from(n).unwrap_or(u16::MAX)),
         };
         config.validate().map_err(|e| locate(e, "/ttr_ms"))?;
         Ok(config)
@@ -751,6 +762,7 @@ impl TopicConfigDto {
                 max_jobs: r.max_jobs,
                 max_age_ms: duration_ms(r.max_age),
             }),
+            partitions: c.partitions.map(u32::from),
         }
     }
 }

@@ -24,8 +24,8 @@ pub struct ErrorDetail {
     /// Stable code: `invalid_topic`, `invalid_id`, `invalid_delay`, `invalid_ttr`,
     /// `invalid_receipt`, `invalid_argument`, `invalid_request`, `body_too_large`,
     /// `unauthorized`, `read_only`, `not_found`, `lease_lost`, `already_exists`, `wrong_state`,
-    /// `unavailable`, `engine_full`, `not_replicated`, `timeout`, `overloaded`,
-    /// `method_not_allowed`, `internal`.
+    /// `partitions_in_use`, `unavailable`, `engine_full`, `not_replicated`, `timeout`,
+    /// `overloaded`, `method_not_allowed`, `internal`.
     pub code: String,
     /// What went wrong and what to do; starts with the field's JSON pointer when there is one.
     pub message: String,
@@ -152,6 +152,7 @@ impl From<Error> for ApiError {
             Error::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
             Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),
             Error::WrongState { .. } => (StatusCode::CONFLICT, "wrong_state"),
+            Error::PartitionsInUse { .. } => (StatusCode::CONFLICT, "partitions_in_use"),
             // A full store is the operator's to fix, and the message says how: echo it.
             Error::Full { .. } => {
                 crate::bursts::log(crate::bursts::Level::Warn, e.to_string());

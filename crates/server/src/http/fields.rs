@@ -55,6 +55,10 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
             "invalid_argument",
             "a whole number of bytes from 1 to 536870912 (the server's --max-body stays in force when it is smaller)",
         ),
+        "partitions" => (
+            "invalid_argument",
+            "a whole number from 1 to 1024, which can change only while the topic holds no job (default 1)",
+        ),
         "priority" => (
             "invalid_argument",
             "a whole number from 0 to 4294967295 (lower runs first; default 0)",

@@ -214,12 +214,30 @@ pub(crate) fn pause(tx: &mut Tx<'_>, topic: &Topic, until: u64) -> Result<()> {
     Ok(())
 }
 
+/// Whether topic `tid` holds any job (in any state, done jobs included).
+fn holds_jobs(tx: &Tx<'_>, tid: i64) -> Result<bool> {
+    tx.conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM jobs WHERE tid = ?1)")
+        .and_then(|mut s| s.query_row([tid], |r| r.get(0)))
+        .map_err(|e| db_err("checking whether a topic holds jobs", e))
+}
+
 /// Replaces a topic's settings (creating the topic, off the topic list, when it is new), and
 /// trims its done jobs to the new retention at once (removes them all without one). The
-/// caller validated them.
+/// caller validated them. A new partition count is refused while the topic holds jobs
+/// ([`Error::PartitionsInUse`]), before anything is written.
 pub(crate) fn set_config(tx: &mut Tx<'_>, topic: &Topic, config: &TopicConfig) -> Result<()> {
     let now = tx.now_ms();
+    // A topic that holds jobs exists: the refusal below comes before any write.
     let tid = tx.topic_or_create(topic, false)?;
+    let (from, to) = (settings::partitions(tx, tid)?, config.partition_count());
+    if from != to && holds_jobs(tx, tid)? {
+        return Err(Error::PartitionsInUse {
+            topic: topic.clone(),
+            from,
+            to,
+        });
+    }
     settings::write(tx, tid, config)?;
     done::trim(tx, tid, now, config.retention.as_ref(), 0, -1)?;
     tx.effect(Effect::Config(tid, *config));

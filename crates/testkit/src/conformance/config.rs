@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use delayq_core::{Backoff, Engine, Error, Limits, NackOutcome, NewJob, Topic, TopicConfig};
 
-use super::{get, id, job, lease_of, ok, reserve_one, topic};
+use super::{get, id, job, lease_of, ms, ok, reserve_one, topic};
 use crate::Harness;
 
 fn secs(n: u64) -> Duration {
@@ -20,6 +20,7 @@ fn defaults() -> TopicConfig {
         backoff: Some(Backoff::fixed(secs(2))),
         max_body: None,
         retention: None,
+        partitions: None,
     }
 }
 
@@ -237,6 +238,14 @@ pub async fn bad_topic_settings_are_refused_and_change_nothing<H: Harness>(h: &H
             }),
             ..defaults()
         },
+        TopicConfig {
+            partitions: Some(0),
+            ..defaults()
+        },
+        TopicConfig {
+            partitions: Some(1025),
+            ..defaults()
+        },
     ];
     for config in bad {
         let r = e.set_topic_config(&t, &config).await;
@@ -253,4 +262,85 @@ pub async fn bad_topic_settings_are_refused_and_change_nothing<H: Harness>(h: &H
         "refused settings changed the store"
     );
     assert_eq!(ok(e.topic_config(&t).await, "config"), defaults());
+}
+
+/// Expects `r` to be the refusal of a partition count change from `from` to `to`.
+fn partitions_in_use(r: delayq_core::Result<()>, from: u16, to: u16, what: &str) {
+    match r {
+        Err(Error::PartitionsInUse { from: f, to: t, .. }) if (f, t) == (from, to) => {}
+        other => panic!("{what}: expected partitions_in_use {from} -> {to}, got {other:?}"),
+    }
+}
+
+/// A topic's partition count is kept with its settings and shared by every instance. It
+/// changes only while the topic holds no job: a job in any state (waiting, reserved, dead)
+/// holds it, and a change is then refused naming both counts, changing nothing (a setting
+/// left out asks for one partition, so it is refused too); the other settings change
+/// freely with the count kept. Once the topic is empty (acked, purged), it changes.
+pub async fn partitions_change_only_while_the_topic_is_empty_issue_18<H: Harness>(h: &H) {
+    let (e, other) = (h.open().await, h.open().await);
+    let t = topic("parts");
+    let with = |n: u16| TopicConfig {
+        partitions: Some(n),
+        ..TopicConfig::default()
+    };
+    assert_eq!(ok(e.topic_config(&t).await, "config").partition_count(), 1);
+    ok(
+        e.set_topic_config(&t, &with(8)).await,
+        "8 partitions, empty",
+    );
+    assert_eq!(ok(other.topic_config(&t).await, "config"), with(8));
+
+    ok(e.push(job(&t, "a")).await, "push");
+    let before = h.snapshot().await;
+    partitions_in_use(
+        other.set_topic_config(&t, &with(16)).await,
+        8,
+        16,
+        "waiting job",
+    );
+    let ttr_only = TopicConfig {
+        ttr: Some(secs(60)),
+        ..TopicConfig::default()
+    };
+    partitions_in_use(
+        e.set_topic_config(&t, &ttr_only).await,
+        8,
+        1,
+        "count left out",
+    );
+    assert!(
+        before == h.snapshot().await,
+        "a refused change changed the store"
+    );
+    assert_eq!(ok(e.topic_config(&t).await, "config"), with(8));
+    let kept = TopicConfig {
+        ttr: Some(secs(60)),
+        ..with(8)
+    };
+    ok(
+        e.set_topic_config(&t, &kept).await,
+        "other settings, count kept",
+    );
+    assert_eq!(ok(other.topic_config(&t).await, "config"), kept);
+
+    let d = reserve_one(&e, &t, ms(0)).await;
+    partitions_in_use(e.set_topic_config(&t, &with(2)).await, 8, 2, "reserved job");
+    ok(e.ack(&lease_of(&d)).await, "ack");
+    ok(
+        e.set_topic_config(&t, &with(2)).await,
+        "2 partitions, empty again",
+    );
+    assert_eq!(ok(other.topic_config(&t).await, "config"), with(2));
+
+    ok(e.push(job(&t, "b")).await, "push");
+    let d = reserve_one(&e, &t, ms(0)).await;
+    ok(e.bury(&lease_of(&d), None).await, "bury");
+    partitions_in_use(e.set_topic_config(&t, &with(1)).await, 2, 1, "dead job");
+    assert_eq!(ok(e.purge(&t).await, "purge"), 1);
+    ok(
+        e.set_topic_config(&t, &with(1)).await,
+        "1 partition after a purge",
+    );
+    assert_eq!(ok(e.topic_config(&t).await, "config"), with(1));
 }

@@ -1592,6 +1592,7 @@ macro_rules! conformance_suite {
             an_expiry_bounds_retries_not_running_deliveries_issue_14,
             bad_expiries_are_refused_and_change_nothing_issue_14,
             bury_waiting_sends_a_waiting_job_to_dead_issue_15,
+            partitions_change_only_while_the_topic_is_empty_issue_18,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
