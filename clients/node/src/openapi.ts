@@ -722,13 +722,11 @@ export interface TopicConfigDto {
    */
   max_body?: number | null;
   /**
-   * How many partitions hold the topic's jobs (1 to 1024); null: 1. On Redis each is its
-   * own set of keys in its own cluster slot, so one busy topic spreads over a cluster's
-   * primaries; a job's partition follows from its id. The order (priority, then due
-   * time, then push order) holds within a partition, across partitions it is best
-   * effort: keep 1 where strict order matters. It can change only while the topic holds
-   * no job (else 409 `partitions_in_use`, nothing changed): a `PUT` that leaves it out
-   * asks for 1.
+   * How many partitions hold the topic's jobs (1 to 1024); null: 1. A job's partition
+   * follows from its id. The order (priority, then due time, then push order) is
+   * promised within a partition, across partitions it is best effort: keep 1 where
+   * strict order matters. It can change only while the topic holds no job (else 409
+   * `partitions_in_use`, nothing changed): a `PUT` that leaves it out asks for 1.
    */
   partitions?: number | null;
   /**

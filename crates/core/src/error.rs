@@ -128,7 +128,7 @@ pub enum Error {
     /// jobs kept by a retention included): they were placed by the old count, and a get or
     /// delete by id would look in the wrong partition. Nothing was changed.
     #[error(
-        "cannot change the partitions of topic {topic} from {from} to {to}: it holds jobs; keep {from} partitions, or change them once the topic is empty (drain or purge it), or use a new topic"
+        "cannot change the partitions of topic {topic} from {from} to {to}: it holds jobs; keep its count ({from}), or change it once the topic is empty (drain or purge it), or use a new topic"
     )]
     PartitionsInUse {
         /// The topic.

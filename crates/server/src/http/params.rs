@@ -117,6 +117,16 @@ pub enum LeaseLost {
     LeaseLost(ErrorBody),
 }
 
+/// A topic's partition count cannot change while it holds jobs.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // Only read by the OpenAPI document.
+pub enum PartitionsInUse {
+    /// The request changes the partition count of a topic that holds jobs
+    /// (`partitions_in_use`); nothing was changed.
+    #[response(status = 409)]
+    PartitionsInUse(ErrorBody),
+}
+
 /// The job is in a state where the operation does not apply.
 #[derive(IntoResponses)]
 #[allow(dead_code)] // Only read by the OpenAPI document.

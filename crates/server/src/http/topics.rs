@@ -9,7 +9,9 @@ use super::dto::{
 };
 use super::error::ApiError;
 use super::extract::{Json, Path};
-use super::params::{CommonErrors, JobPath, NotFound, TopicPath, WrongState, topic};
+use super::params::{
+    CommonErrors, JobPath, NotFound, PartitionsInUse, TopicPath, WrongState, topic,
+};
 use crate::AppState;
 
 /// Every topic that has held jobs, with its stats.
@@ -77,7 +79,11 @@ pub async fn get_config(
     tag = "topics",
     params(TopicPath),
     request_body = TopicConfigDto,
-    responses((status = 200, description = "The settings now in force", body = TopicConfigDto), CommonErrors)
+    responses(
+        (status = 200, description = "The settings now in force", body = TopicConfigDto),
+        PartitionsInUse,
+        CommonErrors
+    )
 )]
 pub async fn set_config(
     State(state): State<AppState>,
