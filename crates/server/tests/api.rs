@@ -1291,6 +1291,11 @@ async fn topic_settings_over_http(setup: Setup) {
         assert_eq!((st, code(&v)), (status, error), "{body}: {v}");
         assert_eq!(v["error"]["field"], field, "{body}: {v}");
     }
+    let (_, v) = s
+        .call("PUT", "/v1/topics/cfg", Some(json!({"partitions": 70000})))
+        .await;
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("70000 is outside 1 to 1024"), "{message}");
     assert_eq!(s.get("/v1/topics/cfg").await.1["ttr_ms"], 60000);
     // cfg holds jobs: its partition count cannot change, and nothing else changes either.
     let (st, v) = s

@@ -6,8 +6,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use delayq_core::limits::MAX_REASON;
 use delayq_core::{
-    Backoff, Bytes, Delivery, Job, JobState, NackOutcome, Pushed, Retention, Schedule, Timestamp,
-    TopicConfig, TopicStats, duration_ms,
+    Backoff, Bytes, Delivery, Job, JobState, MAX_PARTITIONS, NackOutcome, Pushed, Retention,
+    Schedule, Timestamp, TopicConfig, TopicStats, duration_ms,
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -742,10 +742,19 @@ impl TopicConfigDto {
                 max_jobs: r.max_jobs,
                 max_age: Duration::from_millis(r.max_age_ms),
             }),
-            // Out of u16's range is out of 1 to 1024 too: validate names the field.
-            partitions: self
-                .partitions
-                .map(|n| u16::try_from(n).unwrap_or(u16::MAX)),
+            partitions: match self.partitions {
+                // Out of u16's range: refused here, with the number as sent.
+                Some(n) if u16::try_from(n).is_err() => {
+                    return Err(locate(
+                        delayq_core::Error::invalid(
+                            "partitions",
+                            format!("{n} is outside 1 to {MAX_PARTITIONS}"),
+                        ),
+                        "/ttr_ms",
+                    ));
+                }
+                n => n.and_then(|n| u16::try_from(n).ok()),
+            },
         };
         config.validate().map_err(|e| locate(e, "/ttr_ms"))?;
         Ok(config)
