@@ -155,7 +155,8 @@ async fn reopen_never_turns_the_engine_clock_back() {
         )
         .await
         .expect("push");
-    assert!(p.ready_at.as_millis() > ahead + 1000, "{:?}", p.ready_at);
+    // (The push can come in the very millisecond the engine restarted from the mark.)
+    assert!(p.ready_at.as_millis() >= ahead + 1000, "{:?}", p.ready_at);
     drop(e);
     assert!(mark(dir.path()) >= now);
 }
