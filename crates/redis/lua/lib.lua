@@ -71,14 +71,16 @@ end
 
 -- Status codes, mirrored by `Status` in codec.rs.
 local OK, NOT_FOUND, LEASE_LOST, WRONG_STATE, INVALID_DELAY, BODY_TOO_LARGE = 0, 1, 2, 3, 4, 5
-local INVALID_EXPIRY, PARTITIONS_IN_USE = 6, 7
+local INVALID_EXPIRY, PARTITIONS_IN_USE, WRONG_PARTITIONS = 6, 7, 8
 
 -- The topic's settings: fields of the config hash, in the order configure.lua takes them and
 -- config.lua answers them (mirrored by ops::config), at the C_ positions. A missing field is
 -- unset: the built-in default (or the engine's body limit) applies. The four back-off fields
 -- are set together or not at all.
 -- The retention's two fields are set together or not at all too. 'partitions' is the topic's
--- partition count (unset: 1), which changes only while the topic holds no job.
+-- partition count (unset: 1), which changes only while the topic holds no job; every
+-- partition holds a copy of the settings, and while a change of the count to n is under way
+-- the partitions hold -n (ops/config.rs), which every push refuses.
 local CONFIG_FIELDS = { 'ttr', 'max_attempts', 'bo_base', 'bo_factor', 'bo_max', 'bo_jitter',
   'max_body', 'done_max', 'done_age', 'partitions' }
 local C_TTR, C_MAX, C_BO_BASE, C_BO_FACTOR, C_BO_MAX, C_BO_JITTER, C_MAX_BODY = 1, 2, 3, 4, 5, 6, 7

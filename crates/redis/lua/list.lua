@@ -5,8 +5,10 @@
 -- ARGV[2] cursor score   ARGV[3] cursor member ('' = first page)
 -- ARGV[4] page size (1..1000)   ARGV[5] the most expired leases and due jobs to move first
 --
--- Returns: { has next (1|0), next cursor score, next cursor member, then 5 values per job
---            (emit, with the record as stored; lease token 0) }
+-- Returns: { has next (1|0), next cursor score, next cursor member, then 7 values per job:
+--            its score and member in the set (where it stands, so that delayq-redis can
+--            merge the pages of a topic's partitions), then emit's 5 (with the record as
+--            stored; lease token 0) }
 --
 -- Orders (those of the sorted sets): delayed by (due, id), ready by (priority, due, push
 -- order), reserved by (deadline, id), dead by (time of death, id), done by (time of the
@@ -72,7 +74,11 @@ for k = 1, #page, 2 do
   -- of the ack of a done one.
   local deadline = 0
   if state >= P_RESERVED then deadline = tonumber(page[k + 1]) end
-  if rec then emit(out, #out, id, rec, state, 0, deadline) end
+  if rec then
+    out[#out + 1] = page[k + 1]
+    out[#out + 1] = page[k]
+    emit(out, #out, id, rec, state, 0, deadline)
+  end
 end
 if #page == 2 * limit and redis.call('ZCARD', key) > start + limit then
   out[1] = 1

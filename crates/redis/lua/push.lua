@@ -17,16 +17,24 @@
 --   +1 id   +2 body   +3 when: a delay in ms when >= 0, else the absolute due time -1 - when ms
 --   +4 priority   +5 settings: t (1..T), or 0 for none
 --   (so a job costs five arguments: most batches share one set of settings, sent once)
+-- ARGV[#ARGV]  the partition count the caller routed these jobs by (its jobs all hash to
+--              this partition under that count: delayq-core's partition_of)
 --
--- Returns: { OK, the topic's purge count (config "purges"), then per job: created (1), kept
---            (0) or replaced (2), public state, due time ms }
+-- Returns: { OK, the partition's purge count (config "purges"), then per job: created (1),
+--            kept (0) or replaced (2), public state, due time ms }
+--          { WRONG_PARTITIONS, the partition count this partition holds } when it is not the
+--            count the caller routed by (negative: a change to that many is under way,
+--            ops/config.rs); nothing was written, the caller routes again
 --          { INVALID_DELAY, index of the first job whose absolute time is over 10 years ahead }
 --          { BODY_TOO_LARGE, index of the first job whose body is over the topic's limit,
 --            that limit }
 --          { INVALID_EXPIRY, index of the first job whose absolute expiry is not after the
 --            due time this push would give it (it could never run) }
 --
--- Invariants: a live id is never created twice (an existing job, in any state but done, is
+-- Invariants: a job is stored only in a partition that holds the count its caller routed it
+-- by, and such a partition is one of the topic's current partitions (ops/config.rs: every
+-- change of the count writes every partition of the old count and of the new one); a
+-- live id is never created twice (an existing job, in any state but done, is
 -- left untouched and reported with created = 0, unless its push says replace or debounce and
 -- the job is waiting, delayed or ready: then its record is rewritten with the push's body,
 -- due time and options, its attempts, creation time and last error kept, and it is placed
@@ -48,6 +56,10 @@ local t = tonumber(ARGV[8])
 local jobs_at = 8 + 10 * t
 local config, purges = settings()
 local max_body = config[C_MAX_BODY]
+local holds = config[C_PARTITIONS] or 1
+if holds ~= tonumber(ARGV[#ARGV]) then
+  return { WRONG_PARTITIONS, holds }
+end
 
 -- The due time of job i's `when` argument (a delay, or an absolute time encoded below -1),
 -- and whether it was absolute.

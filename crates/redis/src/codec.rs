@@ -19,6 +19,7 @@ pub(crate) enum Status {
     BodyTooLarge,
     InvalidExpiry,
     PartitionsInUse,
+    WrongPartitions,
 }
 
 impl Status {
@@ -32,6 +33,7 @@ impl Status {
             5 => Status::BodyTooLarge,
             6 => Status::InvalidExpiry,
             7 => Status::PartitionsInUse,
+            8 => Status::WrongPartitions,
             other => return Err(Error::Internal(format!("unknown function status {other}"))),
         })
     }
@@ -126,9 +128,6 @@ pub(crate) fn bytes(v: Value) -> Result<Vec<u8>> {
 pub(crate) fn string(v: Value) -> Result<String> {
     String::from_utf8(bytes(v)?).map_err(|_| Error::Internal("expected UTF-8 text".into()))
 }
-
-/// The number of values `emit` writes per job.
-pub(crate) const JOB_VALUES: usize = 5;
 
 /// Decodes the 5 values of lib.lua's `emit` (id, public state, lease token, deadline, the
 /// stored record) into the job and its lease token (0 when it holds none). The record's
@@ -327,19 +326,6 @@ fn text<'a>(rd: &mut &'a [u8], field: &str) -> std::result::Result<&'a [u8], Str
     let (s, rest) = rd.split_at(len);
     *rd = rest;
     Ok(s)
-}
-
-/// Decodes every job in the rest of a reply.
-pub(crate) fn decode_jobs(topic: &Topic, rest: Vec<Value>) -> Result<Vec<(Job, u64)>> {
-    if !rest.len().is_multiple_of(JOB_VALUES) {
-        return Err(Error::Internal(format!(
-            "a job list reply has {} values, not a multiple of {JOB_VALUES}",
-            rest.len()
-        )));
-    }
-    let n = rest.len() / JOB_VALUES;
-    let mut it = rest.into_iter();
-    (0..n).map(|_| decode_job(topic, &mut it)).collect()
 }
 
 fn unexpected(what: &str, got: &Value) -> Error {
@@ -553,7 +539,6 @@ mod fuzz {
         #[test]
         fn arbitrary_replies_never_panic(vals in prop::collection::vec(value(), 0..12), now in any::<u64>(), leased in any::<bool>()) {
             let t = Topic::new("t").unwrap();
-            internal(decode_jobs(&t, vals.clone()))?;
             internal(decode_deliveries(&t, now, leased, vals.clone()))?;
             internal(decode_job(&t, &mut vals.clone().into_iter()))?;
             for v in &vals {

@@ -76,6 +76,7 @@ impl RedisEngine {
                 waiters,
                 rotate: AtomicUsize::new(0),
                 registered: Mutex::new(HashMap::new()),
+                layouts: Mutex::new(HashMap::new()),
                 _stop: stop_tx,
             }),
         })

@@ -23,7 +23,6 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use delayq_core::Topic;
 use futures_util::future::select_all;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisResult, Value};
@@ -32,7 +31,7 @@ use tokio::sync::{Notify, oneshot};
 use crate::clock::Clock;
 use crate::codec;
 use crate::conn::{Conn, WakeClient};
-use crate::keys::KeySpace;
+use crate::keys::{KeySpace, Part};
 use crate::library;
 
 mod slots;
@@ -57,9 +56,9 @@ const BLOCK: Duration = Duration::from_secs(60);
 
 #[derive(Default)]
 struct State {
-    topics: HashMap<Topic, TopicWait>,
+    topics: HashMap<Part, TopicWait>,
     /// Events of topics whose last local waiter left without a job, to hand back to Redis.
-    handoffs: Vec<(Topic, u64)>,
+    handoffs: Vec<(Part, u64)>,
 }
 
 struct TopicWait {
@@ -101,7 +100,7 @@ impl Waiters {
     /// `received`, and the topic's next event (`None` when it has none).
     pub(crate) fn observe(
         &self,
-        topic: &Topic,
+        topic: &Part,
         redis_now_us: u64,
         next_ms: Option<u64>,
         received: Instant,
@@ -136,7 +135,7 @@ impl Waiters {
 
     /// A push from this process made a job due at `ready_at` (`due_now` when already due).
     /// Wakes or re-arms local waiters without waiting for the signal's round trip.
-    pub(crate) fn pushed(&self, topic: &Topic, ready_at_ms: u64, due_now: bool) {
+    pub(crate) fn pushed(&self, topic: &Part, ready_at_ms: u64, due_now: bool) {
         let clock = &self.shared.clock;
         let mut st = self.shared.lock();
         let Some(tw) = st.topics.get_mut(topic) else {
@@ -157,7 +156,7 @@ impl Waiters {
     }
 
     /// Registers a waiter on `topics` until the guard is dropped.
-    pub(crate) fn register(&self, topics: &[Topic]) -> WaitGuard {
+    pub(crate) fn register(&self, topics: &[Part]) -> WaitGuard {
         let mut st = self.shared.lock();
         let mut new_topic = false;
         let notifies = topics
@@ -187,12 +186,12 @@ impl Shared {
     }
 
     /// The cluster hash slot of `topic`'s keys.
-    fn slot_of(&self, topic: &Topic) -> redis::cluster_routing::Slot {
+    fn slot_of(&self, topic: &Part) -> redis::cluster_routing::Slot {
         redis::cluster_routing::Slot::for_key(self.keys.wake(topic))
     }
 
     /// The topics with local waiters whose keys live in `slot`.
-    fn topics_in(&self, slot: redis::cluster_routing::Slot) -> BTreeSet<Topic> {
+    fn topics_in(&self, slot: redis::cluster_routing::Slot) -> BTreeSet<Part> {
         self.lock()
             .topics
             .keys()
@@ -202,7 +201,7 @@ impl Shared {
     }
 
     /// Wakes one waiter of each of `topics` (after their signals may have been lost).
-    fn wake_topics(&self, topics: &BTreeSet<Topic>) {
+    fn wake_topics(&self, topics: &BTreeSet<Part>) {
         let st = self.lock();
         for t in topics {
             if let Some(tw) = st.topics.get(t) {
@@ -215,7 +214,7 @@ impl Shared {
 /// A registered waiter. Dropping it unregisters.
 pub(crate) struct WaitGuard {
     waiters: Waiters,
-    topics: Vec<Topic>,
+    topics: Vec<Part>,
     notifies: Vec<Arc<Notify>>,
 }
 
@@ -286,7 +285,7 @@ async fn connect_blocking(client: &Client) -> RedisResult<BlockingConn> {
 
 async fn run(shared: Arc<Shared>, client: WakeClient, main: Conn, mut stop: oneshot::Receiver<()>) {
     let mut idle: Option<BlockingConn> = None;
-    let mut in_flight: Option<(BTreeSet<Topic>, i64, Blocked)> = None;
+    let mut in_flight: Option<(BTreeSet<Part>, i64, Blocked)> = None;
     let mut unblocked = false;
     let mut retry_at: Option<Instant> = None;
     let mut retry_delay = Duration::from_millis(100);
@@ -298,7 +297,7 @@ async fn run(shared: Arc<Shared>, client: WakeClient, main: Conn, mut stop: ones
     loop {
         let (wanted, timer, handoffs) = {
             let mut st = shared.lock();
-            let wanted: BTreeSet<Topic> = st.topics.keys().cloned().collect();
+            let wanted: BTreeSet<Part> = st.topics.keys().cloned().collect();
             let timer = st
                 .topics
                 .values()
@@ -428,7 +427,7 @@ fn wake_all(shared: &Shared) {
 
 /// A signal for `topic` at Redis time `ms`: arm the topic's timer, or hand the signal back
 /// when nobody here waits on the topic any more.
-async fn on_signal(shared: &Shared, main: &Conn, topic: Topic, ms: u64) {
+async fn on_signal(shared: &Shared, main: &Conn, topic: Part, ms: u64) {
     let handback = {
         let mut st = shared.lock();
         match st.topics.get_mut(&topic) {
@@ -449,7 +448,7 @@ async fn on_signal(shared: &Shared, main: &Conn, topic: Topic, ms: u64) {
 
 /// Gives the event at Redis time `ms` back to Redis (`lua/handback.lua`), for a waiter
 /// elsewhere or the next one here; a topic left with no job gets nothing back.
-async fn hand_back(shared: &Shared, main: &Conn, topic: &Topic, ms: u64) {
+async fn hand_back(shared: &Shared, main: &Conn, topic: &Part, ms: u64) {
     let keys = shared.keys.topic(topic);
     let mut cmd = redis::cmd("FCALL");
     cmd.arg(library::HANDBACK)
@@ -463,7 +462,7 @@ async fn hand_back(shared: &Shared, main: &Conn, topic: &Topic, ms: u64) {
 }
 
 /// Parses a BZPOPMIN reply `[key, member, score]` (nil on timeout or unblock).
-fn parse_signal(keys: &KeySpace, v: Value) -> Option<(Topic, u64)> {
+fn parse_signal(keys: &KeySpace, v: Value) -> Option<(Part, u64)> {
     let items = codec::array(v).ok()?;
     let mut it = items.into_iter();
     let key = codec::bytes(it.next()?).ok()?;
@@ -472,6 +471,6 @@ fn parse_signal(keys: &KeySpace, v: Value) -> Option<(Topic, u64)> {
         Value::Double(d) => d,
         other => codec::string(other).ok()?.parse::<f64>().ok()?,
     };
-    let topic = keys.topic_of_wake_key(&key)?;
+    let topic = keys.part_of_wake_key(&key)?;
     Some((topic, score.max(0.0) as u64))
 }

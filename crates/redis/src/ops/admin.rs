@@ -1,6 +1,9 @@
 //! The operations on jobs and topics outside the hot path: get, delete, reschedule, kick,
-//! bury without a lease, list (with its cursor), stats, topics, purge, and Redis's clock.
+//! bury without a lease (each on the partition of its job), list (one cursor over every
+//! partition), stats, kick-all, pause and purge (over every partition), topics, and Redis's
+//! clock.
 
+use std::cmp::Ordering;
 use std::time::Duration;
 
 use delayq_core::{
@@ -10,24 +13,52 @@ use redis::Value;
 
 use super::push::schedule_args;
 use super::{Ops, not_found, unexpected};
-use crate::codec::{self, Status, decode_job, decode_jobs, state_code, state_from_code};
+use crate::codec::{self, Status, decode_job, state_code, state_from_code};
+use crate::keys::Part;
 use crate::library;
+
+/// An answer that says the job is not in the partition asked.
+fn not_there<T>(r: &Result<T>) -> bool {
+    matches!(r, Err(Error::NotFound { .. }))
+}
 
 impl Ops {
     /// `Engine::get`, its input already checked by `engine.rs`.
     pub(crate) async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
-        let mut inv = self.fcall(library::GET, topic);
+        let part = self.part_of(topic, id).await?;
+        let r = self.get_in(&part, id).await;
+        if matches!(r, Ok(None))
+            && let Some(part) = self.moved(topic, id, &part).await?
+        {
+            return self.get_in(&part, id).await;
+        }
+        r
+    }
+
+    async fn get_in(&self, part: &Part, id: &JobId) -> Result<Option<Job>> {
+        let mut inv = self.fcall(library::GET, part);
         inv.arg(id.as_str()).arg(self.tick_batch);
         let reply = codec::array(self.conn.call(&inv, "reading a job").await?)?;
         if reply.is_empty() {
             return Ok(None);
         }
-        Ok(Some(decode_job(topic, &mut reply.into_iter())?.0))
+        Ok(Some(decode_job(part.topic(), &mut reply.into_iter())?.0))
     }
 
     /// `Engine::delete`, its input already checked by `engine.rs`.
     pub(crate) async fn delete(&self, topic: &Topic, id: &JobId) -> Result<bool> {
-        let mut inv = self.fcall(library::DELETE, topic);
+        let part = self.part_of(topic, id).await?;
+        let r = self.delete_in(&part, id).await;
+        if matches!(r, Ok(false))
+            && let Some(part) = self.moved(topic, id, &part).await?
+        {
+            return self.delete_in(&part, id).await;
+        }
+        r
+    }
+
+    async fn delete_in(&self, part: &Part, id: &JobId) -> Result<bool> {
+        let mut inv = self.fcall(library::DELETE, part);
         inv.arg(id.as_str());
         Ok(codec::int(&self.conn.call(&inv, "deleting a job").await?)? == 1)
     }
@@ -39,8 +70,21 @@ impl Ops {
         id: &JobId,
         when: Schedule,
     ) -> Result<Timestamp> {
+        let part = self.part_of(topic, id).await?;
+        let r = self.reschedule_in(&part, id, when).await;
+        if not_there(&r)
+            && let Some(part) = self.moved(topic, id, &part).await?
+        {
+            return self.reschedule_in(&part, id, when).await;
+        }
+        r
+    }
+
+    /// [`Ops::reschedule`] in the partition `part`.
+    async fn reschedule_in(&self, part: &Part, id: &JobId, when: Schedule) -> Result<Timestamp> {
+        let topic = part.topic();
         let (kind, value) = schedule_args(when);
-        let mut inv = self.fcall(library::RESCHEDULE, topic);
+        let mut inv = self.fcall(library::RESCHEDULE, part);
         inv.arg(id.as_str()).arg(kind).arg(value);
         let reply = codec::array(self.conn.call(&inv, "rescheduling a job").await?)?;
         let code = codec::int(reply.first().unwrap_or(&Value::Nil))?;
@@ -49,7 +93,7 @@ impl Ops {
                 let ready_at = codec::uint(reply.get(1).unwrap_or(&Value::Nil))?;
                 let state = state_from_code(codec::int(reply.get(2).unwrap_or(&Value::Nil))?)?;
                 self.waiters
-                    .pushed(topic, ready_at, state == JobState::Ready);
+                    .pushed(part, ready_at, state == JobState::Ready);
                 Ok(Timestamp::from_millis(ready_at))
             }
             Status::NotFound => Err(not_found(topic, id)),
@@ -71,12 +115,24 @@ impl Ops {
 
     /// `Engine::kick`, its input already checked by `engine.rs`.
     pub(crate) async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
-        let mut inv = self.fcall(library::KICK, topic);
+        let part = self.part_of(topic, id).await?;
+        let r = self.kick_in(&part, id).await;
+        if not_there(&r)
+            && let Some(part) = self.moved(topic, id, &part).await?
+        {
+            return self.kick_in(&part, id).await;
+        }
+        r
+    }
+
+    async fn kick_in(&self, part: &Part, id: &JobId) -> Result<()> {
+        let topic = part.topic();
+        let mut inv = self.fcall(library::KICK, part);
         inv.arg(id.as_str()).arg(1);
         let reply = codec::array(self.conn.call(&inv, "kicking a job").await?)?;
         match Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)? {
             Status::Ok => {
-                self.waiters.pushed(topic, 0, true);
+                self.waiters.pushed(part, 0, true);
                 Ok(())
             }
             Status::NotFound => Err(not_found(topic, id)),
@@ -96,8 +152,21 @@ impl Ops {
         id: &JobId,
         reason: Option<String>,
     ) -> Result<()> {
-        let mut inv = self.fcall(library::BURY_WAITING, topic);
-        inv.arg(id.as_str()).arg(reason.unwrap_or_default());
+        let reason = reason.unwrap_or_default();
+        let part = self.part_of(topic, id).await?;
+        let r = self.bury_waiting_in(&part, id, &reason).await;
+        if not_there(&r)
+            && let Some(part) = self.moved(topic, id, &part).await?
+        {
+            return self.bury_waiting_in(&part, id, &reason).await;
+        }
+        r
+    }
+
+    async fn bury_waiting_in(&self, part: &Part, id: &JobId, reason: &str) -> Result<()> {
+        let topic = part.topic();
+        let mut inv = self.fcall(library::BURY_WAITING, part);
+        inv.arg(id.as_str()).arg(reason);
         let reply = codec::array(self.conn.call(&inv, "burying a job").await?)?;
         match Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)? {
             Status::Ok => Ok(()),
@@ -114,11 +183,20 @@ impl Ops {
     /// `Engine::kick_all`, its input already checked by `engine.rs`.
     pub(crate) async fn kick_all(&self, topic: &Topic) -> Result<u64> {
         let mut total = 0;
+        for part in self.parts(topic).await?.iter() {
+            total += self.kick_all_in(part).await?;
+        }
+        Ok(total)
+    }
+
+    /// [`Ops::kick_all`] in the partition `part`.
+    async fn kick_all_in(&self, part: &Part) -> Result<u64> {
+        let mut total = 0;
         // Bounded: each call kicks up to 1000; jobs that die meanwhile may be kicked too, but
         // the loop stops after as many rounds as the first count needs, plus one.
         let mut rounds_left: Option<u64> = None;
         loop {
-            let mut inv = self.fcall(library::KICK, topic);
+            let mut inv = self.fcall(library::KICK, part);
             inv.arg("").arg(1000);
             let reply = codec::array(self.conn.call(&inv, "kicking dead jobs").await?)?;
             let kicked = codec::uint(reply.get(1).unwrap_or(&Value::Nil))?;
@@ -126,7 +204,7 @@ impl Ops {
             total += kicked;
             let rounds = rounds_left.get_or_insert(left / 1000 + 1);
             if kicked > 0 {
-                self.waiters.pushed(topic, 0, true);
+                self.waiters.pushed(part, 0, true);
             }
             if left == 0 || kicked == 0 || *rounds == 0 {
                 return Ok(total);
@@ -135,7 +213,9 @@ impl Ops {
         }
     }
 
-    /// `Engine::list`, its input already checked by `engine.rs`.
+    /// `Engine::list`, its input already checked by `engine.rs`. Every partition lists its
+    /// page after the cursor (one pipeline); the pages are merged in the sets' order (score,
+    /// then member bytewise), so one cursor walks the whole topic.
     pub(crate) async fn list(
         &self,
         topic: &Topic,
@@ -148,65 +228,112 @@ impl Ops {
             None => ("0".to_string(), String::new()),
             Some(c) => parse_cursor(&c.0, code)?,
         };
-        let mut inv = self.fcall(library::LIST, topic);
-        inv.arg(code)
-            .arg(score)
-            .arg(member)
-            .arg(limit)
-            .arg(self.tick_batch);
-        let mut reply = codec::array(self.conn.call(&inv, "listing jobs").await?)?.into_iter();
-        let mut head = || reply.next().unwrap_or(Value::Nil);
-        let has_next = codec::int(&head())? == 1;
-        let next_score = codec::string(head())?;
-        let next_member = codec::string(head())?;
-        let jobs = decode_jobs(topic, reply.collect())?
-            .into_iter()
-            .map(|(j, _)| j)
+        let invs: Vec<_> = self
+            .parts(topic)
+            .await?
+            .iter()
+            .map(|part| {
+                let mut inv = self.fcall(library::LIST, part);
+                inv.arg(code)
+                    .arg(&score)
+                    .arg(&member)
+                    .arg(limit)
+                    .arg(self.tick_batch);
+                inv
+            })
             .collect();
+        let mut more: Vec<Position> = Vec::new();
+        let mut listed: Vec<(Position, Job)> = Vec::new();
+        for reply in self.conn.pipeline(&invs, "listing jobs").await? {
+            let mut reply = codec::array(reply)?.into_iter();
+            let mut head = || reply.next().unwrap_or(Value::Nil);
+            let has_next = codec::int(&head())? == 1;
+            let next = Position::new(codec::string(head())?, codec::string(head())?)?;
+            if has_next {
+                more.push(next);
+            }
+            while let Some(score) = reply.next() {
+                let member = codec::string(reply.next().unwrap_or(Value::Nil))?;
+                let at = Position::new(codec::string(score)?, member)?;
+                listed.push((at, decode_job(topic, &mut reply)?.0));
+            }
+        }
+        listed.sort_by(|a, b| a.0.cmp(&b.0));
+        let cut = listed.len() > limit;
+        listed.truncate(limit);
+        // The page ends at its last job; with no job (every job of the pages left between
+        // two calls), at the first position a partition would go on from.
+        let next = match listed.last() {
+            Some((at, _)) if cut || !more.is_empty() => Some(at.clone()),
+            Some(_) => None,
+            None => more.into_iter().min(),
+        };
         Ok(Page {
-            jobs,
-            next: has_next.then(|| Cursor(format!("{code}:{next_score}:{next_member}"))),
+            jobs: listed.into_iter().map(|(_, j)| j).collect(),
+            next: next.map(|at| Cursor(format!("{code}:{}:{}", at.text, at.member))),
         })
     }
 
-    /// `Engine::stats`, its input already checked by `engine.rs`.
+    /// `Engine::stats`, its input already checked by `engine.rs`: every partition's (one
+    /// pipeline), added up.
     pub(crate) async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
-        let mut inv = self.fcall(library::STATS, topic);
-        inv.arg(self.tick_batch);
-        let r = codec::array(self.conn.call(&inv, "reading stats").await?)?;
-        if r.len() != 11 {
-            return Err(Error::Internal("stats reply has the wrong length".into()));
+        let invs: Vec<_> = self
+            .parts(topic)
+            .await?
+            .iter()
+            .map(|part| {
+                let mut inv = self.fcall(library::STATS, part);
+                inv.arg(self.tick_batch);
+                inv
+            })
+            .collect();
+        let mut total = TopicStats::default();
+        for reply in self.conn.pipeline(&invs, "reading stats").await? {
+            let s = decode_stats(reply)?;
+            total.delayed += s.delayed;
+            total.ready += s.ready;
+            total.reserved += s.reserved;
+            total.dead += s.dead;
+            total.done += s.done;
+            total.expired_leases += s.expired_leases;
+            total.expired_jobs += s.expired_jobs;
+            total.oldest_overdue = total.oldest_overdue.max(s.oldest_overdue);
+            total.next_due = match (total.next_due, s.next_due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            total.paused_until = total.paused_until.max(s.paused_until);
         }
-        let now = codec::uint(&r[0])?;
-        Ok(TopicStats {
-            delayed: codec::uint(&r[1])?,
-            ready: codec::uint(&r[2])?,
-            reserved: codec::uint(&r[3])?,
-            dead: codec::uint(&r[4])?,
-            done: codec::uint(&r[8])?,
-            oldest_overdue: codec::opt_uint(&r[5])?
-                .map(|due| Duration::from_millis(now.saturating_sub(due))),
-            next_due: codec::opt_uint(&r[6])?.map(Timestamp::from_millis),
-            expired_leases: codec::uint(&r[7])?,
-            expired_jobs: codec::uint(&r[10])?,
-            paused_until: codec::opt_uint(&r[9])?.map(Timestamp::from_millis),
-        })
+        Ok(total)
     }
 
     /// `Engine::pause` (`until` = `Timestamp::NEVER` for a pause until resumed; a time not
-    /// after Redis's now ends the pause).
+    /// after Redis's now ends the pause), on every partition (one pipeline).
     pub(crate) async fn pause(&self, topic: &Topic, until: Timestamp) -> Result<()> {
-        let mut inv = self.fcall(library::PAUSE, topic);
-        inv.arg(until.as_millis());
-        let r = codec::array(self.conn.call(&inv, "pausing a topic").await?)?;
-        match Status::from_code(codec::int(r.first().unwrap_or(&Value::Nil))?)? {
-            Status::Ok => Ok(()),
-            Status::InvalidDelay => Err(Error::invalid(
-                "until",
-                "the pause would end more than 10 years from now; pause without an end instead",
-            )),
-            other => Err(unexpected("pause", other)),
+        let invs: Vec<_> = self
+            .parts(topic)
+            .await?
+            .iter()
+            .map(|part| {
+                let mut inv = self.fcall(library::PAUSE, part);
+                inv.arg(until.as_millis());
+                inv
+            })
+            .collect();
+        for r in self.conn.pipeline(&invs, "pausing a topic").await? {
+            let r = codec::array(r)?;
+            match Status::from_code(codec::int(r.first().unwrap_or(&Value::Nil))?)? {
+                Status::Ok => {}
+                Status::InvalidDelay => {
+                    return Err(Error::invalid(
+                        "until",
+                        "the pause would end more than 10 years from now; pause without an end instead",
+                    ));
+                }
+                other => return Err(unexpected("pause", other)),
+            }
         }
+        Ok(())
     }
 
     /// `Engine::topics`, its input already checked by `engine.rs`.
@@ -231,21 +358,35 @@ impl Ops {
     /// `SREM` and the check go in one pipeline, in that order, and only a topic that holds
     /// jobs again costs the third command.
     pub(crate) async fn purge(&self, topic: &Topic) -> Result<u64> {
-        let inv = self.fcall(library::PURGE, topic);
-        let n = codec::uint(&self.conn.call(&inv, "purging a topic").await?)?;
+        let parts = self.parts(topic).await?;
+        let invs: Vec<_> = parts
+            .iter()
+            .map(|part| self.fcall(library::PURGE, part))
+            .collect();
+        let mut n = 0;
+        for reply in self.conn.pipeline(&invs, "purging a topic").await? {
+            n += codec::uint(&reply)?;
+        }
         self.registered
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(topic);
-        let mut srem = redis::cmd("SREM");
-        srem.arg(self.keys.registry()).arg(topic.as_str());
-        let mut exists = redis::cmd("EXISTS");
-        exists.arg(self.keys.jobs(topic));
+            .retain(|part, _| part.topic() != topic);
+        let mut cmds = vec![redis::cmd("SREM")];
+        cmds[0].arg(self.keys.registry()).arg(topic.as_str());
+        for part in parts.iter() {
+            let mut exists = redis::cmd("EXISTS");
+            exists.arg(self.keys.jobs(part));
+            cmds.push(exists);
+        }
         let replies = self
             .conn
-            .pipeline(&[srem, exists], "removing a purged topic from the registry")
+            .pipeline(&cmds, "removing a purged topic from the registry")
             .await?;
-        if codec::int(replies.get(1).unwrap_or(&Value::Nil))? == 1 {
+        let mut held = false;
+        for r in replies.iter().skip(1) {
+            held |= codec::int(r)? == 1;
+        }
+        if held {
             let mut sadd = redis::cmd("SADD");
             sadd.arg(self.keys.registry()).arg(topic.as_str());
             let _: i64 = self.conn.write(&sadd, "registering a topic").await?;
@@ -261,6 +402,75 @@ impl Ops {
             .await?;
         Ok(Timestamp::from_millis(sec * 1000 + usec / 1000))
     }
+}
+
+/// A position in one of a topic's sorted sets: the score (as Redis wrote it, and as a
+/// number) and the member, ordered as the sets order them (score, then member bytewise).
+#[derive(Clone, Debug)]
+struct Position {
+    text: String,
+    score: f64,
+    member: String,
+}
+
+impl Position {
+    fn new(text: String, member: String) -> Result<Self> {
+        let score = if text.is_empty() {
+            0.0
+        } else {
+            text.parse::<f64>()
+                .map_err(|_| Error::Internal(format!("a list reply has the score {text:?}")))?
+        };
+        Ok(Position {
+            text,
+            score,
+            member,
+        })
+    }
+}
+
+impl Ord for Position {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then_with(|| self.member.as_bytes().cmp(other.member.as_bytes()))
+    }
+}
+
+impl PartialOrd for Position {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Position {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Position {}
+
+/// Decodes `stats.lua`'s reply (one partition's).
+fn decode_stats(reply: Value) -> Result<TopicStats> {
+    let r = codec::array(reply)?;
+    if r.len() != 11 {
+        return Err(Error::Internal("stats reply has the wrong length".into()));
+    }
+    let now = codec::uint(&r[0])?;
+    Ok(TopicStats {
+        delayed: codec::uint(&r[1])?,
+        ready: codec::uint(&r[2])?,
+        reserved: codec::uint(&r[3])?,
+        dead: codec::uint(&r[4])?,
+        done: codec::uint(&r[8])?,
+        oldest_overdue: codec::opt_uint(&r[5])?
+            .map(|due| Duration::from_millis(now.saturating_sub(due))),
+        next_due: codec::opt_uint(&r[6])?.map(Timestamp::from_millis),
+        expired_leases: codec::uint(&r[7])?,
+        expired_jobs: codec::uint(&r[10])?,
+        paused_until: codec::opt_uint(&r[9])?.map(Timestamp::from_millis),
+    })
 }
 
 /// Splits a list cursor `<state>:<score>:<member>` made for the listing of `state`.

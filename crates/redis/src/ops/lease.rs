@@ -1,15 +1,17 @@
-//! The lease operations: `ack` (a batch per topic, in one pipeline), `nack`, `release`,
-//! `touch`, `bury`. Each answers `LEASE_LOST` when the token is not the job's live lease.
+//! The lease operations: `ack` (a batch per partition, in one pipeline), `nack`, `release`,
+//! `touch`, `bury`, each on the partition of the lease's job. Each answers `LEASE_LOST` when
+//! the token is not the job's live lease.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use delayq_core::limits::delay_ms_ceil;
-use delayq_core::{Error, Lease, Nack, NackOutcome, Result, Timestamp, Topic, duration_ms};
+use delayq_core::{Error, Lease, Nack, NackOutcome, Result, Timestamp, duration_ms};
 use redis::{Cmd, Value};
 
 use super::{Ops, refused, settle_calls};
 use crate::codec::{self, Status};
+use crate::keys::Part;
 use crate::library;
 
 /// The field of a topic's `jobs` hash that holds a leased job's token: a space, then the id
@@ -42,7 +44,7 @@ impl Ops {
         extra: &[Vec<u8>],
         what: &'static str,
     ) -> Result<Vec<Value>> {
-        let mut inv = self.fcall(function, &lease.topic);
+        let mut inv = self.fcall(function, &self.part_of(&lease.topic, &lease.id).await?);
         inv.arg(lease.id.as_str()).arg(lease.token.0);
         for a in extra {
             inv.arg(a.as_slice());
@@ -59,22 +61,25 @@ impl Ops {
     /// `Engine::ack_batch`, its input already checked by `engine.rs`.
     pub(crate) async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
         let mut out: Vec<Result<()>> = leases.iter().map(|_| Ok(())).collect();
-        let mut by_topic: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
+        let mut by_part: BTreeMap<Part, Vec<usize>> = BTreeMap::new();
         for (i, l) in leases.iter().enumerate() {
-            by_topic.entry(&l.topic).or_default().push(i);
+            by_part
+                .entry(self.part_of(&l.topic, &l.id).await?)
+                .or_default()
+                .push(i);
         }
-        let groups: Vec<(&Topic, Vec<usize>)> = by_topic
+        let groups: Vec<(Part, Vec<usize>)> = by_part
             .into_iter()
-            .flat_map(|(topic, idx)| {
+            .flat_map(|(part, idx)| {
                 settle_calls(|i| &leases[i], &idx)
                     .into_iter()
-                    .map(move |call| (topic, call))
+                    .map(move |call| (part.clone(), call))
             })
             .collect();
         let invs: Vec<Cmd> = groups
             .iter()
-            .map(|(topic, idx)| {
-                let mut inv = self.fcall(library::ACK, topic);
+            .map(|(part, idx)| {
+                let mut inv = self.fcall(library::ACK, part);
                 inv.arg(idx.len());
                 ack_args(&mut inv, idx.iter().map(|&i| &leases[i]));
                 inv

@@ -19,19 +19,31 @@ pub(crate) mod reserve;
 pub(crate) mod schedules;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use delayq_core::limits::at_too_far;
-use delayq_core::{Error, JobId, Lease, Limits, Timestamp, Topic};
+use delayq_core::{Error, JobId, Lease, Limits, Result, Timestamp, Topic, partition_of};
 use redis::Cmd;
 use tokio::sync::oneshot;
 
 use crate::codec::{Status, state_from_code};
 use crate::conn::Conn;
-use crate::keys::KeySpace;
+use crate::keys::{KeySpace, Part};
 use crate::wait::Waiters;
+
+/// How long this process trusts the partition count it read for a topic. A count changes
+/// only while the topic holds no job, and a push checks it in the partition it writes
+/// (`lua/push.lua`), so a stale count can neither misplace a job nor lose one; reads by id
+/// that miss read it again ([`Ops::by_id`]).
+const LAYOUT_TTL: Duration = Duration::from_secs(1);
+
+/// A topic's partitions as this process last read them, and when.
+pub(crate) struct Layout {
+    parts: Arc<[Part]>,
+    read: Instant,
+}
 
 /// What every operation needs: the connection, the key space, the settings and the waker.
 pub(crate) struct Ops {
@@ -43,17 +55,20 @@ pub(crate) struct Ops {
     pub(crate) waiters: Waiters,
     /// The first topic of the next multi-topic reserve.
     pub(crate) rotate: AtomicUsize,
-    /// Topics this process has put in the registry, each with the topic's purge count when
-    /// it did: a push that answers another count registers the topic again.
-    pub(crate) registered: Mutex<HashMap<Topic, u64>>,
+    /// Partitions this process has put in the registry (as their topic), each with the
+    /// partition's purge count when it did: a push that answers another count registers the
+    /// topic again.
+    pub(crate) registered: Mutex<HashMap<Part, u64>>,
+    /// Each topic's partitions, read from its home's settings ([`Ops::parts`]).
+    pub(crate) layouts: Mutex<HashMap<Topic, Layout>>,
     /// Dropping it stops the waker task.
     pub(crate) _stop: oneshot::Sender<()>,
 }
 
 impl Ops {
-    /// An `FCALL` of `function` with the topic's keys; the caller adds the arguments.
-    pub(crate) fn fcall(&self, function: &str, topic: &Topic) -> Cmd {
-        let keys = self.keys.topic(topic);
+    /// An `FCALL` of `function` with the partition's keys; the caller adds the arguments.
+    pub(crate) fn fcall(&self, function: &str, part: &Part) -> Cmd {
+        let keys = self.keys.topic(part);
         let mut cmd = redis::cmd("FCALL");
         cmd.arg(function).arg(keys.len());
         for k in keys {
@@ -62,10 +77,90 @@ impl Ops {
         cmd
     }
 
+    /// The partitions of `topic`, as read at most [`LAYOUT_TTL`] ago.
+    pub(crate) async fn parts(&self, topic: &Topic) -> Result<Arc<[Part]>> {
+        let cached = self
+            .lock_layouts()
+            .get(topic)
+            .filter(|l| l.read.elapsed() < LAYOUT_TTL)
+            .map(|l| l.parts.clone());
+        match cached {
+            Some(parts) => Ok(parts),
+            None => self.read_parts(topic).await,
+        }
+    }
+
+    /// Reads `topic`'s partition count from its home's settings (a negative count: a
+    /// change to that many is under way, `ops::config`), and keeps it.
+    pub(crate) async fn read_parts(&self, topic: &Topic) -> Result<Arc<[Part]>> {
+        let mut cmd = redis::cmd("HGET");
+        cmd.arg(self.keys.config(&Part::whole(topic)))
+            .arg("partitions");
+        let v: Option<i64> = self
+            .conn
+            .query(&cmd, "reading a topic's partition count")
+            .await?;
+        Ok(self.learn_count(topic, v.unwrap_or(1)))
+    }
+
+    /// Keeps `count` (its absolute value; 0 as 1) as `topic`'s partition count, and answers
+    /// its partitions.
+    pub(crate) fn learn_count(&self, topic: &Topic, count: i64) -> Arc<[Part]> {
+        let n = u16::try_from(count.unsigned_abs())
+            .unwrap_or(delayq_core::MAX_PARTITIONS)
+            .max(1);
+        let mut layouts = self.lock_layouts();
+        let parts = match layouts.get(topic) {
+            Some(l) if l.parts.len() == usize::from(n) => l.parts.clone(),
+            _ => Part::all(topic, n),
+        };
+        layouts.insert(
+            topic.clone(),
+            Layout {
+                parts: parts.clone(),
+                read: Instant::now(),
+            },
+        );
+        parts
+    }
+
+    fn lock_layouts(&self) -> std::sync::MutexGuard<'_, HashMap<Topic, Layout>> {
+        self.layouts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The partition that holds (or would hold) job `id` of `topic`.
+    pub(crate) async fn part_of(&self, topic: &Topic, id: &JobId) -> Result<Part> {
+        Ok(route(&self.parts(topic).await?, id))
+    }
+
+    /// After an operation on job `id` found no such job in `part`: the job's partition under
+    /// the topic's count read again, when that is another partition (the topic was emptied
+    /// and given another count less than [`LAYOUT_TTL`] ago), for the operation to run
+    /// there.
+    pub(crate) async fn moved(
+        &self,
+        topic: &Topic,
+        id: &JobId,
+        part: &Part,
+    ) -> Result<Option<Part>> {
+        let now = route(&self.read_parts(topic).await?, id);
+        Ok((now != *part).then_some(now))
+    }
+
     /// `INVALID_DELAY`: an absolute time more than 10 years ahead of Redis's clock.
     pub(crate) async fn too_far(&self, at: Timestamp) -> Error {
         at_too_far(at, self.now().await.unwrap_or(Timestamp::EPOCH))
     }
+}
+
+/// The partition of job `id` among a topic's `parts`.
+pub(crate) fn route(parts: &[Part], id: &JobId) -> Part {
+    let n = u16::try_from(parts.len()).unwrap_or(u16::MAX);
+    parts
+        .get(usize::from(partition_of(id, n)))
+        .or(parts.first())
+        .cloned()
+        .unwrap_or_else(|| unreachable!("a topic has at least one partition"))
 }
 
 /// `LEASE_LOST`: the token is not the job's live lease.

@@ -1,7 +1,9 @@
-//! Push: jobs grouped by topic and cut into bounded `push` calls, sent in one pipeline; the
-//! topic registry.
+//! Push: jobs routed to their partitions (by a hash of the id), grouped by partition and cut
+//! into bounded `push` calls, sent in one pipeline; the topic registry.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
 
 use delayq_core::limits::{
     DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, MAX_DELAY, at_too_far, delay_ms_ceil,
@@ -13,14 +15,20 @@ use delayq_core::{
 use redis::{Cmd, Value};
 
 use super::config::{backoff_args, decode_config, opt_arg};
-use super::{Ops, unexpected};
+use super::{Ops, route, unexpected};
 use crate::codec::{self, Status, state_from_code};
+use crate::keys::Part;
 use crate::library;
 
 /// Jobs per push call: bounds the size of one call's work and arguments.
 const PUSH_CHUNK: usize = 100;
 /// Bytes of bodies per push call.
 const PUSH_CHUNK_BYTES: usize = 4 << 20;
+/// How often a push routes again after a partition answered another partition count, and
+/// the pause between tries while a change of the count is under way: a change takes a few
+/// round trips, so this waits about two seconds before it answers `unavailable`.
+const REROUTES: u32 = 80;
+const REROUTE_PAUSE: Duration = Duration::from_millis(25);
 
 /// The (kind, value) pair the functions take for a schedule.
 pub(crate) fn schedule_args(s: Schedule) -> (u8, u64) {
@@ -97,9 +105,14 @@ fn expiry_arg(e: Expiry) -> String {
 }
 
 impl Ops {
-    /// One `push` call for `jobs` of `topic`: the built-in defaults, the distinct settings
-    /// the jobs carry (each sent once), then five arguments per job.
-    fn push_invocation<'a>(&self, topic: &Topic, jobs: impl Iterator<Item = &'a NewJob>) -> Cmd {
+    /// One `push` call for `jobs` of partition `part` of a topic of `count` partitions: the
+    /// built-in defaults, the distinct settings the jobs carry (each sent once), five
+    /// arguments per job, then the count the jobs were routed by.
+    fn push_invocation<'a>(
+        &self,
+        (part, count): (&Part, usize),
+        jobs: impl Iterator<Item = &'a NewJob>,
+    ) -> Cmd {
         let jobs: Vec<&NewJob> = jobs.collect();
         let mut distinct: Vec<[String; 10]> = Vec::new();
         let refs: Vec<usize> = jobs
@@ -115,7 +128,7 @@ impl Ops {
                 },
             })
             .collect();
-        let mut inv = self.fcall(library::PUSH, topic);
+        let mut inv = self.fcall(library::PUSH, part);
         inv.arg(jobs.len())
             .arg(duration_ms(DEFAULT_TTR))
             .arg(DEFAULT_MAX_ATTEMPTS);
@@ -135,48 +148,117 @@ impl Ops {
                 .arg(j.priority)
                 .arg(r);
         }
+        inv.arg(count);
         inv
     }
 
-    /// `Engine::push_batch`, its input already checked by `engine.rs`.
+    /// `Engine::push_batch`, its input already checked by `engine.rs`. A partition that
+    /// answers another partition count than the one its jobs were routed by (the topic was
+    /// emptied and given another count; or such a change is under way) stored none of them:
+    /// they are routed again by the count it answered, with a pause while a change is under
+    /// way.
     pub(crate) async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
-        // Group by topic (keeping each job's index), then cut into bounded function calls.
-        let mut by_topic: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
-        for (i, j) in jobs.iter().enumerate() {
-            by_topic.entry(&j.topic).or_default().push(i);
+        let mut answers: Vec<Option<Pushed>> = vec![None; jobs.len()];
+        let mut purges: BTreeMap<Part, u64> = BTreeMap::new();
+        let mut pending: Vec<usize> = (0..jobs.len()).collect();
+        let mut checked = false;
+        for _ in 0..REROUTES {
+            let (again, changing) = self
+                .push_round(&jobs, &pending, &mut checked, (&mut answers, &mut purges))
+                .await?;
+            pending = again;
+            if pending.is_empty() {
+                let answers = answers
+                    .into_iter()
+                    .map(|a| a.ok_or_else(|| Error::Internal("a pushed job got no answer".into())))
+                    .collect::<Result<Vec<_>>>()?;
+                self.register(purges).await.map_err(stored_but_unlisted)?;
+                return Ok(answers);
+            }
+            if changing {
+                tokio::time::sleep(REROUTE_PAUSE).await;
+            }
         }
-        let mut chunks: Vec<(&Topic, Vec<usize>)> = Vec::new();
-        for (topic, idx) in &by_topic {
+        let topic = &jobs[pending[0]].topic;
+        Err(Error::Unavailable {
+            message: format!(
+                "the partition count of topic {topic} is being changed and the change did not finish; none of the jobs not answered was stored: retry the push (it is idempotent), or set the topic's partitions again"
+            ),
+            source: None,
+        })
+    }
+
+    /// One round of a push: the jobs `pending` (positions in `jobs`) routed to their
+    /// partitions and sent in one pipeline; their answers go to `answers` and each
+    /// partition's purge count to `purges`. Answers the jobs to route again (a partition
+    /// answered another count) and whether a change of a count is under way.
+    async fn push_round(
+        &self,
+        jobs: &[NewJob],
+        pending: &[usize],
+        checked: &mut bool,
+        (answers, purges): (&mut [Option<Pushed>], &mut BTreeMap<Part, u64>),
+    ) -> Result<(Vec<usize>, bool)> {
+        // Route each job, then group by partition (keeping each job's index) and cut into
+        // bounded function calls.
+        let mut layouts: HashMap<&Topic, Arc<[Part]>> = HashMap::new();
+        let mut by_part: BTreeMap<(Part, usize), Vec<usize>> = BTreeMap::new();
+        for &i in pending {
+            let topic = &jobs[i].topic;
+            let parts = match layouts.get(topic) {
+                Some(p) => p.clone(),
+                None => {
+                    let p = self.parts(topic).await?;
+                    layouts.insert(topic, p.clone());
+                    p
+                }
+            };
+            by_part
+                .entry((route(&parts, &jobs[i].id), parts.len()))
+                .or_default()
+                .push(i);
+        }
+        let mut chunks: Vec<(&Part, usize, Vec<usize>)> = Vec::new();
+        for ((part, count), idx) in &by_part {
             let mut cur: Vec<usize> = Vec::new();
             let mut bytes = 0;
             for &i in idx {
                 let len = jobs[i].body.len();
                 if !cur.is_empty() && (cur.len() == PUSH_CHUNK || bytes + len > PUSH_CHUNK_BYTES) {
-                    chunks.push((topic, std::mem::take(&mut cur)));
+                    chunks.push((part, *count, std::mem::take(&mut cur)));
                     bytes = 0;
                 }
                 cur.push(i);
                 bytes += len;
             }
-            chunks.push((topic, cur));
+            chunks.push((part, *count, cur));
         }
-        if chunks.len() > 1 {
-            self.check_batch(&jobs, by_topic.keys().copied()).await?;
+        if chunks.len() > 1 && !*checked {
+            self.check_batch(jobs, layouts.keys().copied()).await?;
+            *checked = true;
         }
 
         let invs: Vec<Cmd> = chunks
             .iter()
-            .map(|(topic, idx)| self.push_invocation(topic, idx.iter().map(|&i| &jobs[i])))
+            .map(|(part, count, idx)| {
+                self.push_invocation((part, *count), idx.iter().map(|&i| &jobs[i]))
+            })
             .collect();
         let replies = self.conn.pipeline(&invs, "pushing").await?;
 
-        let mut answers: Vec<Option<Pushed>> = vec![None; jobs.len()];
-        let mut purges: BTreeMap<&Topic, u64> = BTreeMap::new();
-        for ((topic, idx), reply) in chunks.iter().zip(replies) {
+        let (mut again, mut changing) = (Vec::new(), false);
+        for ((part, _, idx), reply) in chunks.iter().zip(replies) {
             let reply = codec::array(reply)?;
             let status = Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)?;
             match status {
                 Status::Ok => {}
+                Status::WrongPartitions => {
+                    let count = codec::int(reply.get(1).unwrap_or(&Value::Nil))?;
+                    self.learn_count(part.topic(), count);
+                    changing |= count < 0;
+                    again.extend(idx);
+                    continue;
+                }
                 Status::InvalidDelay => {
                     let k = codec::uint(reply.get(1).unwrap_or(&Value::Nil))? as usize;
                     let j = idx.get(k.saturating_sub(1)).map(|&i| &jobs[i]);
@@ -197,7 +279,10 @@ impl Ops {
                 }
                 other => return Err(unexpected("push", other)),
             }
-            purges.insert(topic, codec::uint(reply.get(1).unwrap_or(&Value::Nil))?);
+            purges.insert(
+                (*part).clone(),
+                codec::uint(reply.get(1).unwrap_or(&Value::Nil))?,
+            );
             let vals = reply.get(2..).unwrap_or_default();
             if vals.len() != idx.len() * 3 {
                 return Err(Error::Internal("push reply has the wrong length".into()));
@@ -209,7 +294,7 @@ impl Ops {
                 let (created, replaced) = (code == 1, code == 2);
                 if (created || replaced) && matches!(state, JobState::Ready | JobState::Delayed) {
                     self.waiters
-                        .pushed(topic, ready_at, state == JobState::Ready);
+                        .pushed(part, ready_at, state == JobState::Ready);
                 }
                 answers[i] = Some(Pushed {
                     id: jobs[i].id.clone(),
@@ -220,12 +305,7 @@ impl Ops {
                 });
             }
         }
-        let answers = answers
-            .into_iter()
-            .map(|a| a.ok_or_else(|| Error::Internal("a pushed job got no answer".into())))
-            .collect::<Result<Vec<_>>>()?;
-        self.register(purges).await.map_err(stored_but_unlisted)?;
-        Ok(answers)
+        Ok((again, changing))
     }
 
     /// Puts topics in the registry that this process has not registered since their last
@@ -234,13 +314,12 @@ impl Ops {
     /// any process) costs each pushing process one `SADD`. Runs after the push succeeded, so
     /// a refused push never registers a topic; the registry key has no topic's hash tag, so
     /// no function may write it.
-    pub(crate) async fn register(&self, purges: BTreeMap<&Topic, u64>) -> Result<()> {
-        let new: Vec<(Topic, u64)> = {
+    pub(crate) async fn register(&self, purges: BTreeMap<Part, u64>) -> Result<()> {
+        let new: Vec<(Part, u64)> = {
             let known = self.registered.lock().unwrap_or_else(|e| e.into_inner());
             purges
                 .into_iter()
-                .filter(|(t, n)| known.get(*t) != Some(n))
-                .map(|(t, n)| (t.clone(), n))
+                .filter(|(p, n)| known.get(p) != Some(n))
                 .collect()
         };
         if new.is_empty() {
@@ -248,8 +327,8 @@ impl Ops {
         }
         let mut cmd = redis::cmd("SADD");
         cmd.arg(self.keys.registry());
-        for (t, _) in &new {
-            cmd.arg(t.as_str());
+        for (p, _) in &new {
+            cmd.arg(p.topic().as_str());
         }
         let _: i64 = self.conn.write(&cmd, "registering a topic").await?;
         self.registered
@@ -270,7 +349,11 @@ impl Ops {
     ) -> Result<()> {
         let topics: Vec<&Topic> = topics.collect();
         let mut cmds = vec![redis::cmd("TIME")];
-        cmds.extend(topics.iter().map(|t| self.fcall(library::CONFIG, t)));
+        cmds.extend(
+            topics
+                .iter()
+                .map(|t| self.fcall(library::CONFIG, &Part::whole(t))),
+        );
         let mut replies = self
             .conn
             .pipeline(&cmds, "checking a batch push")

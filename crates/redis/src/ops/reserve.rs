@@ -1,6 +1,8 @@
 //! Reserve and settle-and-reserve: the `reserve` function's arguments (the settlements of
-//! its topic, then how many jobs), the decoding of its reply (clock, next event, the
-//! settlements' answers, the deliveries) and the long-poll around it.
+//! its partition, then how many jobs), the decoding of its reply (clock, next event, the
+//! settlements' answers, the deliveries) and the long-poll around it. A reserve looks at the
+//! partitions of its topics in turn: the topics rotating, each topic's partitions from a
+//! random one, so that workers spread over the partitions and none is always last.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 use delayq_core::limits::delay_ms_ceil;
 use delayq_core::{
     Delivery, DeliveryMode, Error, Lease, LeaseToken, NackOutcome, Reserve, Result, Settle,
-    Settled, SettledAndReserved, Timestamp, Topic, detach_lease,
+    Settled, SettledAndReserved, Timestamp, detach_lease,
 };
 use rand::Rng;
 use redis::{Cmd, Value};
@@ -18,11 +20,12 @@ use redis::{Cmd, Value};
 use super::lease::ack_args;
 use super::{Ops, refused, settle_calls};
 use crate::codec::{self, Status, decode_deliveries};
+use crate::keys::Part;
 use crate::library;
 
-/// What one reserve call said of its topic: Redis's clock and the next event.
+/// What one reserve call said of its partition: Redis's clock and the next event.
 pub(crate) struct Observation {
-    topic: Topic,
+    part: Part,
     now_us: u64,
     next: Option<u64>,
     received: Instant,
@@ -77,16 +80,16 @@ fn answer(s: &Settle, status: &Value, value: &Value) -> Result<Result<Settled>> 
 }
 
 impl Ops {
-    /// A reserve function call on `topic` for up to `want` jobs (0: settle only), carrying the
-    /// settlements of that topic, in `function_order` and with no lease twice.
+    /// A reserve function call on `part` for up to `want` jobs (0: settle only), carrying the
+    /// settlements of that partition, in `function_order` and with no lease twice.
     pub(crate) fn reserve_invocation(
         &self,
-        topic: &Topic,
+        part: &Part,
         want: usize,
         mode: DeliveryMode,
         settle: &[&Settle],
     ) -> Cmd {
-        let mut inv = self.fcall(library::RESERVE, topic);
+        let mut inv = self.fcall(library::RESERVE, part);
         inv.arg(want)
             .arg(u8::from(mode == DeliveryMode::AtMostOnce))
             .arg(self.tick_batch);
@@ -114,11 +117,11 @@ impl Ops {
         inv
     }
 
-    /// Decodes a reserve function's reply: what it said of the topic's next event, the answers
-    /// to its settlements (`settle[idx[k]]` is its k-th, in `function_order`, answered into
-    /// `settled[idx[k]]`) and its jobs as deliveries.
+    /// Decodes a reserve function's reply: what it said of the partition's next event, the
+    /// answers to its settlements (`settle[idx[k]]` is its k-th, in `function_order`,
+    /// answered into `settled[idx[k]]`) and its jobs as deliveries.
     fn take_reserve_reply(
-        topic: &Topic,
+        part: &Part,
         mode: DeliveryMode,
         (reply, received): (Vec<Value>, Instant),
         (settle, idx): (&[Settle], &[usize]),
@@ -149,6 +152,7 @@ impl Ops {
             };
             settled[i] = Some(answer(&settle[i], status, value)?);
         }
+        let topic = part.topic();
         let jobs = decode_deliveries(
             topic,
             now_us / 1000,
@@ -173,7 +177,7 @@ impl Ops {
             })
             .collect();
         let seen = Observation {
-            topic: topic.clone(),
+            part: part.clone(),
             now_us,
             next,
             received,
@@ -181,41 +185,62 @@ impl Ops {
         Ok((seen, deliveries))
     }
 
-    /// One pass over the topics (rotating the first), without waiting, after settling
-    /// `settle`. The first round trip is one pipeline: a settle-only call for each other
-    /// topic that has settlements, then the first topic's call, which settles that topic's
-    /// leases and reserves. With `req.max == 0` it only settles. Also answers what each
-    /// reserve said of its topic's next event, for a waiter that registers after this pass.
+    /// The partitions `req` looks at, in the order of one pass: its topics from the next in
+    /// rotation, each topic's partitions from a random one.
+    async fn pass_order(&self, req: &Reserve) -> Result<Vec<Part>> {
+        let n = req.topics.len();
+        let start = self.rotate.fetch_add(1, Ordering::Relaxed) % n;
+        let mut order = Vec::new();
+        for k in 0..n {
+            let parts = self.parts(&req.topics[(start + k) % n]).await?;
+            let from = rand::rng().random_range(0..parts.len());
+            order.extend(parts[from..].iter().chain(&parts[..from]).cloned());
+        }
+        Ok(order)
+    }
+
+    /// One pass over the partitions of the topics ([`Ops::pass_order`]), without waiting,
+    /// after settling `settle`. The first round trip is one pipeline: a settle-only call for
+    /// each other partition that has settlements, then the first partition's call, which
+    /// settles that partition's leases and reserves. With `req.max == 0` it only settles.
+    /// Also answers what each reserve said of its partition's next event, for a waiter that
+    /// registers after this pass.
     pub(crate) async fn reserve_once(
         &self,
         req: &Reserve,
         settle: &[Settle],
     ) -> Result<(Vec<Delivery>, Vec<Observation>, Vec<Result<Settled>>)> {
-        let n = req.topics.len();
-        let start = self.rotate.fetch_add(1, Ordering::Relaxed) % n;
-        let first = &req.topics[start];
+        let order = self.pass_order(req).await?;
+        let first = order
+            .first()
+            .ok_or_else(|| Error::Internal("a reserve with no partition".into()))?;
         let mut settled: Vec<Option<Result<Settled>>> = settle.iter().map(|_| None).collect();
-        let mut groups: BTreeMap<&Topic, Vec<usize>> = BTreeMap::new();
+        let mut groups: BTreeMap<Part, Vec<usize>> = BTreeMap::new();
         for (i, s) in settle.iter().enumerate() {
-            groups.entry(&s.lease().topic).or_default().push(i);
+            let l = s.lease();
+            groups
+                .entry(self.part_of(&l.topic, &l.id).await?)
+                .or_default()
+                .push(i);
         }
         let mut out = Vec::new();
         let mut seen = Vec::new();
 
-        // The first round trip: every settlement (settle-only calls), and the first topic's
-        // reserve, which carries that topic's settlements when one call holds them all.
-        let mut calls: Vec<(&Topic, usize, Vec<usize>)> = Vec::new();
+        // The first round trip: every settlement (settle-only calls), and the first
+        // partition's reserve, which carries that partition's settlements when one call
+        // holds them all.
+        let mut calls: Vec<(&Part, usize, Vec<usize>)> = Vec::new();
         let mut rides = false;
-        for (topic, idx) in &groups {
+        for (part, idx) in &groups {
             let split = settle_calls(|i| settle[i].lease(), idx);
-            if *topic == first && split.len() == 1 && req.max > 0 {
+            if part == first && split.len() == 1 && req.max > 0 {
                 rides = true;
                 continue;
             }
             calls.extend(
                 split
                     .into_iter()
-                    .map(|call| (*topic, 0, function_order(settle, &call))),
+                    .map(|call| (part, 0, function_order(settle, &call))),
             );
         }
         if req.max > 0 {
@@ -228,24 +253,24 @@ impl Ops {
         if !calls.is_empty() {
             let invs: Vec<Cmd> = calls
                 .iter()
-                .map(|(t, want, idx)| {
+                .map(|(p, want, idx)| {
                     let of: Vec<&Settle> = idx.iter().map(|&i| &settle[i]).collect();
-                    self.reserve_invocation(t, *want, req.mode, &of)
+                    self.reserve_invocation(p, *want, req.mode, &of)
                 })
                 .collect();
             let replies = self.conn.pipeline(&invs, "settling and reserving").await?;
             let received = Instant::now();
-            for ((topic, want, idx), reply) in calls.iter().zip(replies) {
+            for ((part, want, idx), reply) in calls.iter().zip(replies) {
                 let reply = codec::array(reply)?;
                 let (o, ds) = Self::take_reserve_reply(
-                    topic,
+                    part,
                     req.mode,
                     (reply, received),
                     (settle, idx),
                     &mut settled,
                 )?;
                 if *want > 0 {
-                    self.waiters.observe(topic, o.now_us, o.next, o.received);
+                    self.waiters.observe(part, o.now_us, o.next, o.received);
                     seen.push(o);
                     out.extend(ds);
                 }
@@ -259,13 +284,12 @@ impl Ops {
             return Ok((out, seen, settled));
         }
 
-        for k in 1..n {
+        for part in order.iter().skip(1) {
             let want = req.max - out.len();
             if want == 0 {
                 break;
             }
-            let topic = &req.topics[(start + k) % n];
-            let inv = self.reserve_invocation(topic, want, req.mode, &[]);
+            let inv = self.reserve_invocation(part, want, req.mode, &[]);
             let reply = match self
                 .conn
                 .call(&inv, "reserving")
@@ -273,18 +297,19 @@ impl Ops {
                 .and_then(codec::array)
             {
                 Ok(r) => r,
-                // Jobs already taken from earlier topics are leased (or removed): hand them
-                // out rather than drop them; the caller sees the failure on its next call.
+                // Jobs already taken from earlier partitions are leased (or removed): hand
+                // them out rather than drop them; the caller sees the failure on its next
+                // call.
                 Err(e) if !out.is_empty() => {
-                    tracing::warn!(topic = %topic, error = %e, "reserve failed on one topic; returning what the others gave");
+                    tracing::warn!(partition = %part, error = %e, "reserve failed on one partition; returning what the others gave");
                     break;
                 }
                 Err(e) => return Err(e),
             };
             let received = Instant::now();
             let (o, ds) =
-                Self::take_reserve_reply(topic, req.mode, (reply, received), (&[], &[]), &mut [])?;
-            self.waiters.observe(topic, o.now_us, o.next, o.received);
+                Self::take_reserve_reply(part, req.mode, (reply, received), (&[], &[]), &mut [])?;
+            self.waiters.observe(part, o.now_us, o.next, o.received);
             seen.push(o);
             out.extend(ds);
         }
@@ -335,11 +360,15 @@ impl Ops {
             return Ok(answer(first));
         }
         // Only a reserver that found nothing registers, so busy workers never involve the
-        // waker. It starts from what its first pass learnt of each topic's next event; a
+        // waker. It starts from what its first pass learnt of each partition's next event; a
         // signal sent meanwhile is still in its wake key.
-        let guard = self.waiters.register(&req.topics);
+        let mut parts = Vec::new();
+        for t in &req.topics {
+            parts.extend(self.parts(t).await?.iter().cloned());
+        }
+        let guard = self.waiters.register(&parts);
         for o in seen {
-            self.waiters.observe(&o.topic, o.now_us, o.next, o.received);
+            self.waiters.observe(&o.part, o.now_us, o.next, o.received);
         }
         loop {
             let now = Instant::now();

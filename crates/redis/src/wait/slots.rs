@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use delayq_core::Topic;
 use redis::aio::MultiplexedConnection;
 use redis::cluster_routing::Slot;
 use redis::{AsyncConnectionConfig, RedisResult, Value};
@@ -29,6 +28,7 @@ use tokio::task::JoinHandle;
 
 use super::{BLOCK, Shared, on_signal, parse_signal};
 use crate::conn::{Conn, NodeClients};
+use crate::keys::Part;
 
 /// The running slot tasks of one waker.
 #[derive(Default)]
@@ -38,7 +38,7 @@ pub(super) struct SlotWaits {
 
 struct SlotTask {
     /// The topics the task was last told about.
-    topics: BTreeSet<Topic>,
+    topics: BTreeSet<Part>,
     /// Tells the task that its slot's topics changed.
     changed: Arc<Notify>,
     /// Set by the task, under the waiters' lock, when it found no waiter and ends: a waiter
@@ -63,10 +63,10 @@ impl SlotWaits {
         shared: &Arc<Shared>,
         main: &Conn,
         nodes: &NodeClients,
-        wanted: &BTreeSet<Topic>,
+        wanted: &BTreeSet<Part>,
     ) {
         self.tasks.retain(|_, t| !t.done.load(Ordering::SeqCst));
-        let mut by_slot: HashMap<Slot, BTreeSet<Topic>> = HashMap::new();
+        let mut by_slot: HashMap<Slot, BTreeSet<Part>> = HashMap::new();
         for t in wanted {
             by_slot
                 .entry(shared.slot_of(t))
@@ -123,7 +123,7 @@ async fn wait_slot(
     loop {
         let topics = {
             let st = shared.lock();
-            let topics: BTreeSet<Topic> = st
+            let topics: BTreeSet<Part> = st
                 .topics
                 .keys()
                 .filter(|t| shared.slot_of(t) == slot)
