@@ -101,8 +101,10 @@ impl JobId {
 }
 
 /// A fencing token: issued fresh by every reserve and required by ack, nack, touch, bury and
-/// release. Tokens of a topic increase monotonically, so a downstream system can use them to
-/// refuse writes from an older delivery of the same job.
+/// release. Tokens of a topic increase monotonically (of each partition, on a topic of
+/// several: [`crate::TopicConfig::partitions`]; a job stays in its partition), so each
+/// delivery of a job carries a larger token than the one before, and a downstream system can
+/// use them to refuse writes from an older delivery of the same job.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct LeaseToken(pub u64);
 

@@ -76,6 +76,12 @@ pub fn partition_of(id: &JobId, n: u16) -> u16 {
 /// How many finished (acked) jobs a topic keeps, and for how long: a done job is readable
 /// (get, list) until `max_age` after its ack, or until `max_jobs` later ones were acked,
 /// whichever comes first. Both bounds are required, so retention never grows without end.
+///
+/// On a topic of several partitions ([`TopicConfig::partitions`]) `max_jobs` bounds each
+/// partition: a done job stays at least until `max_jobs` later ones were acked in its topic,
+/// and at most until `max_jobs` later ones were acked in its partition (the embedded engine,
+/// which keeps a topic's jobs together, forgets it at the first; Redis at the second). So
+/// the topic keeps its newest `max_jobs` done jobs, and at most `max_jobs` per partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retention {
     /// The most done jobs kept (1 to 100,000); the oldest go first.

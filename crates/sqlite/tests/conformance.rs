@@ -57,3 +57,13 @@ async fn setup() -> SqliteHarness {
 }
 
 delayq_testkit::conformance_suite!(setup());
+
+/// The whole suite again on topics of 8 partitions (issue 18): each case's topics get 8
+/// partitions while empty, and the cases on order check it per partition.
+mod partitioned {
+    use delayq_testkit::Partitioned;
+
+    use super::setup;
+
+    delayq_testkit::conformance_suite!(async { Partitioned::new(setup().await, 8) });
+}

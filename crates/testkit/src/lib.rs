@@ -25,7 +25,7 @@ pub mod model;
 mod redis_cluster;
 mod redis_server;
 
-pub use harness::Harness;
+pub use harness::{Harness, Partitioned};
 pub use redis_cluster::{
     ClusterNode, ClusterOptions, Failover, REDIS_CLI_ENV, RedisCluster, SLOTS, key_slot,
 };

@@ -1,6 +1,7 @@
 //! The worker runtime against every engine: one generic case per guarantee
 //! (`support::cases`), instantiated once per engine by `worker_suite!`; on a Redis Cluster
-//! too, with the cases' topics on every primary (issue 13).
+//! too, with the cases' topics on every primary (issue 13); and on Redis with topics of 8
+//! partitions (issue 18).
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
@@ -8,6 +9,11 @@ mod support;
 
 mod redis {
     crate::support::worker_suite!(crate::support::redis::RedisBackend);
+}
+
+/// The suite on topics of 8 partitions (issue 18): the jobs of each case spread over them.
+mod redis_partitioned {
+    crate::support::worker_suite!(crate::support::Partitioned<crate::support::redis::RedisBackend>);
 }
 
 mod sqlite {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use delayq::{Engine, JobId, NewJob, Topic};
-use delayq_bench::driver::{self, DelayedSpec, Delays};
+use delayq_bench::driver::{self, Delays};
 use delayq_bench::stats::Spread;
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::{RedisCluster, RedisOptions, RedisServer, key_slot};
@@ -30,7 +30,7 @@ use super::redis_info::{self, CommandStats};
 use super::say;
 
 /// The drain's consumers (W1 at C = 50).
-const W8_CONSUMERS: usize = 50;
+pub(super) const W8_CONSUMERS: usize = 50;
 /// The timeout of wait-replicas 1.
 const WAIT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Producers pushing during the failover, and jobs per push call.
@@ -104,7 +104,7 @@ fn kill() -> Loss {
 }
 
 /// The servers of one deployment, stopped on drop.
-enum Store {
+pub(super) enum Store {
     Node(RedisServer),
     Pair {
         primary: RedisServer,
@@ -115,7 +115,7 @@ enum Store {
 
 impl Store {
     /// Every node with its name: primaries first (a cluster's in slot order), then replicas.
-    fn nodes(&self) -> Vec<(String, &RedisServer)> {
+    pub(super) fn nodes(&self) -> Vec<(String, &RedisServer)> {
         match self {
             Store::Node(s) => vec![("primary".into(), s)],
             Store::Pair { primary, replica } => {
@@ -140,7 +140,7 @@ impl Store {
         }
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         match self {
             Store::Node(s) => s.url(),
             Store::Pair { primary, .. } => primary.url(),
@@ -210,7 +210,7 @@ async fn primary_and_replica() -> anyhow::Result<Store> {
     Ok(Store::Pair { primary, replica })
 }
 
-async fn connect(url: &str, wait_replicas: usize) -> anyhow::Result<Arc<dyn Engine>> {
+pub(super) async fn connect(url: &str, wait_replicas: usize) -> anyhow::Result<Arc<dyn Engine>> {
     let mut config = RedisConfig::new(url);
     if wait_replicas > 0 {
         config = config.with_wait_replicas(wait_replicas, WAIT_TIMEOUT);
@@ -222,21 +222,28 @@ async fn connect(url: &str, wait_replicas: usize) -> anyhow::Result<Arc<dyn Engi
 }
 
 /// Measures a run on every node of `store`: their CPU and commands, and this process's CPU.
-struct Meter {
+pub(super) struct Meter {
     cpu: CpuMeter,
     before: Vec<CommandStats>,
     wall: Instant,
 }
 
 /// What a [`Meter`] read: CPU % per node, commands per node, this process's CPU %.
-struct Reading {
+pub(super) struct Reading {
     node_cpu_pct: Vec<f64>,
     node_calls: Vec<u64>,
     client_cpu_pct: f64,
 }
 
+impl Reading {
+    /// Each node's CPU, rounded, for a progress line.
+    pub(super) fn cpu_rounded(&self) -> Vec<f64> {
+        self.node_cpu_pct.iter().map(|c| c.round()).collect()
+    }
+}
+
 impl Meter {
-    async fn start(store: &Store) -> anyhow::Result<Meter> {
+    pub(super) async fn start(store: &Store) -> anyhow::Result<Meter> {
         let nodes = store.nodes();
         let mut pids: Vec<u32> = nodes.iter().filter_map(|(_, s)| s.pid()).collect();
         anyhow::ensure!(pids.len() == nodes.len(), "a node is not running");
@@ -252,7 +259,7 @@ impl Meter {
         })
     }
 
-    async fn stop(self, store: &Store) -> anyhow::Result<Reading> {
+    pub(super) async fn stop(self, store: &Store) -> anyhow::Result<Reading> {
         let cpu = self.cpu.stop();
         let wall = self.wall.elapsed().as_secs_f64().max(1e-9);
         let mut node_calls = Vec::new();
@@ -269,16 +276,16 @@ impl Meter {
 }
 
 /// The samples of one deployment and workload, turned into a row at the end.
-struct Samples {
+pub(super) struct Samples {
     rate: Vec<f64>,
-    p99: Vec<f64>,
+    pub(super) p99: Vec<f64>,
     client: Vec<f64>,
     node_cpu: Vec<Vec<f64>>,
     node_per_job: Vec<Vec<f64>>,
 }
 
 impl Samples {
-    fn new(nodes: usize) -> Samples {
+    pub(super) fn new(nodes: usize) -> Samples {
         Samples {
             rate: Vec::new(),
             p99: Vec::new(),
@@ -288,7 +295,7 @@ impl Samples {
         }
     }
 
-    fn add(&mut self, rate: f64, jobs: usize, r: &Reading) {
+    pub(super) fn add(&mut self, rate: f64, jobs: usize, r: &Reading) {
         self.rate.push(rate);
         self.client.push(r.client_cpu_pct);
         for (i, (&cpu, &calls)) in r.node_cpu_pct.iter().zip(&r.node_calls).enumerate() {
@@ -297,7 +304,7 @@ impl Samples {
         }
     }
 
-    fn row(self, deployment: &str, workload: &str, names: &[String]) -> ClusterRow {
+    pub(super) fn row(self, deployment: &str, workload: &str, names: &[String]) -> ClusterRow {
         ClusterRow {
             deployment: deployment.into(),
             workload: workload.into(),
@@ -344,92 +351,107 @@ pub(crate) async fn w8(plan: &Plan) -> anyhow::Result<Vec<ClusterRow>> {
             anyhow::ensure!(on.len() == 3, "the W8 topics share a primary");
         }
         let engine = connect(&store.url(), wait).await?;
-        let names: Vec<String> = store.nodes().into_iter().map(|(n, _)| n).collect();
-
-        let mut drain = Samples::new(names.len());
-        for rep in 0..plan.reps {
-            // The engine's count: a drain stops at its target, but jobs its worker had
-            // already taken by then are handled and acked too.
-            let mut backlog = 0;
-            for t in &topics {
-                backlog += engine.stats(t).await?.ready as usize;
-            }
-            if backlog < plan.w8_jobs {
-                let per = (plan.w8_jobs - backlog).div_ceil(topics.len());
-                for t in &topics {
-                    driver::fill(
-                        &engine,
-                        t,
-                        per,
-                        Delays::Ready,
-                        plan.body,
-                        &ProgressBar::hidden(),
-                    )
-                    .await?;
-                }
-            }
-            let meter = Meter::start(&store).await?;
-            let r = driver::drain_topics(
-                &engine,
-                &topics,
-                plan.w8_jobs,
-                W8_CONSUMERS,
-                plan.w1_cap,
-                &ProgressBar::hidden(),
-            )
-            .await?;
-            let reading = meter.stop(&store).await?;
-            anyhow::ensure!(r.jobs > 0, "W8 {name}: the drain delivered nothing");
-            drain.add(r.rate(), r.jobs, &reading);
-            say(&format!(
-                "W8 {name} W1 C={W8_CONSUMERS} rep {}: {:.0} jobs/s ({} jobs); node CPU % {:?}",
-                rep + 1,
-                r.rate(),
-                r.jobs,
-                reading
-                    .node_cpu_pct
-                    .iter()
-                    .map(|c| c.round())
-                    .collect::<Vec<_>>()
-            ));
-        }
-        rows.push(drain.row(name, &format!("W1 C={W8_CONSUMERS}"), &names));
-        // What the drain left must not be delivered as W2's jobs.
-        for t in &topics {
-            engine.purge(t).await?;
-        }
-
-        let spec = DelayedSpec {
-            jobs: plan.w2_jobs,
-            spread: plan.w2_spread,
-            consumers: plan.w2_consumers,
-            batch: plan.w2_batch,
-            body: plan.body,
-            cap: plan.w2_cap,
-        };
-        let mut delayed = Samples::new(names.len());
-        for rep in 0..plan.reps {
-            let meter = Meter::start(&store).await?;
-            let r = driver::delayed_topics(&engine, &topics, spec, &ProgressBar::hidden()).await?;
-            let reading = meter.stop(&store).await?;
-            let rate = r.delivered as f64 / r.elapsed.as_secs_f64().max(1e-9);
-            let s = r.host.summary();
-            delayed.add(rate, r.delivered, &reading);
-            delayed.p99.push(s.p99_ms);
-            say(&format!(
-                "W8 {name} W2 rep {}: delivered {} of {} at {rate:.0}/s, p99 {:.2} ms",
-                rep + 1,
-                r.delivered,
-                r.pushed,
-                s.p99_ms
-            ));
-            for t in &topics {
-                engine.purge(t).await?;
-            }
-        }
-        rows.push(delayed.row(name, "W2", &names));
+        rows.push(drain_run(&store, &engine, &topics, plan, ("W8", name)).await?);
+        rows.push(delayed_run(&store, &engine, &topics, plan, ("W8", name)).await?);
     }
     Ok(rows)
+}
+
+/// W1's drain (C = 50) over `topics`, `plan.reps` times, each topped up to `plan.w8_jobs`
+/// ready jobs dealt over them first; every node of `store` measured. The row is
+/// `deployment`'s; `workload` ("W8") names the runs in the progress lines.
+pub(super) async fn drain_run(
+    store: &Store,
+    engine: &Arc<dyn Engine>,
+    topics: &[Topic],
+    plan: &Plan,
+    (workload, deployment): (&str, &str),
+) -> anyhow::Result<ClusterRow> {
+    let label = format!("{workload} {deployment}");
+    let names: Vec<String> = store.nodes().into_iter().map(|(n, _)| n).collect();
+    let mut drain = Samples::new(names.len());
+    for rep in 0..plan.reps {
+        // The engine's count: a drain stops at its target, but jobs its worker had already
+        // taken by then are handled and acked too.
+        let mut backlog = 0;
+        for t in topics {
+            backlog += engine.stats(t).await?.ready as usize;
+        }
+        if backlog < plan.w8_jobs {
+            let per = (plan.w8_jobs - backlog).div_ceil(topics.len());
+            for t in topics {
+                driver::fill(
+                    engine,
+                    t,
+                    per,
+                    Delays::Ready,
+                    plan.body,
+                    &ProgressBar::hidden(),
+                )
+                .await?;
+            }
+        }
+        let meter = Meter::start(store).await?;
+        let r = driver::drain_topics(
+            engine,
+            topics,
+            plan.w8_jobs,
+            W8_CONSUMERS,
+            plan.w1_cap,
+            &ProgressBar::hidden(),
+        )
+        .await?;
+        let reading = meter.stop(store).await?;
+        anyhow::ensure!(r.jobs > 0, "{label}: the drain delivered nothing");
+        drain.add(r.rate(), r.jobs, &reading);
+        say(&format!(
+            "{label} W1 C={W8_CONSUMERS} rep {}: {:.0} jobs/s ({} jobs); node CPU % {:?}",
+            rep + 1,
+            r.rate(),
+            r.jobs,
+            reading.cpu_rounded()
+        ));
+    }
+    // What the drain left must not be delivered as W2's jobs.
+    for t in topics {
+        engine.purge(t).await?;
+    }
+    Ok(drain.row(deployment, &format!("W1 C={W8_CONSUMERS}"), &names))
+}
+
+/// W2's delayed jobs over `topics`, `plan.reps` times; every node of `store` measured.
+pub(super) async fn delayed_run(
+    store: &Store,
+    engine: &Arc<dyn Engine>,
+    topics: &[Topic],
+    plan: &Plan,
+    (workload, deployment): (&str, &str),
+) -> anyhow::Result<ClusterRow> {
+    let label = format!("{workload} {deployment}");
+    let names: Vec<String> = store.nodes().into_iter().map(|(n, _)| n).collect();
+    let mut delayed = Samples::new(names.len());
+    for rep in 0..plan.reps {
+        let meter = Meter::start(store).await?;
+        let r =
+            driver::delayed_topics(engine, topics, plan.w2_spec(), &ProgressBar::hidden()).await?;
+        let reading = meter.stop(store).await?;
+        let rate = r.delivered as f64 / r.elapsed.as_secs_f64().max(1e-9);
+        let s = r.host.summary();
+        delayed.add(rate, r.delivered, &reading);
+        delayed.p99.push(s.p99_ms);
+        say(&format!(
+            "{label} W2 rep {}: delivered {} of {} at {rate:.0}/s, p99 {:.2} ms; node CPU % {:?}",
+            rep + 1,
+            r.delivered,
+            r.pushed,
+            s.p99_ms,
+            reading.cpu_rounded()
+        ));
+        for t in topics {
+            engine.purge(t).await?;
+        }
+    }
+    Ok(delayed.row(deployment, "W2", &names))
 }
 
 /// W8's failover part: once without wait-replicas and once with wait-replicas 1, each on a

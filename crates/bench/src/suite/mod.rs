@@ -1,18 +1,21 @@
 //! The side-by-side suite: every workload (W1–W7 of issue 6) for every system (delayq,
 //! ChasquiMQ, BullMQ, beanstalkd, the seeds' design; the official clients' workers in W1
-//! only, issue 16), delayq on a Redis Cluster (W8, issue 13), then the Markdown section of
+//! only, issue 16), delayq on a Redis Cluster (W8, issue 13), one hot topic over a cluster's
+//! primaries with and without partitions (W9, issue 18), then the Markdown section of
 //! BENCHMARKS.md, `results.json` and the plots.
 //!
 //! - `plan`: the sizes (full and smoke); `env`: what is installed and its versions.
 //! - `systems`: the systems behind one trait; `procs`, `redis_info`, `profile`: measuring.
-//! - `throughput` (W1, W2, W7), `storage` (W3, W4), `idle` (W5), `table` (W6), `cluster` (W8).
+//! - `throughput` (W1, W2, W7), `storage` (W3, W4), `idle` (W5), `table` (W6), `cluster` (W8),
+//!   `partitions` (W9).
 //! - `report`: the Markdown, the goals, and the splice into BENCHMARKS.md.
 //! - `child`: the suite's own child processes (HTTP server, idle workers, W6 consumer).
 
 pub(crate) mod child;
-mod cluster;
+pub(crate) mod cluster;
 mod env;
 mod idle;
+pub(crate) mod partitions;
 mod plan;
 mod procs;
 mod profile;
@@ -31,7 +34,7 @@ use anyhow::Context;
 use systems::Kind;
 
 /// The workloads `--only` takes.
-const WORKLOADS: [&str; 8] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8"];
+const WORKLOADS: [&str; 9] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9"];
 
 /// Options of `all` and `smoke`.
 #[derive(clap::Args, Debug)]
@@ -46,8 +49,9 @@ pub(crate) struct Args {
     /// Where logs, data directories and results.json go (default: target/bench).
     #[arg(long)]
     work: Option<PathBuf>,
-    /// Only these workloads (w1 … w8; w7 is measured during w1's drains; w8 is delayq on a
-    /// Redis Cluster and runs only with delayq-redis among the systems); all when absent.
+    /// Only these workloads (w1 … w9; w7 is measured during w1's drains; w8 and w9 are
+    /// delayq on a Redis Cluster and run only with delayq-redis among the systems); all when
+    /// absent.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded,
@@ -236,6 +240,10 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
         results.w8 = cluster::w8(&plan).await?;
         results.w8_failover = cluster::w8_failover(&plan).await?;
         lap(&mut results, "W8");
+    }
+    if wants("w9") && kinds.contains(&Kind::DelayqRedis) {
+        results.w9 = partitions::w9(&plan).await?;
+        lap(&mut results, "W9");
     }
     results.beanstalkd_stalls =
         systems::BEANSTALKD_STALLS.load(std::sync::atomic::Ordering::Relaxed);

@@ -41,6 +41,18 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// W2's delayed jobs as the driver takes them.
+    pub(crate) fn w2_spec(&self) -> delayq_bench::driver::DelayedSpec {
+        delayq_bench::driver::DelayedSpec {
+            jobs: self.w2_jobs,
+            spread: self.w2_spread,
+            consumers: self.w2_consumers,
+            batch: self.w2_batch,
+            body: self.body,
+            cap: self.w2_cap,
+        }
+    }
+
     /// The full suite: the sizes issue 6 asks for.
     pub(crate) fn full() -> Plan {
         Plan {

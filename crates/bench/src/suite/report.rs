@@ -11,6 +11,7 @@ use delayq_bench::stats::{Spread, fmt_num};
 use super::cluster::{ClusterRow, FAILOVER_BATCH, FAILOVER_PRODUCERS, FailoverRow};
 use super::env::Meta;
 use super::idle::IdleRow;
+use super::partitions;
 use super::plan::Plan;
 use super::profile::Profile;
 use super::storage::{MemoryRow, ScaleRow};
@@ -38,6 +39,9 @@ pub(crate) struct Results {
     pub w8: Vec<ClusterRow>,
     #[serde(default)]
     pub w8_failover: Vec<FailoverRow>,
+    /// W9: one hot topic on a cluster, 1 partition beside 6 (absent from older results).
+    #[serde(default)]
+    pub w9: Vec<ClusterRow>,
     pub profiles: Vec<Profile>,
     pub goals: Vec<Goal>,
     /// Seconds each workload took.
@@ -271,6 +275,29 @@ pub(crate) fn goals(r: &Results) -> Vec<Goal> {
             goal: "W5 ≤ 0.2 Redis commands per second per idle worker".into(),
             met: Some(i.commands_per_worker_s.median <= 0.2),
             measured: format!("{:.3} per worker per s", i.commands_per_worker_s.median),
+        });
+    }
+    // W9: with 6 partitions, every primary within ±15 % of the primaries' mean load.
+    let spread: Vec<&ClusterRow> =
+        r.w9.iter()
+            .filter(|row| row.deployment == partitions::deployment(6))
+            .collect();
+    if !spread.is_empty() {
+        let mut ok = true;
+        let mut parts = Vec::new();
+        for row in spread {
+            let c = partitions::spread_pct(row, |n| n.commands_per_job.median);
+            let u = partitions::spread_pct(row, |n| n.cpu_pct.median);
+            ok &= [c.0, c.1, u.0, u.1].iter().all(|v| v.abs() <= 15.0);
+            parts.push(format!(
+                "{}: commands {:+.0} % to {:+.0} %, CPU {:+.0} % to {:+.0} %",
+                row.workload, c.0, c.1, u.0, u.1
+            ));
+        }
+        g.push(Goal {
+            goal: "W9 one hot topic of 6 partitions: each primary's commands and CPU within ±15 % of the primaries' mean".into(),
+            met: Some(ok),
+            measured: parts.join("; "),
         });
     }
     g
@@ -574,6 +601,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     }
 
     w8_markdown(&mut s, &r);
+    w9_markdown(&mut s, &r);
 
     let _ = writeln!(
         s,
@@ -634,18 +662,6 @@ fn w8_markdown(s: &mut String, r: &Results) {
             .filter(|n| n.node.starts_with("primary"))
             .map(|n| n.cpu_pct.median)
             .sum();
-        let nodes: Vec<String> = row
-            .nodes
-            .iter()
-            .map(|n| {
-                format!(
-                    "{}: {} %, {}",
-                    n.node,
-                    sp(&n.cpu_pct, 0),
-                    sp(&n.commands_per_job, 2)
-                )
-            })
-            .collect();
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} |",
@@ -655,7 +671,7 @@ fn w8_markdown(s: &mut String, r: &Results) {
             row.p99_ms.map(|v| sp(&v, 2)).unwrap_or_else(|| "—".into()),
             fmt_num(ratio(row.rate.median, primary_cpu / 100.0), 0),
             sp(&row.client_cpu_pct, 0),
-            nodes.join("; ")
+            node_loads(row)
         );
     }
     if !r.w8_failover.is_empty() {
@@ -675,6 +691,53 @@ fn w8_markdown(s: &mut String, r: &Results) {
                 f.failed_calls
             );
         }
+    }
+}
+
+/// Each node of a W8 or W9 row: its CPU % and commands per job.
+fn node_loads(row: &ClusterRow) -> String {
+    let nodes: Vec<String> = row
+        .nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "{}: {} %, {}",
+                n.node,
+                sp(&n.cpu_pct, 0),
+                sp(&n.commands_per_job, 2)
+            )
+        })
+        .collect();
+    nodes.join("; ")
+}
+
+/// W9's table: one hot topic on 3 primaries, with 1 partition and with 6.
+fn w9_markdown(s: &mut String, r: &Results) {
+    if r.w9.is_empty() {
+        return;
+    }
+    let p = &r.plan;
+    let _ = writeln!(
+        s,
+        "\n### W9 one hot topic on 3 primaries: 1 partition beside 6\n\nOne Redis Cluster of 3 primaries (no replicas), one topic at a time: with 1 partition (all its keys in one slot, as every peer keeps a queue), then with 6 (2 per primary). On each, W1's drain of {} ready jobs with C = 50, then W2's {} delayed jobs ({} consumers). Each primary's CPU (% of one core) and commands per job (`INFO commandstats`, calls inside functions included); \"spread\" is how far the least and the most loaded primary are from the primaries' mean (the goal with 6 partitions: within ±15 %). All of it runs on this machine's {} cores beside the benchmark's own process, so the rate cannot triple here; what the table shows is whether the load of one topic reaches every primary.\n\n| topic | workload | jobs/s | p99 lateness ms | each primary: CPU %, commands per job | spread of commands | spread of CPU |\n|---|---|---|---|---|---|---|",
+        fmt_num(p.w8_jobs as f64, 0),
+        fmt_num(p.w2_jobs as f64, 0),
+        p.w2_consumers,
+        r.meta.cores
+    );
+    for row in &r.w9 {
+        let pct = |(lo, hi): (f64, f64)| format!("{lo:+.0} % to {hi:+.0} %");
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            row.deployment.trim_start_matches("cluster, 3 primaries, "),
+            row.workload,
+            sp(&row.rate, 0),
+            row.p99_ms.map(|v| sp(&v, 2)).unwrap_or_else(|| "—".into()),
+            node_loads(row),
+            pct(partitions::spread_pct(row, |n| n.commands_per_job.median)),
+            pct(partitions::spread_pct(row, |n| n.cpu_pct.median)),
+        );
     }
 }
 

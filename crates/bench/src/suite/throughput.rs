@@ -1,7 +1,7 @@
 //! W1 (drain a backlog of ready jobs), W2 (deliver delayed jobs while they are pushed) and
 //! W7 (CPU per 100,000 jobs, measured during W1's drains), for every system.
 
-use delayq_bench::driver::{DelayedSpec, Delays};
+use delayq_bench::driver::Delays;
 use delayq_bench::lateness::{Lateness, LatenessSummary};
 use delayq_bench::stats::Spread;
 
@@ -125,14 +125,7 @@ pub(crate) async fn w2(
     kinds: &[Kind],
     profiles: &mut Vec<profile::Profile>,
 ) -> anyhow::Result<Vec<DelayedRow>> {
-    let spec = DelayedSpec {
-        jobs: plan.w2_jobs,
-        spread: plan.w2_spread,
-        consumers: plan.w2_consumers,
-        batch: plan.w2_batch,
-        body: plan.body,
-        cap: plan.w2_cap,
-    };
+    let spec = plan.w2_spec();
     let mut rows = Vec::new();
     for &kind in kinds {
         let mut runs = Vec::new();

@@ -6,7 +6,7 @@ use std::time::Duration;
 use delayq_core::limits::MAX_REASON;
 use delayq_core::{Engine, Error, JobState, Nack, Reserve};
 
-use super::{get, id, job, lease_of, ok, one_in_each_state, reserve_one, state, topic};
+use super::{get, id, job, lease_of, new_topic, ok, one_in_each_state, reserve_one, state};
 use crate::Harness;
 
 /// A delayed or ready job goes dead at once with the reason and its attempts as they were;
@@ -15,7 +15,7 @@ use crate::Harness;
 /// missing one `NotFound`, a reason over the limit `InvalidArgument`: each changes nothing.
 pub async fn bury_waiting_sends_a_waiting_job_to_dead_issue_15<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("bury-waiting");
+    let t = new_topic(h, "bury-waiting").await;
     // A job that failed once, waiting for its retry: delayed with one attempt ended.
     ok(
         e.push(job(&t, "retried").with_max_attempts(5)).await,

@@ -5,23 +5,26 @@ use std::time::Duration;
 
 use delayq_core::{Backoff, Engine, Error, Limits, NackOutcome, NewJob, Topic, TopicConfig};
 
-use super::{get, id, job, lease_of, ms, ok, reserve_one, topic};
+use super::{get, id, job, lease_of, ms, new_topic, ok, reserve_one, topic, with_partitions};
 use crate::Harness;
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
-/// The settings of these cases: every job default set.
-fn defaults() -> TopicConfig {
-    TopicConfig {
-        ttr: Some(secs(45)),
-        max_attempts: Some(5),
-        backoff: Some(Backoff::fixed(secs(2))),
-        max_body: None,
-        retention: None,
-        partitions: None,
-    }
+/// The settings of these cases: every job default set (and the harness's partition count).
+fn defaults<H: Harness>(h: &H) -> TopicConfig {
+    with_partitions(
+        h,
+        TopicConfig {
+            ttr: Some(secs(45)),
+            max_attempts: Some(5),
+            backoff: Some(Backoff::fixed(secs(2))),
+            max_body: None,
+            retention: None,
+            partitions: None,
+        },
+    )
 }
 
 /// What a job was stored with: (ttr, max attempts, back-off).
@@ -35,18 +38,18 @@ async fn settings_of<E: Engine>(e: &E, t: &Topic, name: &str) -> (Duration, u32,
 /// to later pushes only, survive a purge, and do not put a topic on the topic list.
 pub async fn topic_settings_fill_what_a_push_leaves_unset<H: Harness>(h: &H) {
     let (e, other_instance) = (h.open().await, h.open().await);
-    let (t, plain) = (topic("cfg"), topic("cfg-plain"));
+    let (t, plain) = (new_topic(h, "cfg").await, new_topic(h, "cfg-plain").await);
     let built_in = (secs(30), 3, Backoff::default());
     assert_eq!(
         ok(e.topic_config(&t).await, "config"),
-        TopicConfig::default()
+        with_partitions(h, TopicConfig::default())
     );
 
     ok(e.push(job(&t, "before")).await, "push");
-    ok(e.set_topic_config(&t, &defaults()).await, "set config");
+    ok(e.set_topic_config(&t, &defaults(h)).await, "set config");
     assert_eq!(
         ok(other_instance.topic_config(&t).await, "config"),
-        defaults()
+        defaults(h)
     );
     assert_eq!(settings_of(&e, &t, "before").await, built_in);
 
@@ -74,7 +77,7 @@ pub async fn topic_settings_fill_what_a_push_leaves_unset<H: Harness>(h: &H) {
     // Only what is set is taken: one default set, the others built in.
     let only_ttr = TopicConfig {
         ttr: Some(secs(90)),
-        ..TopicConfig::default()
+        ..with_partitions(h, TopicConfig::default())
     };
     ok(e.set_topic_config(&t, &only_ttr).await, "set config");
     ok(e.push(job(&t, "ttr-only")).await, "push");
@@ -84,8 +87,8 @@ pub async fn topic_settings_fill_what_a_push_leaves_unset<H: Harness>(h: &H) {
     );
 
     // The job's back-off is the topic's: a nack without a delay retries after it.
-    let retry = topic("cfg-retry");
-    ok(e.set_topic_config(&retry, &defaults()).await, "set config");
+    let retry = new_topic(h, "cfg-retry").await;
+    ok(e.set_topic_config(&retry, &defaults(h)).await, "set config");
     ok(e.push(job(&retry, "retry")).await, "push");
     let d = reserve_one(&e, &retry, Duration::ZERO).await;
     let before = ok(e.now().await, "now");
@@ -102,8 +105,8 @@ pub async fn topic_settings_fill_what_a_push_leaves_unset<H: Harness>(h: &H) {
     // A purge keeps the settings; settings alone do not list a topic.
     ok(e.purge(&t).await, "purge");
     assert_eq!(ok(e.topic_config(&t).await, "config"), only_ttr);
-    let fresh = topic("cfg-only");
-    ok(e.set_topic_config(&fresh, &defaults()).await, "set config");
+    let fresh = new_topic(h, "cfg-only").await;
+    ok(e.set_topic_config(&fresh, &defaults(h)).await, "set config");
     let listed = ok(e.topics().await, "topics");
     assert!(
         !listed.contains(&fresh) && !listed.contains(&t),
@@ -113,13 +116,13 @@ pub async fn topic_settings_fill_what_a_push_leaves_unset<H: Harness>(h: &H) {
     // Setting them whole: the default settings put every field back to built in.
     ok(
         other_instance
-            .set_topic_config(&t, &TopicConfig::default())
+            .set_topic_config(&t, &with_partitions(h, TopicConfig::default()))
             .await,
         "reset",
     );
     assert_eq!(
         ok(e.topic_config(&t).await, "config"),
-        TopicConfig::default()
+        with_partitions(h, TopicConfig::default())
     );
     ok(e.push(job(&t, "after-reset")).await, "push");
     assert_eq!(settings_of(&e, &t, "after-reset").await, built_in);
@@ -130,10 +133,10 @@ pub async fn topic_settings_fill_what_a_push_leaves_unset<H: Harness>(h: &H) {
 /// force when the topic's is higher.
 pub async fn topic_body_limit_refuses_before_writing<H: Harness>(h: &H) {
     let e = h.open_with(Limits { max_body: 16 }).await;
-    let (t, other) = (topic("small"), topic("small-not"));
+    let (t, other) = (new_topic(h, "small").await, new_topic(h, "small-not").await);
     let limit = |n| TopicConfig {
         max_body: Some(n),
-        ..TopicConfig::default()
+        ..with_partitions(h, TopicConfig::default())
     };
     ok(e.set_topic_config(&t, &limit(8)).await, "set config");
     ok(
@@ -189,62 +192,62 @@ pub async fn topic_body_limit_refuses_before_writing<H: Harness>(h: &H) {
 /// Settings out of range are refused with the field's error and change nothing.
 pub async fn bad_topic_settings_are_refused_and_change_nothing<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("cfg-bad");
-    ok(e.set_topic_config(&t, &defaults()).await, "set config");
+    let t = new_topic(h, "cfg-bad").await;
+    ok(e.set_topic_config(&t, &defaults(h)).await, "set config");
     let before = h.snapshot().await;
     let bad = [
         TopicConfig {
             ttr: Some(Duration::from_millis(999)),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             ttr: Some(Duration::from_secs(24 * 3600 + 1)),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             max_attempts: Some(0),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             max_attempts: Some(10_001),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             backoff: Some(Backoff::exponential(secs(2), secs(1))),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             max_body: Some(0),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             retention: Some(delayq_core::Retention {
                 max_jobs: 0,
                 max_age: secs(60),
             }),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             retention: Some(delayq_core::Retention {
                 max_jobs: 100_001,
                 max_age: secs(60),
             }),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             retention: Some(delayq_core::Retention {
                 max_jobs: 10,
                 max_age: secs(31 * 24 * 3600),
             }),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             partitions: Some(0),
-            ..defaults()
+            ..defaults(h)
         },
         TopicConfig {
             partitions: Some(1025),
-            ..defaults()
+            ..defaults(h)
         },
     ];
     for config in bad {
@@ -261,7 +264,7 @@ pub async fn bad_topic_settings_are_refused_and_change_nothing<H: Harness>(h: &H
         before == h.snapshot().await,
         "refused settings changed the store"
     );
-    assert_eq!(ok(e.topic_config(&t).await, "config"), defaults());
+    assert_eq!(ok(e.topic_config(&t).await, "config"), defaults(h));
 }
 
 /// Expects `r` to be the refusal of a partition count change from `from` to `to`.

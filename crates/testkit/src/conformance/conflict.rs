@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use delayq_core::{Engine, JobState, Nack, OnConflict, Reserve};
 
-use super::{get, job, lease_of, ok, reserve_one, topic};
+use super::{get, job, lease_of, new_topic, ok, reserve_one};
 use crate::Harness;
 
 fn ms(n: u64) -> Duration {
@@ -18,7 +18,7 @@ fn ms(n: u64) -> Duration {
 /// alone and answered with their state.
 pub async fn replace_rewrites_a_waiting_job_only_issue_14<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("replace");
+    let t = new_topic(h, "replace").await;
     let first = job(&t, "a")
         .with_delay(Duration::from_secs(3600))
         .with_priority(5);
@@ -87,7 +87,7 @@ pub async fn replace_rewrites_a_waiting_job_only_issue_14<H: Harness>(h: &H) {
 /// but never past its max wait from the first push; the burst runs once.
 pub async fn debounce_moves_the_due_time_back_within_its_max_wait_issue_14<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("debounce");
+    let t = new_topic(h, "debounce").await;
     let push = |delay: u64| {
         job(&t, "b")
             .with_delay(ms(delay))

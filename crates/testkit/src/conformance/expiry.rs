@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use delayq_core::{EXPIRED, Engine, Error, JobState, Nack, OnConflict, OnExpire, Reserve};
 
-use super::{get, id, job, ok, topic};
+use super::{get, id, job, new_topic, ok};
 use crate::Harness;
 
 fn ms(n: u64) -> Duration {
@@ -28,7 +28,7 @@ fn field<T: std::fmt::Debug>(r: delayq_core::Result<T>) -> &'static str {
 /// kicked expired job runs: the expiry that passed is cleared.
 pub async fn expired_jobs_are_not_delivered_issue_14<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("expiring");
+    let t = new_topic(h, "expiring").await;
     ok(e.pause(&t, None).await, "pause");
     let now = ok(e.now().await, "now");
     let pushed = ok(
@@ -91,7 +91,7 @@ pub async fn expired_jobs_are_not_delivered_issue_14<H: Harness>(h: &H) {
 /// attempts it used. A replace without an expiry clears it.
 pub async fn an_expiry_bounds_retries_not_running_deliveries_issue_14<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("expiring-retry");
+    let t = new_topic(h, "expiring-retry").await;
     ok(
         e.push(
             job(&t, "slow")
@@ -140,7 +140,7 @@ pub async fn an_expiry_bounds_retries_not_running_deliveries_issue_14<H: Harness
     assert_eq!(ok(e.stats(&t).await, "stats").expired_jobs, 1);
 
     // Replaced without an expiry: it runs whenever it is reserved.
-    let u = topic("expiring-replaced");
+    let u = new_topic(h, "expiring-replaced").await;
     ok(
         e.push(job(&u, "r").with_max_lateness(ms(100))).await,
         "push",
@@ -163,7 +163,7 @@ pub async fn an_expiry_bounds_retries_not_running_deliveries_issue_14<H: Harness
 /// batch holding one writes nothing.
 pub async fn bad_expiries_are_refused_and_change_nothing_issue_14<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("expiring-bad");
+    let t = new_topic(h, "expiring-bad").await;
     let now = ok(e.now().await, "now");
     assert_eq!(
         field(

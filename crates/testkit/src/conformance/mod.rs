@@ -12,6 +12,7 @@ use delayq_core::limits::MAX_DELAY;
 use delayq_core::{
     Backoff, Cursor, Delivery, DeliveryMode, Engine, Error, Job, JobId, JobState, Lease,
     LeaseToken, Limits, Nack, NackOutcome, NewJob, Reserve, Result, Schedule, Timestamp, Topic,
+    TopicConfig,
 };
 
 use crate::Harness;
@@ -39,6 +40,54 @@ pub use topics::*;
 
 fn topic(name: &str) -> Topic {
     Topic::new(name).expect("test topic is valid")
+}
+
+/// A topic for a case: `name`, given the harness's partition count ([`Harness::partitions`])
+/// while it is still empty, before the case looks at the store.
+async fn new_topic<H: Harness>(h: &H, name: &str) -> Topic {
+    let t = topic(name);
+    if let Some(n) = h.partitions() {
+        let e = h.open().await;
+        ok(
+            e.set_topic_config(&t, &with_partitions(h, TopicConfig::default()))
+                .await,
+            &format!("giving {t} {n} partitions"),
+        );
+    }
+    t
+}
+
+/// Asserts that `got` (job ids) are the jobs of `want`, in `want`'s order: the whole order
+/// on a topic of one partition, the order within each partition on a topic of several (the
+/// contract's order holds within a partition, [`TopicConfig::partitions`]).
+fn in_order<H: Harness>(h: &H, got: &[String], want: &[&str], what: &str) {
+    let n = h.partitions().unwrap_or(1);
+    for p in 0..n {
+        let of = |ids: Vec<&str>| -> Vec<String> {
+            ids.into_iter()
+                .filter(|i| delayq_core::partition_of(&id(i), n) == p)
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            of(got.iter().map(String::as_str).collect()),
+            of(want.to_vec()),
+            "{what}: the order of partition {p} of {n} (all: {got:?})"
+        );
+    }
+    let (mut a, mut b) = (got.to_vec(), want.to_vec());
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "{what}: the jobs");
+}
+
+/// Settings `c` with the harness's partition count, so that a case that sets a topic's
+/// settings keeps its partitions.
+fn with_partitions<H: Harness>(h: &H, c: TopicConfig) -> TopicConfig {
+    TopicConfig {
+        partitions: h.partitions(),
+        ..c
+    }
 }
 
 fn id(name: &str) -> JobId {
@@ -116,7 +165,7 @@ pub(super) async fn one_in_each_state<E: Engine>(e: &E, t: &Topic) -> Lease {
 /// Every field pushed comes back from get; the due time is created + delay on the engine clock.
 pub async fn push_and_get_round_trip<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("rt");
+    let t = new_topic(h, "rt").await;
     let backoff = Backoff::exponential(ms(250), Duration::from_secs(60))
         .with_factor(3)
         .with_jitter(0.25);
@@ -156,7 +205,7 @@ pub async fn push_and_get_round_trip<H: Harness>(h: &H) {
 /// A job pushed with no delay is ready at once and handed out with a lease.
 pub async fn push_due_now_is_ready<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("now");
+    let t = new_topic(h, "now").await;
     let p = ok(e.push(job(&t, "a")).await, "push");
     assert_eq!(p.state, JobState::Ready);
     assert_eq!(state(&e, &t, "a").await, Some(JobState::Ready));
@@ -169,7 +218,7 @@ pub async fn push_due_now_is_ready<H: Harness>(h: &H) {
 /// Pushing a live (topic, id) again, in any state, creates nothing and changes nothing.
 pub async fn push_is_idempotent_in_every_state<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("idem");
+    let t = new_topic(h, "idem").await;
     one_in_each_state(&e, &t).await;
     for (name, st) in [
         ("delayed", JobState::Delayed),
@@ -199,7 +248,7 @@ pub async fn push_is_idempotent_in_every_state<H: Harness>(h: &H) {
 /// A batch answers in order; a duplicate inside it is answered as existing.
 pub async fn push_batch_answers_in_order_with_duplicates<H: Harness>(h: &H) {
     let e = h.open().await;
-    let (t1, t2) = (topic("b1"), topic("b2"));
+    let (t1, t2) = (new_topic(h, "b1").await, new_topic(h, "b2").await);
     let answers = ok(
         e.push_batch(vec![
             job(&t1, "a"),
@@ -239,7 +288,7 @@ pub async fn push_batch_answers_in_order_with_duplicates<H: Harness>(h: &H) {
 /// push_new refuses an existing id with AlreadyExists and changes nothing.
 pub async fn push_new_refuses_existing<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("new");
+    let t = new_topic(h, "new").await;
     ok(e.push_new(job(&t, "a")).await, "push_new");
     let before = h.snapshot().await;
     let err = e
@@ -252,7 +301,7 @@ pub async fn push_new_refuses_existing<H: Harness>(h: &H) {
 /// Reserve leases the job for its ttr and counts the attempt.
 pub async fn reserve_leases_and_counts_attempts<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("lease");
+    let t = new_topic(h, "lease").await;
     ok(
         e.push(job(&t, "a").with_ttr(Duration::from_secs(20))).await,
         "push",
@@ -273,7 +322,7 @@ pub async fn reserve_leases_and_counts_attempts<H: Harness>(h: &H) {
 /// Ack removes the job; a second ack finds no job.
 pub async fn ack_removes_the_job<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("ack");
+    let t = new_topic(h, "ack").await;
     ok(e.push(job(&t, "a")).await, "push");
     let d = reserve_one(&e, &t, ms(0)).await;
     ok(e.ack(&lease_of(&d)).await, "ack");
@@ -287,7 +336,7 @@ pub async fn ack_removes_the_job<H: Harness>(h: &H) {
 /// ack_batch answers each lease in order, across topics.
 pub async fn ack_batch_answers_each<H: Harness>(h: &H) {
     let e = h.open().await;
-    let (t1, t2) = (topic("ab1"), topic("ab2"));
+    let (t1, t2) = (new_topic(h, "ab1").await, new_topic(h, "ab2").await);
     ok(
         e.push_batch(vec![job(&t1, "a"), job(&t1, "b"), job(&t2, "c")])
             .await,
@@ -321,7 +370,7 @@ pub async fn ack_batch_answers_each<H: Harness>(h: &H) {
 /// Nack with a delay: delayed for that long, then delivered as the next attempt.
 pub async fn nack_with_delay_retries_later<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("nackd");
+    let t = new_topic(h, "nackd").await;
     ok(e.push(job(&t, "a")).await, "push");
     let d = reserve_one(&e, &t, ms(0)).await;
     let out = ok(
@@ -352,7 +401,7 @@ pub async fn nack_with_delay_retries_later<H: Harness>(h: &H) {
 /// Nack without a delay follows the job's back-off.
 pub async fn nack_without_delay_uses_backoff<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("nackb");
+    let t = new_topic(h, "nackb").await;
     ok(
         e.push(job(&t, "a").with_backoff(Backoff::exponential(ms(400), Duration::from_secs(60))))
             .await,
@@ -385,7 +434,7 @@ pub async fn nack_without_delay_uses_backoff<H: Harness>(h: &H) {
 /// The last allowed attempt failing sends the job to dead, with the reason kept.
 pub async fn nack_after_last_attempt_goes_dead<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("nackx");
+    let t = new_topic(h, "nackx").await;
     ok(
         e.push(
             job(&t, "a")
@@ -424,7 +473,7 @@ pub async fn nack_after_last_attempt_goes_dead<H: Harness>(h: &H) {
 /// Bury sends a reserved job to dead at once.
 pub async fn bury_sends_to_dead<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("bury");
+    let t = new_topic(h, "bury").await;
     ok(e.push(job(&t, "a").with_max_attempts(10)).await, "push");
     let d = reserve_one(&e, &t, ms(0)).await;
     ok(e.bury(&lease_of(&d), Some("poison".into())).await, "bury");
@@ -443,7 +492,7 @@ pub async fn bury_sends_to_dead<H: Harness>(h: &H) {
 /// Kick makes a dead job ready with its attempts reset; it refuses other states.
 pub async fn kick_brings_dead_back<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("kick");
+    let t = new_topic(h, "kick").await;
     one_in_each_state(&e, &t).await;
     ok(e.kick(&t, &id("dead")).await, "kick");
     let j = get(&e, &t, "dead").await;
@@ -475,7 +524,7 @@ pub async fn kick_brings_dead_back<H: Harness>(h: &H) {
 /// kick_all kicks every dead job and counts them.
 pub async fn kick_all_kicks_every_dead_job<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("kickall");
+    let t = new_topic(h, "kickall").await;
     let names: Vec<String> = (0..5).map(|i| format!("j{i}")).collect();
     ok(
         e.push_batch(
@@ -500,7 +549,7 @@ pub async fn kick_all_kicks_every_dead_job<H: Harness>(h: &H) {
 /// Release gives a delivery back at once without counting it.
 pub async fn release_gives_back_without_counting<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("release");
+    let t = new_topic(h, "release").await;
     ok(e.push(job(&t, "a").with_max_attempts(1)).await, "push");
     let d = reserve_one(&e, &t, ms(0)).await;
     ok(e.release(&lease_of(&d)).await, "release");
@@ -522,7 +571,7 @@ pub async fn release_gives_back_without_counting<H: Harness>(h: &H) {
 /// Touch moves the deadline; a touched lease outlives its ttr.
 pub async fn touch_extends_the_lease<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("touch");
+    let t = new_topic(h, "touch").await;
     ok(
         e.push(job(&t, "a").with_ttr(Duration::from_secs(1))).await,
         "push",
@@ -554,7 +603,7 @@ pub async fn touch_extends_the_lease<H: Harness>(h: &H) {
 /// change nothing; tokens grow.
 pub async fn stale_token_is_lease_lost_and_changes_nothing<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("fence");
+    let t = new_topic(h, "fence").await;
     ok(
         e.push(
             job(&t, "a")
@@ -599,7 +648,7 @@ pub async fn stale_token_is_lease_lost_and_changes_nothing<H: Harness>(h: &H) {
 /// An unacked lease expires: the job comes back after its back-off with the next attempt.
 pub async fn lease_expiry_redelivers_with_next_attempt<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("expiry");
+    let t = new_topic(h, "expiry").await;
     ok(
         e.push(
             job(&t, "a")
@@ -627,7 +676,7 @@ pub async fn lease_expiry_redelivers_with_next_attempt<H: Harness>(h: &H) {
 /// An unacked lease on the last attempt sends the job to dead.
 pub async fn lease_expiry_after_last_attempt_goes_dead<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("expdead");
+    let t = new_topic(h, "expdead").await;
     ok(
         e.push(
             job(&t, "a")
@@ -661,7 +710,7 @@ pub async fn lease_expiry_after_last_attempt_goes_dead<H: Harness>(h: &H) {
 /// A lease is live only until its deadline: a late ack is refused.
 pub async fn expired_lease_cannot_be_acked<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("late");
+    let t = new_topic(h, "late").await;
     ok(
         e.push(job(&t, "a").with_ttr(Duration::from_secs(1))).await,
         "push",
@@ -678,7 +727,7 @@ pub async fn expired_lease_cannot_be_acked<H: Harness>(h: &H) {
 /// not yet due is never handed out.
 pub async fn ordering_priority_then_due_then_push<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("order");
+    let t = new_topic(h, "order").await;
     ok(e.push(job(&t, "b").with_priority(1)).await, "push");
     tokio::time::sleep(ms(5)).await;
     ok(e.push(job(&t, "c").with_priority(1)).await, "push");
@@ -711,13 +760,18 @@ pub async fn ordering_priority_then_due_then_push<H: Harness>(h: &H) {
         .iter()
         .map(|d| d.job.id.to_string())
         .collect();
-    assert_eq!(got, vec!["b", "c", "d", "e1", "e2", "e3", "e4", "a"]);
+    in_order(
+        h,
+        &got,
+        &["b", "c", "d", "e1", "e2", "e3", "e4", "a"],
+        "reserve",
+    );
 }
 
 /// Jobs with spread delays are never handed out before their due time.
 pub async fn never_delivered_before_due<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("early");
+    let t = new_topic(h, "early").await;
     let jobs: Vec<NewJob> = (0..30)
         .map(|i| job(&t, &format!("j{i}")).with_delay(ms(i * 17 % 400)))
         .collect();
@@ -752,7 +806,7 @@ pub async fn never_delivered_before_due<H: Harness>(h: &H) {
 /// Delays of 0, 1 ms, 1 h and 10 years are exact on the engine clock; more is refused.
 pub async fn delays_from_zero_to_ten_years<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("delays");
+    let t = new_topic(h, "delays").await;
     for (name, d) in [
         ("zero", ms(0)),
         ("one", ms(1)),
@@ -783,7 +837,7 @@ pub async fn delays_from_zero_to_ten_years<H: Harness>(h: &H) {
 /// Absolute due times: the past means now, more than 10 years ahead and before 2000 are refused.
 pub async fn absolute_times<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("abs");
+    let t = new_topic(h, "abs").await;
     let now = ok(e.now().await, "now");
     let p = ok(
         e.push(job(&t, "soon").with_ready_at(now.plus(Duration::from_secs(60))))
@@ -828,7 +882,7 @@ pub async fn absolute_times<H: Harness>(h: &H) {
 /// Reschedule moves delayed and ready jobs and refuses the others.
 pub async fn reschedule_in_every_state<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("resched");
+    let t = new_topic(h, "resched").await;
     one_in_each_state(&e, &t).await;
     // delayed -> later, still delayed
     let at = ok(
@@ -886,7 +940,7 @@ pub async fn reschedule_in_every_state<H: Harness>(h: &H) {
 /// Delete removes a job in any state; a deleted reserved job's lease is lost.
 pub async fn delete_in_every_state<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("del");
+    let t = new_topic(h, "del").await;
     let lease = one_in_each_state(&e, &t).await;
     for name in ["delayed", "ready", "reserved", "dead"] {
         assert!(ok(e.delete(&t, &id(name)).await, "delete"), "{name}");
@@ -903,7 +957,7 @@ pub async fn delete_in_every_state<H: Harness>(h: &H) {
 /// Purge removes every job of the topic and nothing of other topics.
 pub async fn purge_removes_everything<H: Harness>(h: &H) {
     let e = h.open().await;
-    let (t, other) = (topic("purge"), topic("keep"));
+    let (t, other) = (new_topic(h, "purge").await, new_topic(h, "keep").await);
     let lease = one_in_each_state(&e, &t).await;
     ok(e.push(job(&other, "x")).await, "push");
     assert_eq!(ok(e.purge(&t).await, "purge"), 4);
@@ -916,13 +970,16 @@ pub async fn purge_removes_everything<H: Harness>(h: &H) {
     // Tokens stay fresh across a purge.
     let d = reserve_one(&e, &t, ms(0)).await;
     assert!(lease_of(&d).token > lease.token);
-    assert_eq!(ok(e.purge(&topic("never-used")).await, "purge"), 0);
+    assert_eq!(
+        ok(e.purge(&new_topic(h, "never-used").await).await, "purge"),
+        0
+    );
 }
 
 /// Stats count each state, the age of the oldest due job and the next due time.
 pub async fn stats_counts_and_overdue_age<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("stats");
+    let t = new_topic(h, "stats").await;
     let empty = ok(e.stats(&t).await, "stats");
     assert_eq!(empty, delayq_core::TopicStats::default());
     one_in_each_state(&e, &t).await;
@@ -939,7 +996,7 @@ pub async fn stats_counts_and_overdue_age<H: Harness>(h: &H) {
 /// Listing pages through a state in its order; a cursor survives its job leaving.
 pub async fn list_pages_in_order<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("list");
+    let t = new_topic(h, "list").await;
     // 25 delayed jobs, several sharing a due time: ordered by (due, id).
     let jobs: Vec<NewJob> = (0..25)
         .map(|i| {
@@ -979,7 +1036,7 @@ pub async fn list_pages_in_order<H: Harness>(h: &H) {
     assert_eq!(second.jobs[0].id, all[5].id);
 
     // Ready is listed by (priority, due, push order); reserved and dead too.
-    let r = topic("list-ready");
+    let r = new_topic(h, "list-ready").await;
     ok(e.push(job(&r, "p5").with_priority(5)).await, "push");
     ok(e.push(job(&r, "p1").with_priority(1)).await, "push");
     ok(e.push(job(&r, "p1b").with_priority(1)).await, "push");
@@ -1016,10 +1073,13 @@ pub async fn list_pages_in_order<H: Harness>(h: &H) {
 pub async fn topics_are_listed<H: Harness>(h: &H) {
     let e = h.open().await;
     assert!(ok(e.topics().await, "topics").is_empty());
-    ok(e.push(job(&topic("zeta"), "a")).await, "push");
+    ok(e.push(job(&new_topic(h, "zeta").await, "a")).await, "push");
     ok(
-        e.push_batch(vec![job(&topic("alpha"), "a"), job(&topic("mid"), "a")])
-            .await,
+        e.push_batch(vec![
+            job(&new_topic(h, "alpha").await, "a"),
+            job(&new_topic(h, "mid").await, "a"),
+        ])
+        .await,
         "push",
     );
     let names: Vec<String> = ok(e.topics().await, "topics")
@@ -1032,7 +1092,7 @@ pub async fn topics_are_listed<H: Harness>(h: &H) {
 /// At-most-once: the job leaves the engine as it is handed out; there is no lease.
 pub async fn at_most_once_removes_on_reserve<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("amo");
+    let t = new_topic(h, "amo").await;
     ok(e.push_batch(vec![job(&t, "a"), job(&t, "b")]).await, "push");
     let got = ok(
         e.reserve(
@@ -1045,8 +1105,12 @@ pub async fn at_most_once_removes_on_reserve<H: Harness>(h: &H) {
     );
     assert_eq!(got.len(), 2);
     assert!(got.iter().all(|d| d.lease.is_none() && d.attempt() == 1));
-    assert_eq!(got[0].job.body.as_ref(), b"body of a");
-    assert_eq!(state(&e, &t, "a").await, None);
+    for d in &got {
+        assert_eq!(d.job.body, format!("body of {}", d.job.id).as_bytes());
+        assert_eq!(state(&e, &t, d.job.id.as_str()).await, None);
+    }
+    let ids: Vec<String> = got.iter().map(|d| d.job.id.to_string()).collect();
+    in_order(h, &ids, &["a", "b"], "at most once");
     let s = ok(e.stats(&t).await, "stats");
     assert_eq!((s.ready, s.reserved), (0, 0));
 }
@@ -1054,7 +1118,7 @@ pub async fn at_most_once_removes_on_reserve<H: Harness>(h: &H) {
 /// One reserve takes from several topics, and no topic starves.
 pub async fn reserve_across_topics<H: Harness>(h: &H) {
     let e = h.open().await;
-    let (a, b) = (topic("xa"), topic("xb"));
+    let (a, b) = (new_topic(h, "xa").await, new_topic(h, "xb").await);
     ok(
         e.push_batch((0..10).map(|i| job(&a, &format!("a{i}"))).collect())
             .await,
@@ -1096,7 +1160,7 @@ pub async fn reserve_across_topics<H: Harness>(h: &H) {
 /// A reserve with nothing to take waits its time and returns empty.
 pub async fn reserve_waits_and_times_out<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("wait");
+    let t = new_topic(h, "wait").await;
     let start = Instant::now();
     let got = ok(
         e.reserve(&Reserve::new(t.clone()).wait(ms(300))).await,
@@ -1115,7 +1179,7 @@ pub async fn concurrent_reservers_deliver_each_job_once<H: Harness>(h: &H) {
     const N: usize = 10_000;
     let e1 = h.open().await;
     let e2 = h.open().await;
-    let t = topic("conc");
+    let t = new_topic(h, "conc").await;
     for chunk in 0..N / 1000 {
         let jobs = (0..1000)
             .map(|i| job(&t, &format!("j{}", chunk * 1000 + i)).with_ttr(Duration::from_secs(60)))
@@ -1171,7 +1235,7 @@ pub async fn concurrent_reservers_deliver_each_job_once<H: Harness>(h: &H) {
 pub async fn blocked_reserve_wakes_on_due_time<H: Harness>(h: &H) {
     let waiter = h.open().await;
     let producer = h.open().await;
-    let t = topic("wake");
+    let t = new_topic(h, "wake").await;
     // Warm up both instances (connections, clock samples).
     ok(waiter.reserve(&Reserve::new(t.clone())).await, "reserve");
     ok(producer.now().await, "now");
@@ -1205,7 +1269,7 @@ pub async fn blocked_reserve_wakes_on_due_time<H: Harness>(h: &H) {
 pub async fn blocked_reserve_wakes_on_push<H: Harness>(h: &H) {
     let waiter = h.open().await;
     let producer = h.open().await;
-    let t = topic("wakepush");
+    let t = new_topic(h, "wakepush").await;
     ok(waiter.reserve(&Reserve::new(t.clone())).await, "reserve");
     for round in 0..3 {
         let w = waiter.clone();
@@ -1231,7 +1295,7 @@ pub async fn blocked_reserve_wakes_on_push<H: Harness>(h: &H) {
 /// wake-up signal (regression: issue 2, a Redis waiter lost the next due time when it left).
 pub async fn next_reserve_wakes_for_the_following_due_job<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("chain");
+    let t = new_topic(h, "chain").await;
     ok(
         e.push_batch(vec![
             job(&t, "a").with_delay(ms(300)),
@@ -1261,7 +1325,7 @@ pub async fn next_reserve_wakes_for_the_following_due_job<H: Harness>(h: &H) {
 /// A new engine instance picks up delayed jobs and expired leases left by the old one.
 pub async fn new_instance_picks_up_delayed_and_expired<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("restart");
+    let t = new_topic(h, "restart").await;
     ok(
         e.push(
             job(&t, "held")
@@ -1298,7 +1362,7 @@ pub async fn new_instance_picks_up_delayed_and_expired<H: Harness>(h: &H) {
 /// Every invalid argument gets its typed error and leaves the store byte-for-byte unchanged.
 pub async fn bad_input_is_refused_and_changes_nothing<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("bad");
+    let t = new_topic(h, "bad").await;
     let lease = one_in_each_state(&e, &t).await;
     let before = h.snapshot().await;
 
@@ -1481,7 +1545,7 @@ pub async fn bad_input_is_refused_and_changes_nothing<H: Harness>(h: &H) {
 /// The body limit is configurable per engine.
 pub async fn body_limit_is_configurable<H: Harness>(h: &H) {
     let e = h.open_with(Limits { max_body: 1024 }).await;
-    let t = topic("limit");
+    let t = new_topic(h, "limit").await;
     assert!(
         ok(
             e.push(NewJob::new(t.clone(), vec![7u8; 1024])).await,

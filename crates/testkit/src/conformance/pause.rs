@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use delayq_core::limits::MAX_DELAY;
 use delayq_core::{Engine, Error, Reserve, Timestamp};
 
-use super::{job, ok, topic};
+use super::{job, new_topic, ok};
 use crate::Harness;
 
 fn ms(n: u64) -> Duration {
@@ -19,7 +19,7 @@ fn ms(n: u64) -> Duration {
 /// stats and ends it, which wakes a reserve waiting on it.
 pub async fn a_paused_topic_delivers_nothing_until_resumed_issue_14<H: Harness>(h: &H) {
     let (e, other) = (h.open().await, h.open().await);
-    let (t, u) = (topic("paused"), topic("running"));
+    let (t, u) = (new_topic(h, "paused").await, new_topic(h, "running").await);
     ok(e.push(job(&t, "a")).await, "push");
     ok(e.push(job(&t, "b").with_delay(ms(100))).await, "push");
     ok(e.push(job(&u, "c")).await, "push");
@@ -73,7 +73,7 @@ pub async fn a_paused_topic_delivers_nothing_until_resumed_issue_14<H: Harness>(
 /// once the pause is over, not before.
 pub async fn a_timed_pause_ends_by_itself_issue_14<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("paused-briefly");
+    let t = new_topic(h, "paused-briefly").await;
     ok(e.push(job(&t, "a")).await, "push");
     let until = ok(e.now().await, "now").plus(ms(700));
     ok(e.pause(&t, Some(until)).await, "pause");
@@ -99,7 +99,7 @@ pub async fn a_timed_pause_ends_by_itself_issue_14<H: Harness>(h: &H) {
 /// changes nothing.
 pub async fn a_pause_too_far_ahead_is_refused_issue_14<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("paused-far");
+    let t = new_topic(h, "paused-far").await;
     ok(e.push(job(&t, "a")).await, "push");
     let before = h.snapshot().await;
     let far = ok(e.now().await, "now").plus(MAX_DELAY + Duration::from_secs(3600));

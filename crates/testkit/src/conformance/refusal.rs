@@ -5,7 +5,7 @@
 
 use delayq_core::{Engine, Error, JobState, Lease, LeaseToken, Nack, Reserve, Result, Settle};
 
-use super::{id, job, lease_of, ms, ok, one_in_each_state, reserve_one, topic};
+use super::{id, job, lease_of, ms, new_topic, ok, one_in_each_state, reserve_one};
 use crate::Harness;
 
 /// What each lease operation answers for `lease`, with its name.
@@ -44,7 +44,7 @@ async fn every_answer<E: Engine>(e: &E, lease: &Lease) -> Vec<(&'static str, Res
 // See: issue 12 (acking a missing or never-reserved job answered lease_lost).
 pub async fn refusals_say_why_issue_12<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("why");
+    let t = new_topic(h, "why").await;
     let held = one_in_each_state(&e, &t).await;
     let lease = |name: &str| Lease {
         topic: t.clone(),
@@ -97,8 +97,15 @@ pub async fn refusals_say_why_issue_12<H: Harness>(h: &H) {
     );
     // A lease whose job was delivered again is lost, not in the wrong state.
     ok(e.release(&held).await, "release");
-    let again = reserve_one(&e, &t, ms(0)).await;
-    assert_eq!(again.job.id, id("reserved"));
+    // (On a topic of several partitions another ready job may come first: it goes back.)
+    let mut again = reserve_one(&e, &t, ms(0)).await;
+    if again.job.id != id("reserved") {
+        ok(e.release(&lease_of(&again)).await, "release");
+        again = ok(e.reserve(&Reserve::new(t.clone()).max(10)).await, "reserve")
+            .into_iter()
+            .find(|d| d.job.id == id("reserved"))
+            .expect("the released job is ready again");
+    }
     let r = e.ack(&held).await;
     assert!(matches!(r, Err(Error::LeaseLost { .. })), "{r:?}");
     ok(e.ack(&lease_of(&again)).await, "the new lease acks");

@@ -7,17 +7,34 @@ use delayq_core::{
     Engine, Error, JobState, Lease, Nack, Reserve, Retention, Schedule, Settle, Topic, TopicConfig,
 };
 
-use super::{get, id, job, lease_of, ok, topic};
+use super::{get, id, job, lease_of, new_topic, ok, with_partitions};
 use crate::Harness;
 
 /// Settings that keep up to `max_jobs` done jobs for `secs` seconds.
-fn keep(max_jobs: u32, secs: u64) -> TopicConfig {
-    TopicConfig {
-        retention: Some(Retention {
-            max_jobs,
-            max_age: Duration::from_secs(secs),
-        }),
-        ..TopicConfig::default()
+fn keep<H: Harness>(h: &H, max_jobs: u32, secs: u64) -> TopicConfig {
+    with_partitions(
+        h,
+        TopicConfig {
+            retention: Some(Retention {
+                max_jobs,
+                max_age: Duration::from_secs(secs),
+            }),
+            ..TopicConfig::default()
+        },
+    )
+}
+
+/// A job name for the cases on retention: `name` itself on a topic of one partition; on a
+/// topic of several, `name-<k>` with the least `k` that puts it in partition 0, so that the
+/// case's jobs share one partition, where the retention's `max_jobs` is exact (on a topic of
+/// several partitions it bounds each partition: [`delayq_core::Retention`]).
+fn one_partition<H: Harness>(h: &H, name: &str) -> String {
+    match h.partitions() {
+        None | Some(1) => name.to_string(),
+        Some(n) => (0..)
+            .map(|k| format!("{name}-{k}"))
+            .find(|c| delayq_core::partition_of(&id(c), n) == 0)
+            .unwrap_or_default(),
     }
 }
 
@@ -62,9 +79,24 @@ async fn leased<E: Engine>(e: &E, t: &Topic, names: &[&str]) -> Vec<Lease> {
 /// push, and delete, a new retention and purge remove it. Without one, an ack removes.
 pub async fn retention_keeps_acked_jobs_as_done<H: Harness>(h: &H) {
     let e = h.open().await;
-    let (t, plain) = (topic("kept"), topic("kept-not"));
-    ok(e.set_topic_config(&t, &keep(3, 3600)).await, "set config");
-    let l = leased(&e, &t, &["a", "b", "c", "d", "e"]).await;
+    let nm = |name: &str| one_partition(h, name);
+    let (t, plain) = (new_topic(h, "kept").await, new_topic(h, "kept-not").await);
+    ok(
+        e.set_topic_config(&t, &keep(h, 3, 3600)).await,
+        "set config",
+    );
+    let l = leased(
+        &e,
+        &t,
+        &[
+            nm("a").as_str(),
+            nm("b").as_str(),
+            nm("c").as_str(),
+            nm("d").as_str(),
+            nm("e").as_str(),
+        ],
+    )
+    .await;
     let before = ok(e.now().await, "now");
     ok(e.ack(&l[0]).await, "ack");
     for r in ok(e.ack_batch(&l[1..3]).await, "ack_batch") {
@@ -84,12 +116,15 @@ pub async fn retention_keeps_acked_jobs_as_done<H: Harness>(h: &H) {
     let after = ok(e.now().await, "now");
 
     // The newest three are kept, in (ack time, id) order.
-    assert_eq!(done_ids(&e, &t, 2).await, ["c", "d", "e"]);
-    assert_eq!(ok(e.get(&t, &id("a")).await, "get"), None);
-    let c = get(&e, &t, "c").await;
+    assert_eq!(
+        done_ids(&e, &t, 2).await,
+        [nm("c").as_str(), nm("d").as_str(), nm("e").as_str()]
+    );
+    assert_eq!(ok(e.get(&t, &id(nm("a").as_str())).await, "get"), None);
+    let c = get(&e, &t, nm("c").as_str()).await;
     assert_eq!(
         (c.state, c.attempts, c.body.as_ref()),
-        (JobState::Done, 1, &b"body of c"[..])
+        (JobState::Done, 1, format!("body of {}", nm("c")).as_bytes())
     );
     let acked = c.deadline.expect("a done job has its ack time");
     assert!(
@@ -107,7 +142,7 @@ pub async fn retention_keeps_acked_jobs_as_done<H: Harness>(h: &H) {
     assert!(matches!(r, Err(Error::LeaseLost { .. })), "{r:?}");
     let r = e.nack(&l[4], Nack::default()).await;
     assert!(matches!(r, Err(Error::LeaseLost { .. })), "{r:?}");
-    let r = e.kick(&t, &id("e")).await;
+    let r = e.kick(&t, &id(nm("e").as_str())).await;
     assert!(
         matches!(
             r,
@@ -118,7 +153,7 @@ pub async fn retention_keeps_acked_jobs_as_done<H: Harness>(h: &H) {
         ),
         "{r:?}"
     );
-    let r = e.reschedule(&t, &id("e"), Schedule::NOW).await;
+    let r = e.reschedule(&t, &id(nm("e").as_str()), Schedule::NOW).await;
     assert!(
         matches!(
             r,
@@ -131,32 +166,50 @@ pub async fn retention_keeps_acked_jobs_as_done<H: Harness>(h: &H) {
     );
 
     // Its id is free: a push creates a new job, and the done one is gone.
-    let again = ok(e.push(job(&t, "e")).await, "push");
+    let again = ok(e.push(job(&t, nm("e").as_str())).await, "push");
     assert!(again.created && again.state == JobState::Ready, "{again:?}");
-    assert_eq!(done_ids(&e, &t, 10).await, ["c", "d"]);
-    assert!(ok(e.delete(&t, &id("c")).await, "delete"));
-    assert_eq!(done_ids(&e, &t, 10).await, ["d"]);
+    assert_eq!(
+        done_ids(&e, &t, 10).await,
+        [nm("c").as_str(), nm("d").as_str()]
+    );
+    assert!(ok(e.delete(&t, &id(nm("c").as_str())).await, "delete"));
+    assert_eq!(done_ids(&e, &t, 10).await, [nm("d").as_str()]);
     assert_eq!(ok(e.stats(&t).await, "stats").done, 1);
 
     // A lower retention trims at once; none removes every done job.
-    let l = leased(&e, &t, &["e", "f", "g"]).await;
+    let l = leased(
+        &e,
+        &t,
+        &[nm("e").as_str(), nm("f").as_str(), nm("g").as_str()],
+    )
+    .await;
     for r in ok(e.ack_batch(&l).await, "ack_batch") {
         ok(r, "ack");
     }
-    assert_eq!(done_ids(&e, &t, 10).await, ["e", "f", "g"]);
-    ok(e.set_topic_config(&t, &keep(1, 3600)).await, "set config");
-    assert_eq!(done_ids(&e, &t, 10).await, ["g"]);
+    assert_eq!(
+        done_ids(&e, &t, 10).await,
+        [nm("e").as_str(), nm("f").as_str(), nm("g").as_str()]
+    );
     ok(
-        e.set_topic_config(&t, &TopicConfig::default()).await,
+        e.set_topic_config(&t, &keep(h, 1, 3600)).await,
+        "set config",
+    );
+    assert_eq!(done_ids(&e, &t, 10).await, [nm("g").as_str()]);
+    ok(
+        e.set_topic_config(&t, &with_partitions(h, TopicConfig::default()))
+            .await,
         "set config",
     );
     assert!(done_ids(&e, &t, 10).await.is_empty());
-    assert_eq!(ok(e.get(&t, &id("g")).await, "get"), None);
+    assert_eq!(ok(e.get(&t, &id(nm("g").as_str())).await, "get"), None);
     assert_eq!(ok(e.stats(&t).await, "stats").done, 0);
 
     // A purge removes done jobs too.
-    ok(e.set_topic_config(&t, &keep(10, 3600)).await, "set config");
-    let l = leased(&e, &t, &["h"]).await;
+    ok(
+        e.set_topic_config(&t, &keep(h, 10, 3600)).await,
+        "set config",
+    );
+    let l = leased(&e, &t, &[nm("h").as_str()]).await;
     ok(e.ack(&l[0]).await, "ack");
     assert_eq!(ok(e.purge(&t).await, "purge"), 1);
     assert!(done_ids(&e, &t, 10).await.is_empty());
@@ -173,8 +226,8 @@ pub async fn retention_keeps_acked_jobs_as_done<H: Harness>(h: &H) {
 /// read, listed nor counted; a later ack removes it.
 pub async fn retention_forgets_done_jobs_after_their_age<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("aging");
-    ok(e.set_topic_config(&t, &keep(100, 1)).await, "set config");
+    let t = new_topic(h, "aging").await;
+    ok(e.set_topic_config(&t, &keep(h, 100, 1)).await, "set config");
     let l = leased(&e, &t, &["a"]).await;
     ok(e.ack(&l[0]).await, "ack");
     let a = get(&e, &t, "a").await;

@@ -9,7 +9,7 @@ use delayq_core::{
     Timestamp,
 };
 
-use super::{ok, topic};
+use super::{new_topic, ok, topic};
 use crate::Harness;
 
 fn name(n: &str) -> ScheduleName {
@@ -56,7 +56,7 @@ pub async fn schedules_are_stored_shared_and_replaced_issue_14<H: Harness>(h: &H
         name("every-5s"),
         "*/5 * * * * *",
         "UTC",
-        topic("sched-other"),
+        new_topic(h, "sched-other").await,
         JobTemplate::default(),
     )
     .expect("test schedule is valid");

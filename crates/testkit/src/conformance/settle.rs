@@ -4,17 +4,17 @@
 use std::time::{Duration, Instant};
 
 use delayq_core::{
-    Engine, Error, JobState, Lease, LeaseToken, Nack, NackOutcome, Reserve, Settle, Settled,
+    Engine, Error, JobId, JobState, Lease, LeaseToken, Nack, NackOutcome, Reserve, Settle, Settled,
 };
 
-use super::{get, id, job, lease_of, ms, ok, reserve_one, state, topic};
+use super::{get, id, in_order, job, lease_of, ms, new_topic, ok, reserve_one, state};
 use crate::Harness;
 
 /// Acks of earlier deliveries and the next deliveries travel in one call: the acked jobs
 /// are gone, the new ones leased with fresh tokens, in the reserve order.
 pub async fn settle_and_reserve_acks_then_delivers<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("sr");
+    let t = new_topic(h, "sr").await;
     for name in ["a", "b", "c", "d"] {
         ok(e.push(job(&t, name)).await, "push");
     }
@@ -30,20 +30,39 @@ pub async fn settle_and_reserve_acks_then_delivers<H: Harness>(h: &H) {
     for r in &got.settled {
         assert_eq!(r.as_ref().ok(), Some(&Settled::Acked), "{r:?}");
     }
-    let ids: Vec<_> = got.deliveries.iter().map(|d| d.job.id.clone()).collect();
-    assert_eq!(ids, vec![id("c"), id("d")], "the rest, in push order");
+    let ids: Vec<String> = got
+        .deliveries
+        .iter()
+        .map(|d| d.job.id.to_string())
+        .collect();
+    let taken: Vec<String> = first.iter().map(|d| d.job.id.to_string()).collect();
+    assert_eq!(ids.len(), 2);
+    let both: Vec<String> = taken.iter().chain(&ids).cloned().collect();
+    in_order(
+        h,
+        &both,
+        &["a", "b", "c", "d"],
+        "two, then the rest, in push order",
+    );
     for d in &got.deliveries {
         assert_eq!(d.job.state, JobState::Reserved);
         assert_eq!(d.attempt(), 1);
+        // Tokens increase within a partition (a job's is always the same one).
         let fresh = lease_of(d).token;
+        let n = h.partitions().unwrap_or(1);
+        let part = |i: &JobId| delayq_core::partition_of(i, n);
         assert!(
-            first.iter().all(|f| lease_of(f).token != fresh),
+            first
+                .iter()
+                .filter(|f| part(&f.job.id) == part(&d.job.id))
+                .all(|f| lease_of(f).token < fresh),
             "tokens are fresh"
         );
     }
-    assert!(ok(e.get(&t, &id("a")).await, "get").is_none());
-    assert!(ok(e.get(&t, &id("b")).await, "get").is_none());
-    assert_eq!(state(&e, &t, "c").await, Some(JobState::Reserved));
+    for acked in &taken {
+        assert!(ok(e.get(&t, &id(acked)).await, "get").is_none());
+    }
+    assert_eq!(state(&e, &t, &ids[0]).await, Some(JobState::Reserved));
     // The new leases are live: they ack.
     let leases: Vec<Lease> = got.deliveries.iter().map(lease_of).collect();
     for r in ok(e.ack_batch(&leases).await, "ack_batch") {
@@ -56,7 +75,7 @@ pub async fn settle_and_reserve_acks_then_delivers<H: Harness>(h: &H) {
 /// finds the lease gone).
 pub async fn settle_and_reserve_stale_lease_does_not_block<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("srstale");
+    let t = new_topic(h, "srstale").await;
     for name in ["a", "b", "c"] {
         ok(e.push(job(&t, name)).await, "push");
     }
@@ -104,12 +123,18 @@ pub async fn settle_and_reserve_stale_lease_does_not_block<H: Harness>(h: &H) {
         got.settled[2]
     );
     assert_eq!(got.settled[3].as_ref().ok(), Some(&Settled::Acked));
+    // The job neither reserve took (the third pushed on a topic of one partition).
+    let third = ["a", "b", "c"]
+        .into_iter()
+        .map(id)
+        .find(|i| *i != a.job.id && *i != b.job.id)
+        .expect("two of three were reserved");
     let ids: Vec<_> = got.deliveries.iter().map(|d| d.job.id.clone()).collect();
-    assert_eq!(ids, vec![id("c")]);
-    let b_now = get(&e, &t, "b").await;
+    assert_eq!(ids, vec![third]);
+    let b_now = ok(e.get(&t, &b.job.id).await, "get").expect("the nacked job waits");
     assert_eq!(b_now.state, JobState::Delayed);
     assert_eq!(b_now.last_error.as_deref(), Some("try later"));
-    assert!(ok(e.get(&t, &id("a")).await, "get").is_none());
+    assert!(ok(e.get(&t, &a.job.id).await, "get").is_none());
 }
 
 /// Every kind of settlement applies as its own operation would, before the reserve: a job
@@ -117,7 +142,7 @@ pub async fn settle_and_reserve_stale_lease_does_not_block<H: Harness>(h: &H) {
 /// (a release does not count one).
 pub async fn settle_and_reserve_applies_each_kind_first<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("srkinds");
+    let t = new_topic(h, "srkinds").await;
     ok(e.push(job(&t, "nack").with_priority(1)).await, "push");
     ok(e.push(job(&t, "release").with_priority(2)).await, "push");
     ok(e.push(job(&t, "bury").with_priority(3)).await, "push");
@@ -170,7 +195,7 @@ pub async fn settle_and_reserve_applies_each_kind_first<H: Harness>(h: &H) {
 /// `max` 0 settles only: no delivery even with jobs ready, and no wait.
 pub async fn settle_and_reserve_max_zero_settles_only<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("srzero");
+    let t = new_topic(h, "srzero").await;
     ok(e.push(job(&t, "a")).await, "push");
     ok(e.push(job(&t, "b")).await, "push");
     let a = reserve_one(&e, &t, ms(0)).await;
@@ -190,15 +215,17 @@ pub async fn settle_and_reserve_max_zero_settles_only<H: Harness>(h: &H) {
     assert_eq!(got.settled.len(), 1);
     assert_eq!(got.settled[0].as_ref().ok(), Some(&Settled::Acked));
     assert!(got.deliveries.is_empty());
-    assert_eq!(state(&e, &t, "b").await, Some(JobState::Ready));
-    assert!(ok(e.get(&t, &id("a")).await, "get").is_none());
+    // The other job (b on a topic of one partition) is still ready.
+    let other = if a.job.id == id("a") { "b" } else { "a" };
+    assert_eq!(state(&e, &t, other).await, Some(JobState::Ready));
+    assert!(ok(e.get(&t, &a.job.id).await, "get").is_none());
 }
 
 /// The settlements apply at once even when the reserve then waits and times out; and a job
 /// pushed during the wait is delivered by it.
 pub async fn settle_and_reserve_settles_before_waiting<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("srwait");
+    let t = new_topic(h, "srwait").await;
     ok(e.push(job(&t, "a")).await, "push");
     let a = reserve_one(&e, &t, ms(0)).await;
     let waiter = {
@@ -238,7 +265,7 @@ pub async fn settle_and_reserve_settles_before_waiting<H: Harness>(h: &H) {
 /// is refused before anything is settled: the leases stay live.
 pub async fn settle_and_reserve_bad_input_changes_nothing<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("srbad");
+    let t = new_topic(h, "srbad").await;
     ok(e.push(job(&t, "a")).await, "push");
     ok(e.push(job(&t, "b")).await, "push");
     let a = reserve_one(&e, &t, ms(0)).await;
@@ -298,7 +325,7 @@ pub async fn settle_and_reserve_bad_input_changes_nothing<H: Harness>(h: &H) {
 // See: the schemathesis run that found a 500 on ack with such a token (issue 11).
 pub async fn token_beyond_any_issued_is_lease_lost<H: Harness>(h: &H) {
     let e = h.open().await;
-    let t = topic("bigtoken");
+    let t = new_topic(h, "bigtoken").await;
     ok(e.push(job(&t, "a")).await, "push");
     let a = reserve_one(&e, &t, ms(0)).await;
     let big = Lease {
@@ -350,7 +377,7 @@ pub async fn reserve_dropped_mid_call_strands_no_job<H: Harness>(h: &H) {
     let mut tries = 0;
     let t = loop {
         tries += 1;
-        let t = topic(&format!("dropped-mid-call-{tries}"));
+        let t = new_topic(h, &format!("dropped-mid-call-{tries}")).await;
         ok(e.push(job(&t, "settled")).await, "push");
         let settled = lease_of(&reserve_one(&e, &t, ms(0)).await);
         for name in ["a", "b"] {

@@ -2,7 +2,7 @@
 
 use delayq_core::Engine;
 
-use super::{job, ok, topic};
+use super::{job, new_topic, ok};
 use crate::Harness;
 
 /// The names on the topic list.
@@ -19,7 +19,7 @@ async fn listed<E: Engine>(e: &E) -> Vec<String> {
 // See: issue 12 (a purged topic stayed in GET /v1/topics and in /metrics forever).
 pub async fn purge_takes_the_topic_off_the_list_issue_12<H: Harness>(h: &H) {
     let (a, b) = (h.open().await, h.open().await);
-    let (t, other) = (topic("gone"), topic("stays"));
+    let (t, other) = (new_topic(h, "gone").await, new_topic(h, "stays").await);
     ok(a.push(job(&t, "x")).await, "push");
     ok(a.push(job(&other, "y")).await, "push");
     ok(b.push(job(&t, "z")).await, "push");
@@ -44,7 +44,10 @@ pub async fn purge_takes_the_topic_off_the_list_issue_12<H: Harness>(h: &H) {
     // A purge of a topic that holds nothing still takes it off; one never used lists nothing.
     assert_eq!(ok(a.purge(&t).await, "purge"), 1);
     assert_eq!(ok(a.purge(&t).await, "purge"), 0);
-    assert_eq!(ok(a.purge(&topic("never-used")).await, "purge"), 0);
+    assert_eq!(
+        ok(a.purge(&new_topic(h, "never-used").await).await, "purge"),
+        0
+    );
     assert_eq!(listed(&b).await, ["stays"]);
     ok(b.push(job(&t, "v")).await, "push");
     assert_eq!(listed(&a).await, ["gone", "stays"]);

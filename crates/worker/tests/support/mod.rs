@@ -11,7 +11,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use delayq_core::{Engine, JobId, Topic};
+use delayq_core::{Engine, JobId, Topic, TopicConfig};
 
 /// One engine under test: a fresh store per test, owned by the test.
 #[async_trait]
@@ -36,6 +36,60 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Drops every handle this backend keeps, so another process can open the store
     /// (an embedded engine owns its directory). The next `open` opens it again.
     async fn close(&self);
+
+    /// The partition count the cases' topics get (`None`: left unset, one partition).
+    fn partitions() -> Option<u16> {
+        None
+    }
+
+    /// A topic for a case: `name`, given [`Backend::partitions`] while it is empty.
+    async fn topic(&self, name: &str) -> Topic {
+        let t = topic(name);
+        if let Some(n) = Self::partitions() {
+            let config = TopicConfig {
+                partitions: Some(n),
+                ..TopicConfig::default()
+            };
+            self.open()
+                .await
+                .set_topic_config(&t, &config)
+                .await
+                .unwrap_or_else(|e| panic!("giving {t} {n} partitions: {e}"));
+        }
+        t
+    }
+}
+
+/// A backend whose cases run on topics of 8 partitions (issue 18).
+pub struct Partitioned<B>(B);
+
+#[async_trait]
+impl<B: Backend> Backend for Partitioned<B> {
+    type Engine = B::Engine;
+
+    async fn start(name: &str) -> Self {
+        Partitioned(B::start(name).await)
+    }
+
+    async fn open(&self) -> Self::Engine {
+        self.0.open().await
+    }
+
+    fn address(&self) -> String {
+        self.0.address()
+    }
+
+    async fn open_address(address: &str) -> Self::Engine {
+        B::open_address(address).await
+    }
+
+    async fn close(&self) {
+        self.0.close().await
+    }
+
+    fn partitions() -> Option<u16> {
+        Some(8)
+    }
 }
 
 /// Makes one `#[tokio::test]` per case of `support::cases` for a [`Backend`] type.
