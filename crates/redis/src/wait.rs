@@ -11,6 +11,8 @@
 //!   Redis Cluster, where one BZPOPMIN cannot span slots, `slots` keeps one such wait per
 //!   hash slot with local waiters, on a connection to the node that serves it.
 //!
+//! Everything here is per partition ([`Part`]; a topic of one partition is one): a waiter
+//! registers on every partition of its topics and learns which one woke it, and looks there.
 //! A woken reserver runs the reserve function, which hands out jobs and reports the next event;
 //! if jobs are left, the next local waiter is woken in turn. When the last local waiter of a
 //! topic leaves while this process knew of the topic's next event, the event goes back to
@@ -219,14 +221,15 @@ pub(crate) struct WaitGuard {
 }
 
 impl WaitGuard {
-    /// Resolves when one of the topics is notified.
-    pub(crate) async fn notified(&self) {
+    /// Resolves when one of the partitions is notified, with that partition.
+    pub(crate) async fn notified(&self) -> Part {
         let futs: Vec<_> = self
             .notifies
             .iter()
             .map(|n| Box::pin(n.notified()))
             .collect();
-        select_all(futs).await;
+        let (_, i, _) = select_all(futs).await;
+        self.topics[i].clone()
     }
 }
 

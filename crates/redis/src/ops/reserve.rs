@@ -185,9 +185,13 @@ impl Ops {
         Ok((seen, deliveries))
     }
 
-    /// The partitions `req` looks at, in the order of one pass: its topics from the next in
-    /// rotation, each topic's partitions from a random one.
-    async fn pass_order(&self, req: &Reserve) -> Result<Vec<Part>> {
+    /// The partitions `req` looks at, in the order of one pass: `only` when given (a waiter
+    /// woken for that partition); else its topics from the next in rotation, each topic's
+    /// partitions from a random one.
+    async fn pass_order(&self, req: &Reserve, only: Option<&Part>) -> Result<Vec<Part>> {
+        if let Some(part) = only {
+            return Ok(vec![part.clone()]);
+        }
         let n = req.topics.len();
         let start = self.rotate.fetch_add(1, Ordering::Relaxed) % n;
         let mut order = Vec::new();
@@ -199,7 +203,8 @@ impl Ops {
         Ok(order)
     }
 
-    /// One pass over the partitions of the topics ([`Ops::pass_order`]), without waiting,
+    /// One pass over the partitions of the topics ([`Ops::pass_order`]; `only` one), without
+    /// waiting,
     /// after settling `settle`. The first round trip is one pipeline: a settle-only call for
     /// each other partition that has settlements, then the first partition's call, which
     /// settles that partition's leases and reserves. With `req.max == 0` it only settles.
@@ -209,8 +214,9 @@ impl Ops {
         &self,
         req: &Reserve,
         settle: &[Settle],
+        only: Option<&Part>,
     ) -> Result<(Vec<Delivery>, Vec<Observation>, Vec<Result<Settled>>)> {
-        let order = self.pass_order(req).await?;
+        let order = self.pass_order(req, only).await?;
         let first = order
             .first()
             .ok_or_else(|| Error::Internal("a reserve with no partition".into()))?;
@@ -323,6 +329,7 @@ impl Ops {
         self: &Arc<Self>,
         req: &Reserve,
         settle: &[Settle],
+        only: Option<Part>,
     ) -> Result<(Vec<Delivery>, Vec<Observation>, Vec<Result<Settled>>)> {
         let (ops, back) = (Arc::clone(self), Arc::clone(self));
         let (req, settle) = (req.clone(), settle.to_vec());
@@ -332,11 +339,13 @@ impl Ops {
             ..req.clone()
         };
         detach_lease(
-            async move { ops.reserve_once(&req, &settle).await },
+            async move { ops.reserve_once(&req, &settle, only.as_ref()).await },
             |(deliveries, _, _)| deliveries,
             move |leases: Vec<Lease>| async move {
                 let releases: Vec<Settle> = leases.into_iter().map(Settle::Release).collect();
-                back.reserve_once(&give_back, &releases).await.map(|_| ())
+                back.reserve_once(&give_back, &releases, None)
+                    .await
+                    .map(|_| ())
             },
         )
         .await
@@ -351,7 +360,7 @@ impl Ops {
         req: &Reserve,
     ) -> Result<SettledAndReserved> {
         let deadline = Instant::now() + req.wait;
-        let (first, seen, settled) = self.reserve_detached(req, settle).await?;
+        let (first, seen, settled) = self.reserve_detached(req, settle, None).await?;
         let answer = |deliveries| SettledAndReserved {
             settled,
             deliveries,
@@ -381,15 +390,18 @@ impl Ops {
             let jitter = rand::rng().random_range(1.0..1.4);
             let safety = now + self.safety_wake.mul_f64(jitter);
             let until = deadline.min(safety);
-            tokio::select! {
-                _ = guard.notified() => {}
+            // Woken for one partition (its event is due, or a signal came): look there only;
+            // the others have timers and signals of their own. The safety wake looks at all.
+            let woken = tokio::select! {
+                part = guard.notified() => Some(part),
                 _ = tokio::time::sleep_until(until.into()) => {
                     if until == deadline {
                         return Ok(answer(Vec::new()));
                     }
+                    None
                 }
-            }
-            let (out, _, _) = self.reserve_detached(req, &[]).await?;
+            };
+            let (out, _, _) = self.reserve_detached(req, &[], woken).await?;
             if !out.is_empty() {
                 return Ok(answer(out));
             }

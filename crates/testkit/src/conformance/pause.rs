@@ -58,7 +58,15 @@ pub async fn a_paused_topic_delivers_nothing_until_resumed_issue_14<H: Harness>(
     tokio::time::sleep(ms(300)).await;
     ok(other.resume(&t).await, "resume");
     let (got, took) = waiting.await.expect("the waiting reserve");
-    let got = ok(got, "waiting reserve");
+    let mut got = ok(got, "waiting reserve");
+    // On a topic of several partitions a reserve woken for one brings that partition's
+    // jobs; the next call brings the other's.
+    if h.partitions().is_some() && got.len() == 1 {
+        got.extend(ok(
+            e.reserve(&Reserve::new(t.clone()).max(10)).await,
+            "reserve",
+        ));
+    }
     assert_eq!(got.len(), 2, "both jobs, once resumed");
     assert!(
         took < Duration::from_secs(10),
