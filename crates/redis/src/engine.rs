@@ -77,6 +77,7 @@ impl RedisEngine {
                 rotate: AtomicUsize::new(0),
                 registered: Mutex::new(HashMap::new()),
                 layouts: Mutex::new(HashMap::new()),
+                quiet: Mutex::new(HashMap::new()),
                 _stop: stop_tx,
             }),
         })

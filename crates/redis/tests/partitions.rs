@@ -17,7 +17,7 @@ use delayq_core::{
     TopicConfig, partition_of,
 };
 use delayq_redis::{RedisConfig, RedisEngine};
-use delayq_testkit::{RedisCluster, RedisServer, key_slot};
+use delayq_testkit::{RedisCluster, RedisServer, commands_run, key_slot};
 use redis::AsyncCommands;
 
 fn topic(s: &str) -> Topic {
@@ -401,6 +401,63 @@ async fn a_quiet_partition_is_served_while_another_is_flooded_issue_18() {
         before < FLOOD * 9 / 10,
         "the quiet job waited for {before} of {FLOOD} flooded jobs"
     );
+}
+
+/// Redis commands per second per reserver of 20 reservers looping on empty topics of `n`
+/// partitions (each its own topic, 5 s long-polls, as a worker does), over 12 s after
+/// every reserver's first call.
+async fn idle_cost(server: &RedisServer, n: u16) -> f64 {
+    let engines = [engine(server.url()).await, engine(server.url()).await];
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let e = engines[i % 2].clone();
+        let t = topic(&format!("idle-{n}-{i}"));
+        e.set_topic_config(&t, &partitions(n)).await.unwrap();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let got = e
+                    .reserve(&Reserve::new(t.clone()).wait(Duration::from_secs(5)))
+                    .await
+                    .unwrap();
+                assert!(got.is_empty(), "nothing was pushed");
+            }
+        }));
+    }
+    let mut conn = server.connection().await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let before = commands_run(&mut conn).await;
+    let window = Duration::from_secs(12);
+    tokio::time::sleep(window).await;
+    // The INFO call that read `before` is counted in the second.
+    let commands = commands_run(&mut conn).await - before - 1;
+    for t in &tasks {
+        assert!(!t.is_finished(), "a reserver stopped: {t:?}");
+    }
+    for t in tasks {
+        t.abort();
+    }
+    commands as f64 / 20.0 / window.as_secs_f64()
+}
+
+/// A reserver waiting on a topic of 16 partitions costs Redis no more commands than one on
+/// a topic of one (goal: at most 0.2 per second for a worker's 30 s long-polls; these loop
+/// every 5 s, six times as often): its first call looks at every partition, and a call that
+/// follows a long-poll that ended with nothing looks at one, the others' events coming as
+/// signals to its wait (`reserve::Look::First`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_reserver_on_sixteen_partitions_costs_what_one_costs_issue_18() {
+    let server = RedisServer::start();
+    let one = idle_cost(&server, 1).await;
+    let sixteen = idle_cost(&server, 16).await;
+    println!(
+        "idle cost per reserver, 5 s long-polls: {one:.3} commands/s on 1 partition, {sixteen:.3} on 16"
+    );
+    assert!(
+        sixteen <= one * 1.25 + 0.05,
+        "16 partitions: {sixteen:.3} commands/s, 1 partition: {one:.3}"
+    );
+    // A worker's long-polls last 30 s: six times fewer calls than these.
+    assert!(sixteen / 6.0 <= 0.2, "{sixteen:.3}");
 }
 
 /// On a 3-primary cluster, a topic of 6 partitions keeps 2 partitions on each primary; each

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use delayq_core::{Engine, Error, JobId, JobState, Nack, NewJob, Reserve, Settle, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
-use delayq_testkit::{Persistence, RedisOptions, RedisServer};
+use delayq_testkit::{Persistence, RedisOptions, RedisServer, commands_run};
 use redis::AsyncCommands;
 
 fn topic(s: &str) -> Topic {
@@ -39,20 +39,6 @@ async fn ack_all_once(e: &RedisEngine, got: &[delayq_core::Delivery]) {
         "acked twice: {:?}",
         again.first()
     );
-}
-
-/// Sum of `calls` over every command in `INFO commandstats`.
-async fn total_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .filter_map(|l| l.split("calls=").nth(1))
-        .filter_map(|rest| rest.split(',').next())
-        .filter_map(|n| n.parse::<u64>().ok())
-        .sum()
 }
 
 /// Calls of `command` (lowercase) in `INFO commandstats`.
@@ -619,10 +605,10 @@ async fn idle_reservers_cost_under_one_command_per_second() {
     }
     let mut conn = server.connection().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let before = total_calls(&mut conn).await;
+    let before = commands_run(&mut conn).await;
     let window = Duration::from_secs(12);
     tokio::time::sleep(window).await;
-    let after = total_calls(&mut conn).await;
+    let after = commands_run(&mut conn).await;
     // The INFO call that read `before` is counted in `after`.
     let commands = after - before - 1;
     let per_reserver_per_second = commands as f64 / 20.0 / window.as_secs_f64();

@@ -30,7 +30,7 @@ pub use redis_cluster::{
     ClusterNode, ClusterOptions, Failover, REDIS_CLI_ENV, RedisCluster, SLOTS, key_slot,
 };
 pub use redis_server::{
-    ACL_RULES, AclUser, Persistence, REDIS_SERVER_ENV, RedisOptions, RedisServer,
+    ACL_RULES, AclUser, Persistence, REDIS_SERVER_ENV, RedisOptions, RedisServer, commands_run,
 };
 
 /// The cases each property of the fuzzed decoders runs (issue 17): `DELAYQ_FUZZ_CASES` when

@@ -367,3 +367,19 @@ impl RedisServer {
         out
     }
 }
+
+/// How many commands the server of `conn` has run: the sum of `calls` over `INFO
+/// commandstats`, calls made inside functions included (the `INFO` that reads it is counted
+/// by the next one).
+pub async fn commands_run(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap_or_else(|e| panic!("INFO commandstats: {e}"));
+    info.lines()
+        .filter_map(|l| l.split("calls=").nth(1))
+        .filter_map(|rest| rest.split(',').next())
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+}

@@ -61,6 +61,9 @@ pub(crate) struct Ops {
     pub(crate) registered: Mutex<HashMap<Part, u64>>,
     /// Each topic's partitions, read from its home's settings ([`Ops::parts`]).
     pub(crate) layouts: Mutex<HashMap<Topic, Layout>>,
+    /// Topics whose last long-poll in this process ended with nothing, and when
+    /// (`reserve::Look::First`).
+    pub(crate) quiet: Mutex<HashMap<Topic, Instant>>,
     /// Dropping it stops the waker task.
     pub(crate) _stop: oneshot::Sender<()>,
 }

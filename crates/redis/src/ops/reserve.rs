@@ -23,6 +23,27 @@ use crate::codec::{self, Status, decode_deliveries};
 use crate::keys::Part;
 use crate::library;
 
+/// How long after a long-poll over a topic ended with nothing the next call's first pass
+/// counts the topic as quiet ([`Look::First`]): a worker calls again at once.
+const QUIET_GAP: Duration = Duration::from_secs(2);
+
+/// Which partitions a pass looks at.
+pub(crate) enum Look {
+    /// Every partition of every topic: a safety wake, a give-back.
+    All,
+    /// A call's first pass: every partition, except on a topic whose last long-poll in this
+    /// process ended with nothing less than [`QUIET_GAP`] ago: one partition of it, a random
+    /// one. That poll watched every partition's wake key all along; what became due since
+    /// has left a signal (held in the key until a waiter takes it, and handed back by a
+    /// waiter that leaves knowing of it), which this call's wait takes at once. So an idle
+    /// worker costs what it costs on a topic of one partition, and the random look finds,
+    /// within a few calls, what a signal lost with a crashed process left behind.
+    First,
+    /// The partition a waiter was woken for: its event is due, or a signal came; the other
+    /// partitions have timers and signals of their own.
+    Woken(Part),
+}
+
 /// What one reserve call said of its partition: Redis's clock and the next event.
 pub(crate) struct Observation {
     part: Part,
@@ -185,27 +206,56 @@ impl Ops {
         Ok((seen, deliveries))
     }
 
-    /// The partitions `req` looks at, in the order of one pass: `only` when given (a waiter
-    /// woken for that partition); else its topics from the next in rotation, each topic's
-    /// partitions from a random one.
-    async fn pass_order(&self, req: &Reserve, only: Option<&Part>) -> Result<Vec<Part>> {
-        if let Some(part) = only {
+    /// The partitions `req` looks at, in the order of one pass: its topics from the next in
+    /// rotation, each topic's partitions from a random one; only that one for a topic this
+    /// process found quiet ([`Look::First`]); only the partition a waiter was woken for
+    /// ([`Look::Woken`]).
+    async fn pass_order(&self, req: &Reserve, look: &Look) -> Result<Vec<Part>> {
+        if let Look::Woken(part) = look {
             return Ok(vec![part.clone()]);
         }
+        let quiet: Vec<bool> = {
+            let marks = self.quiet.lock().unwrap_or_else(|e| e.into_inner());
+            req.topics
+                .iter()
+                .map(|t| {
+                    matches!(look, Look::First)
+                        && !req.wait.is_zero()
+                        && marks.get(t).is_some_and(|at| at.elapsed() < QUIET_GAP)
+                })
+                .collect()
+        };
         let n = req.topics.len();
         let start = self.rotate.fetch_add(1, Ordering::Relaxed) % n;
         let mut order = Vec::new();
         for k in 0..n {
             let parts = self.parts(&req.topics[(start + k) % n]).await?;
             let from = rand::rng().random_range(0..parts.len());
-            order.extend(parts[from..].iter().chain(&parts[..from]).cloned());
+            let all = parts[from..].iter().chain(&parts[..from]).cloned();
+            if quiet[(start + k) % n] {
+                order.extend(all.take(1));
+            } else {
+                order.extend(all);
+            }
         }
         Ok(order)
     }
 
-    /// One pass over the partitions of the topics ([`Ops::pass_order`]; `only` one), without
-    /// waiting,
-    /// after settling `settle`. The first round trip is one pipeline: a settle-only call for
+    /// Marks `req`'s topics quiet (its long-poll ended with nothing) or not (it brought
+    /// jobs), for the next call's first pass ([`Look::First`]).
+    fn mark_quiet(&self, req: &Reserve, quiet: bool) {
+        let mut marks = self.quiet.lock().unwrap_or_else(|e| e.into_inner());
+        for t in &req.topics {
+            if quiet {
+                marks.insert(t.clone(), Instant::now());
+            } else {
+                marks.remove(t);
+            }
+        }
+    }
+
+    /// One pass over the partitions of the topics ([`Ops::pass_order`], as `look` says),
+    /// without waiting, after settling `settle`. The first round trip is one pipeline: a settle-only call for
     /// each other partition that has settlements, then the first partition's call, which
     /// settles that partition's leases and reserves. With `req.max == 0` it only settles.
     /// Also answers what each reserve said of its partition's next event, for a waiter that
@@ -214,9 +264,9 @@ impl Ops {
         &self,
         req: &Reserve,
         settle: &[Settle],
-        only: Option<&Part>,
+        look: &Look,
     ) -> Result<(Vec<Delivery>, Vec<Observation>, Vec<Result<Settled>>)> {
-        let order = self.pass_order(req, only).await?;
+        let order = self.pass_order(req, look).await?;
         let first = order
             .first()
             .ok_or_else(|| Error::Internal("a reserve with no partition".into()))?;
@@ -329,7 +379,7 @@ impl Ops {
         self: &Arc<Self>,
         req: &Reserve,
         settle: &[Settle],
-        only: Option<Part>,
+        look: Look,
     ) -> Result<(Vec<Delivery>, Vec<Observation>, Vec<Result<Settled>>)> {
         let (ops, back) = (Arc::clone(self), Arc::clone(self));
         let (req, settle) = (req.clone(), settle.to_vec());
@@ -339,11 +389,11 @@ impl Ops {
             ..req.clone()
         };
         detach_lease(
-            async move { ops.reserve_once(&req, &settle, only.as_ref()).await },
+            async move { ops.reserve_once(&req, &settle, &look).await },
             |(deliveries, _, _)| deliveries,
             move |leases: Vec<Lease>| async move {
                 let releases: Vec<Settle> = leases.into_iter().map(Settle::Release).collect();
-                back.reserve_once(&give_back, &releases, None)
+                back.reserve_once(&give_back, &releases, &Look::All)
                     .await
                     .map(|_| ())
             },
@@ -360,10 +410,15 @@ impl Ops {
         req: &Reserve,
     ) -> Result<SettledAndReserved> {
         let deadline = Instant::now() + req.wait;
-        let (first, seen, settled) = self.reserve_detached(req, settle, None).await?;
-        let answer = |deliveries| SettledAndReserved {
-            settled,
-            deliveries,
+        let (first, seen, settled) = self.reserve_detached(req, settle, Look::First).await?;
+        let answer = |deliveries: Vec<Delivery>| {
+            if req.max > 0 && !req.wait.is_zero() {
+                self.mark_quiet(req, deliveries.is_empty());
+            }
+            SettledAndReserved {
+                settled,
+                deliveries,
+            }
         };
         if !first.is_empty() || req.wait.is_zero() || req.max == 0 {
             return Ok(answer(first));
@@ -392,16 +447,16 @@ impl Ops {
             let until = deadline.min(safety);
             // Woken for one partition (its event is due, or a signal came): look there only;
             // the others have timers and signals of their own. The safety wake looks at all.
-            let woken = tokio::select! {
-                part = guard.notified() => Some(part),
+            let look = tokio::select! {
+                part = guard.notified() => Look::Woken(part),
                 _ = tokio::time::sleep_until(until.into()) => {
                     if until == deadline {
                         return Ok(answer(Vec::new()));
                     }
-                    None
+                    Look::All
                 }
             };
-            let (out, _, _) = self.reserve_detached(req, &[], woken).await?;
+            let (out, _, _) = self.reserve_detached(req, &[], look).await?;
             if !out.is_empty() {
                 return Ok(answer(out));
             }
