@@ -48,6 +48,9 @@ pub(crate) struct IdleArgs {
     /// How many workers.
     #[arg(long)]
     workers: usize,
+    /// The partition count of their topic (delayq on Redis).
+    #[arg(long, default_value_t = 1)]
+    partitions: u16,
 }
 
 pub(crate) async fn idle(a: IdleArgs) -> anyhow::Result<()> {
@@ -57,6 +60,16 @@ pub(crate) async fn idle(a: IdleArgs) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
     match kind {
         Kind::DelayqRedis => {
+            if a.partitions > 1 {
+                let config = delayq::TopicConfig {
+                    partitions: Some(a.partitions),
+                    ..delayq::TopicConfig::default()
+                };
+                delayq::open(&a.target)
+                    .await?
+                    .set_topic_config(&topic, &config)
+                    .await?;
+            }
             // Each worker on its own engine (its own connections), as separate processes
             // would be; the product's default worker settings.
             for _ in 0..a.workers {

@@ -19,6 +19,9 @@ use super::systems::{self, BeanstalkClient, Env, Kind, System};
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct IdleRow {
     pub system: Kind,
+    /// The partition count of the workers' topic (delayq on Redis; 1 elsewhere).
+    #[serde(default = "one")]
+    pub partitions: u16,
     pub workers: usize,
     /// Commands the store received per second per idle worker.
     pub commands_per_worker_s: Spread,
@@ -30,8 +33,26 @@ pub(crate) struct IdleRow {
     pub breakdown: Vec<(String, f64)>,
 }
 
+fn one() -> u16 {
+    1
+}
+
+/// The partition count of W5's extra row of delayq on Redis (issue 18).
+pub(crate) const PARTITIONED: u16 = 16;
+
+impl IdleRow {
+    /// The system, with the partition count when its topic has several.
+    pub(crate) fn name(&self) -> String {
+        match self.partitions {
+            0 | 1 => self.system.name().to_string(),
+            n => format!("{}, a topic of {n} partitions", self.system.name()),
+        }
+    }
+}
+
 struct Setup {
     kind: Kind,
+    partitions: u16,
     sys: Option<Box<dyn System>>,
     redis: Option<delayq_testkit::RedisServer>,
     _dir: Option<tempfile::TempDir>,
@@ -40,9 +61,14 @@ struct Setup {
 }
 
 impl Setup {
-    async fn start(env: &Env, kind: Kind, workers: usize) -> anyhow::Result<Setup> {
+    async fn start(
+        env: &Env,
+        (kind, partitions): (Kind, u16),
+        workers: usize,
+    ) -> anyhow::Result<Setup> {
         let mut s = Setup {
             kind,
+            partitions,
             sys: None,
             redis: None,
             _dir: None,
@@ -89,6 +115,8 @@ impl Setup {
                 target,
                 "--workers".into(),
                 workers.to_string(),
+                "--partitions".into(),
+                partitions.to_string(),
             ],
             None,
             Some(&env.work.join(format!("idle-{}.log", kind.key()))),
@@ -145,10 +173,15 @@ impl Setup {
 
 /// W5 for every system.
 pub(crate) async fn w5(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result<Vec<IdleRow>> {
+    // Every system, and delayq on Redis again with a topic of 16 partitions.
+    let mut variants: Vec<(Kind, u16)> = kinds.iter().map(|&k| (k, 1)).collect();
+    if kinds.contains(&Kind::DelayqRedis) {
+        variants.push((Kind::DelayqRedis, PARTITIONED));
+    }
     let mut setups = Vec::new();
     for _ in 0..plan.reps {
-        for &kind in kinds {
-            setups.push(Setup::start(env, kind, plan.w5_workers).await?);
+        for &variant in &variants {
+            setups.push(Setup::start(env, variant, plan.w5_workers).await?);
         }
     }
     // Let every worker settle into its wait before counting.
@@ -163,7 +196,7 @@ pub(crate) async fn w5(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
     tokio::time::sleep(plan.w5_idle).await;
     let secs = t.elapsed().as_secs_f64();
     // (system, commands per worker per s, CPU % of store, workers, server; breakdown)
-    type Sample = (Kind, f64, [Option<f64>; 3], Vec<(String, f64)>);
+    type Sample = ((Kind, u16), f64, [Option<f64>; 3], Vec<(String, f64)>);
     let mut samples: Vec<Sample> = Vec::new();
     for (s, (cmd0, meter, pids)) in setups.iter().zip(before) {
         let stats = s.commands().await?.since(&cmd0);
@@ -180,7 +213,7 @@ pub(crate) async fn w5(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
             .map(|(name, calls, _)| (name, calls as f64 / workers / secs * 60.0))
             .collect();
         samples.push((
-            s.kind,
+            (s.kind, s.partitions),
             stats.calls() as f64 / secs / workers,
             [pct(a), pct(b), pct(c)],
             breakdown,
@@ -188,11 +221,15 @@ pub(crate) async fn w5(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
     }
     drop(setups);
     let mut rows = Vec::new();
-    for &kind in kinds {
-        let mine: Vec<_> = samples.iter().filter(|s| s.0 == kind).collect();
+    for &(kind, partitions) in &variants {
+        let mine: Vec<_> = samples
+            .iter()
+            .filter(|s| s.0 == (kind, partitions))
+            .collect();
         let col = |i: usize| Spread::of(mine.iter().filter_map(|s| s.2[i]));
         let row = IdleRow {
             system: kind,
+            partitions,
             workers: plan.w5_workers,
             commands_per_worker_s: Spread::of(mine.iter().map(|s| s.1)),
             store_cpu_pct: col(0),
@@ -202,7 +239,7 @@ pub(crate) async fn w5(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
         };
         say(&format!(
             "W5 {}: {} commands/s per idle worker",
-            kind.name(),
+            row.name(),
             row.commands_per_worker_s.show(3)
         ));
         rows.push(row);

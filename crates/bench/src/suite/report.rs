@@ -270,9 +270,19 @@ pub(crate) fn goals(r: &Results) -> Vec<Goal> {
             ),
         });
     }
-    if let Some(i) = r.w5.iter().find(|i| i.system == dq) {
+    if let Some(i) = r.w5.iter().find(|i| i.system == dq && i.partitions <= 1) {
         g.push(Goal {
             goal: "W5 ≤ 0.2 Redis commands per second per idle worker".into(),
+            met: Some(i.commands_per_worker_s.median <= 0.2),
+            measured: format!("{:.3} per worker per s", i.commands_per_worker_s.median),
+        });
+    }
+    if let Some(i) = r.w5.iter().find(|i| i.system == dq && i.partitions > 1) {
+        g.push(Goal {
+            goal: format!(
+                "W5 ≤ 0.2 Redis commands per second per idle worker on a topic of {} partitions",
+                i.partitions
+            ),
             met: Some(i.commands_per_worker_s.median <= 0.2),
             measured: format!("{:.3} per worker per s", i.commands_per_worker_s.median),
         });
@@ -519,7 +529,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
 
     let _ = writeln!(
         s,
-        "\n### W5 idle: {} workers waiting {} s on an empty queue\n\nCommands counted by the store (Redis `INFO commandstats`, commands inside scripts included; beanstalkd's `stats`). Each delayq worker has its own engine and connections (as separate processes would), with the default settings; the embedded engine's workers share the one engine their process owns. Each ChasquiMQ worker is one Consumer with its defaults and its own connections: its blocking read, its delayed-job promoter (every 100 ms) and its repeat scheduler (every second). The repetitions ran at the same time, each on its own servers. CPU in % of one core.\n\n| system | commands/s per worker | store CPU % | workers' process CPU % | server CPU % | commands per worker per minute |\n|---|---|---|---|---|---|",
+        "\n### W5 idle: {} workers waiting {} s on an empty queue\n\nCommands counted by the store (Redis `INFO commandstats`, commands inside scripts included; beanstalkd's `stats`). Each delayq worker has its own engine and connections (as separate processes would), with the default settings; the embedded engine's workers share the one engine their process owns. Each ChasquiMQ worker is one Consumer with its defaults and its own connections: its blocking read, its delayed-job promoter (every 100 ms) and its repeat scheduler (every second). delayq on Redis runs twice: its workers' topic with one partition, and with 16 (issue 18). The repetitions ran at the same time, each on its own servers. CPU in % of one core.\n\n| system | commands/s per worker | store CPU % | workers' process CPU % | server CPU % | commands per worker per minute |\n|---|---|---|---|---|---|",
         p.w5_workers,
         p.w5_idle.as_secs()
     );
@@ -533,7 +543,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} |",
-            i.system.name(),
+            i.name(),
             sp(&i.commands_per_worker_s, 3),
             sp(&i.store_cpu_pct, 2),
             sp(&i.workers_cpu_pct, 2),

@@ -183,7 +183,7 @@ impl Ops {
     /// `Engine::kick_all`, its input already checked by `engine.rs`.
     pub(crate) async fn kick_all(&self, topic: &Topic) -> Result<u64> {
         let mut total = 0;
-        for part in self.parts(topic).await?.iter() {
+        for part in self.read_parts(topic).await?.iter() {
             total += self.kick_all_in(part).await?;
         }
         Ok(total)
@@ -229,7 +229,7 @@ impl Ops {
             Some(c) => parse_cursor(&c.0, code)?,
         };
         let invs: Vec<_> = self
-            .parts(topic)
+            .read_parts(topic)
             .await?
             .iter()
             .map(|part| {
@@ -278,7 +278,7 @@ impl Ops {
     /// pipeline), added up.
     pub(crate) async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
         let invs: Vec<_> = self
-            .parts(topic)
+            .read_parts(topic)
             .await?
             .iter()
             .map(|part| {
@@ -311,7 +311,7 @@ impl Ops {
     /// after Redis's now ends the pause), on every partition (one pipeline).
     pub(crate) async fn pause(&self, topic: &Topic, until: Timestamp) -> Result<()> {
         let invs: Vec<_> = self
-            .parts(topic)
+            .read_parts(topic)
             .await?
             .iter()
             .map(|part| {
@@ -358,7 +358,7 @@ impl Ops {
     /// `SREM` and the check go in one pipeline, in that order, and only a topic that holds
     /// jobs again costs the third command.
     pub(crate) async fn purge(&self, topic: &Topic) -> Result<u64> {
-        let parts = self.parts(topic).await?;
+        let parts = self.read_parts(topic).await?;
         let invs: Vec<_> = parts
             .iter()
             .map(|part| self.fcall(library::PURGE, part))

@@ -33,11 +33,15 @@ use crate::conn::Conn;
 use crate::keys::{KeySpace, Part};
 use crate::wait::Waiters;
 
-/// How long this process trusts the partition count it read for a topic. A count changes
-/// only while the topic holds no job, and a push checks it in the partition it writes
-/// (`lua/push.lua`), so a stale count can neither misplace a job nor lose one; reads by id
-/// that miss read it again ([`Ops::by_id`]).
-const LAYOUT_TTL: Duration = Duration::from_secs(1);
+/// How long push, reserve and the operations by id trust the partition count this process
+/// read for a topic (the operations on a whole topic, stats, list, pause, purge and
+/// kick-all, read it afresh). A count changes only while the topic holds no job, and a push
+/// checks it in the partition it writes (`lua/push.lua`), so a stale count can neither
+/// misplace a job nor lose one; an operation by id that misses reads it again
+/// ([`Ops::moved`]); a reserve in a process that still holds the old count looks at the new
+/// partitions within this time. Long, so that an idle worker's calls (one per 30 s
+/// long-poll) do not each read it.
+const LAYOUT_TTL: Duration = Duration::from_secs(60);
 
 /// A topic's partitions as this process last read them, and when.
 pub(crate) struct Layout {
