@@ -466,6 +466,21 @@ fn topic_settings_from_the_command_line() {
     assert!(out.contains("retention     default (none"), "{out}");
     let missing = s.run(&["get", "orders", "o1"]);
     assert_eq!(missing.status.code(), Some(3), "no retention, no done job");
+    // Partitions (issue 18): set while the topic is empty, kept by a set that does not name
+    // them, refused (exit 4, conflict) once it holds a job.
+    let out = ok(s.run(&["topic", "set", "hot", "--partitions", "8"]));
+    assert!(out.contains("partitions    8"), "{out}");
+    let out = ok(s.run(&["topic", "set", "hot", "--ttr", "1m"]));
+    assert!(out.contains("partitions    8"), "{out}");
+    ok(s.run(&["push", "hot", "x", "--id", "h1"]));
+    let refused = s.run(&["topic", "set", "hot", "--partitions", "4"]);
+    assert_eq!(refused.status.code(), Some(4), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("partitions_in_use"),
+        "{refused:?}"
+    );
+    let out = ok(s.run(&["topic", "get", "hot"]));
+    assert!(out.contains("partitions    8"), "{out}");
 }
 
 #[test]
