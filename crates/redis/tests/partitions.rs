@@ -275,9 +275,30 @@ async fn a_process_holding_the_old_count_follows_a_change_issue_18() {
         assert!(admin.get(&t, &j.id).await.unwrap().is_some(), "{}", j.id);
     }
 
-    // `stale` holds 8; the topic empties and gets 3; `admin` pushes; `stale` finds it.
+    // `stale` holds 8; the topic empties, is paused and gets 3: the pause holds on the new
+    // partitions; `admin` pushes; `stale` finds it.
     assert_eq!(admin.purge(&t).await.unwrap(), 64);
+    admin.pause(&t, None).await.unwrap();
     admin.set_topic_config(&t, &partitions(3)).await.unwrap();
+    assert_eq!(
+        admin.stats(&t).await.unwrap().paused_until,
+        Some(Timestamp::NEVER)
+    );
+    for i in 0..12 {
+        let j = NewJob::new(t.clone(), "p").with_id(id(&format!("p-{i}")));
+        admin.push(j).await.unwrap();
+    }
+    let got = stale
+        .reserve(&Reserve::new(t.clone()).max(50))
+        .await
+        .unwrap();
+    assert!(
+        got.is_empty(),
+        "a paused topic delivered {} jobs",
+        got.len()
+    );
+    admin.resume(&t).await.unwrap();
+    assert_eq!(admin.purge(&t).await.unwrap(), 12);
     admin
         .push(NewJob::new(t.clone(), "new").with_id(id("after")))
         .await

@@ -14,7 +14,8 @@
 //! count the topic is leaving: a partition that holds a count `k` and is one of the `k`
 //! partitions of a `k`-partition topic holds the topic's current count (every change writes
 //! all of the old count's partitions), so a caller that routed by a stale count meets a
-//! partition that holds another count, and routes again.
+//! partition that holds another count, and routes again. A pause, kept beside the settings,
+//! is applied again to the new partitions.
 
 use std::time::Duration;
 
@@ -176,6 +177,9 @@ impl Ops {
         if exists.chunks(2).any(|e| e[0] == 1) {
             return in_use(stored);
         }
+        // A pause is not a setting (`pause.lua` keeps it beside them): carried over below.
+        // (Read once the topic is known empty: stats applies what is due first.)
+        let paused = self.stats(topic).await?.paused_until;
         let refused = self.configure(&parts, c, &format!("-{to}")).await?;
         if let Some(had) = refused.iter().flatten().next() {
             let mut restore = Vec::new();
@@ -208,6 +212,9 @@ impl Ops {
         }
         self.configure(&parts, c, &final_count).await?;
         self.learn_count(topic, i64::from(to));
+        if let Some(until) = paused {
+            self.pause(topic, until).await?;
+        }
         Ok(())
     }
 
