@@ -228,23 +228,18 @@ impl Ops {
             None => ("0".to_string(), String::new()),
             Some(c) => parse_cursor(&c.0, code)?,
         };
-        let invs: Vec<_> = self
-            .read_parts(topic)
-            .await?
-            .iter()
-            .map(|part| {
-                let mut inv = self.fcall(library::LIST, part);
+        let (_, replies) = self
+            .on_every_part(topic, (library::LIST, "listing jobs"), |inv| {
                 inv.arg(code)
                     .arg(&score)
                     .arg(&member)
                     .arg(limit)
                     .arg(self.tick_batch);
-                inv
             })
-            .collect();
+            .await?;
         let mut more: Vec<Position> = Vec::new();
         let mut listed: Vec<(Position, Job)> = Vec::new();
-        for reply in self.conn.pipeline(&invs, "listing jobs").await? {
+        for reply in replies {
             let mut reply = codec::array(reply)?.into_iter();
             let mut head = || reply.next().unwrap_or(Value::Nil);
             let has_next = codec::int(&head())? == 1;
@@ -277,18 +272,13 @@ impl Ops {
     /// `Engine::stats`, its input already checked by `engine.rs`: every partition's (one
     /// pipeline), added up.
     pub(crate) async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
-        let invs: Vec<_> = self
-            .read_parts(topic)
-            .await?
-            .iter()
-            .map(|part| {
-                let mut inv = self.fcall(library::STATS, part);
+        let (_, replies) = self
+            .on_every_part(topic, (library::STATS, "reading stats"), |inv| {
                 inv.arg(self.tick_batch);
-                inv
             })
-            .collect();
+            .await?;
         let mut total = TopicStats::default();
-        for reply in self.conn.pipeline(&invs, "reading stats").await? {
+        for reply in replies {
             let s = decode_stats(reply)?;
             total.delayed += s.delayed;
             total.ready += s.ready;
@@ -310,17 +300,12 @@ impl Ops {
     /// `Engine::pause` (`until` = `Timestamp::NEVER` for a pause until resumed; a time not
     /// after Redis's now ends the pause), on every partition (one pipeline).
     pub(crate) async fn pause(&self, topic: &Topic, until: Timestamp) -> Result<()> {
-        let invs: Vec<_> = self
-            .read_parts(topic)
-            .await?
-            .iter()
-            .map(|part| {
-                let mut inv = self.fcall(library::PAUSE, part);
+        let (_, replies) = self
+            .on_every_part(topic, (library::PAUSE, "pausing a topic"), |inv| {
                 inv.arg(until.as_millis());
-                inv
             })
-            .collect();
-        for r in self.conn.pipeline(&invs, "pausing a topic").await? {
+            .await?;
+        for r in replies {
             let r = codec::array(r)?;
             match Status::from_code(codec::int(r.first().unwrap_or(&Value::Nil))?)? {
                 Status::Ok => {}
@@ -358,13 +343,11 @@ impl Ops {
     /// `SREM` and the check go in one pipeline, in that order, and only a topic that holds
     /// jobs again costs the third command.
     pub(crate) async fn purge(&self, topic: &Topic) -> Result<u64> {
-        let parts = self.read_parts(topic).await?;
-        let invs: Vec<_> = parts
-            .iter()
-            .map(|part| self.fcall(library::PURGE, part))
-            .collect();
+        let (parts, replies) = self
+            .on_every_part(topic, (library::PURGE, "purging a topic"), |_| {})
+            .await?;
         let mut n = 0;
-        for reply in self.conn.pipeline(&invs, "purging a topic").await? {
+        for reply in replies {
             n += codec::uint(&reply)?;
         }
         self.registered

@@ -115,14 +115,7 @@ impl Ops {
     /// `Engine::set_topic_config`, its input already checked by `engine.rs` (the steps are
     /// in the module's documentation).
     pub(crate) async fn set_config(&self, topic: &Topic, c: &TopicConfig) -> Result<()> {
-        let mut cmd = redis::cmd("HGET");
-        cmd.arg(self.keys.config(&Part::whole(topic)))
-            .arg("partitions");
-        let stored: i64 = self
-            .conn
-            .query::<Option<i64>>(&cmd, "reading a topic's partition count")
-            .await?
-            .unwrap_or(1);
+        let stored = self.stored_count(topic).await?;
         let to = c.partition_count();
         let final_count = opt_arg(c.partitions.map(u64::from));
         let in_use = |had: i64| -> Result<()> {

@@ -100,6 +100,13 @@ impl Ops {
     /// Reads `topic`'s partition count from its home's settings (a negative count: a
     /// change to that many is under way, `ops::config`), and keeps it.
     pub(crate) async fn read_parts(&self, topic: &Topic) -> Result<Arc<[Part]>> {
+        let stored = self.stored_count(topic).await?;
+        Ok(self.learn_count(topic, stored))
+    }
+
+    /// The partition count `topic`'s home holds: 1 when unset, `-n` while a change to `n`
+    /// is under way (`ops::config`).
+    pub(crate) async fn stored_count(&self, topic: &Topic) -> Result<i64> {
         let mut cmd = redis::cmd("HGET");
         cmd.arg(self.keys.config(&Part::whole(topic)))
             .arg("partitions");
@@ -107,7 +114,29 @@ impl Ops {
             .conn
             .query(&cmd, "reading a topic's partition count")
             .await?;
-        Ok(self.learn_count(topic, v.unwrap_or(1)))
+        Ok(v.unwrap_or(1))
+    }
+
+    /// One call of `function` on every partition of `topic` (its count read afresh), each
+    /// with the arguments `args` adds, in one pipeline: the partitions and their replies,
+    /// in the same order.
+    pub(crate) async fn on_every_part(
+        &self,
+        topic: &Topic,
+        (function, what): (&str, &'static str),
+        args: impl Fn(&mut Cmd),
+    ) -> Result<(Arc<[Part]>, Vec<redis::Value>)> {
+        let parts = self.read_parts(topic).await?;
+        let invs: Vec<Cmd> = parts
+            .iter()
+            .map(|part| {
+                let mut inv = self.fcall(function, part);
+                args(&mut inv);
+                inv
+            })
+            .collect();
+        let replies = self.conn.pipeline(&invs, what).await?;
+        Ok((parts, replies))
     }
 
     /// Keeps `count` (its absolute value; 0 as 1) as `topic`'s partition count, and answers
