@@ -43,24 +43,55 @@ pub struct Record {
     pub delivered: Vec<Lease>,
     /// Leases whose ack was answered Ok.
     pub acked: Vec<Lease>,
-    /// When each push, delivery and ack (by job id) was answered Ok.
-    pub pushed_at: BTreeMap<JobId, Instant>,
-    pub delivered_at: BTreeMap<JobId, Instant>,
-    pub acked_at: BTreeMap<JobId, Instant>,
+    /// When each push, delivery and ack (by job id) that was answered Ok was called and
+    /// when its answer was seen.
+    pub pushed_at: BTreeMap<JobId, Span>,
+    pub delivered_at: BTreeMap<JobId, Span>,
+    pub acked_at: BTreeMap<JobId, Span>,
     /// Refused calls by kind ("push", "ack", "reserve").
     pub failures: BTreeMap<&'static str, usize>,
     /// The messages of refused calls.
     pub messages: BTreeSet<String>,
+    /// Every refused call: when it was called and answered, and what it said.
+    pub refusals: Vec<(Span, String)>,
+}
+
+/// When a call was made and when the task that made it saw the answer. The engine answered
+/// somewhere in between, not when the answer was seen: the writer wakes the caller's task,
+/// and a busy runtime may poll it milliseconds later (the requests of one group commit,
+/// answered together by the writer, were seen up to 4 ms apart, on one CPU).
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    pub called: Instant,
+    pub seen: Instant,
+}
+
+impl Span {
+    /// From `called` to now.
+    fn since(called: Instant) -> Span {
+        Span {
+            called,
+            seen: Instant::now(),
+        }
+    }
+
+    /// Whether the answer may have been given between `from` and `to`: the call was made
+    /// by `to` and its answer seen from `from` on. An answer seen before `from` was given
+    /// before it, and one to a call made after `to` was given after it.
+    pub fn may_fall_in(&self, (from, to): (Instant, Instant)) -> bool {
+        self.called <= to && self.seen >= from
+    }
 }
 
 impl Record {
-    fn refuse(&mut self, kind: &'static str, e: &Error) {
+    fn refuse(&mut self, kind: &'static str, e: &Error, span: Span) {
         assert!(
             e.is_retryable(),
             "a {kind} failed with a final error: {e:?}"
         );
         *self.failures.entry(kind).or_default() += 1;
         self.messages.insert(e.to_string());
+        self.refusals.push((span, e.to_string()));
     }
 
     fn merge(&mut self, o: Record) {
@@ -79,6 +110,7 @@ impl Record {
             *self.failures.entry(k).or_default() += n;
         }
         self.messages.extend(o.messages);
+        self.refusals.extend(o.refusals);
     }
 }
 
@@ -126,22 +158,23 @@ impl Load {
                         })
                         .collect();
                     let ids: Vec<JobId> = jobs.iter().map(|j| j.id.clone()).collect();
+                    let called = Instant::now();
                     let out = if size == 1 {
                         let job = jobs.into_iter().next().expect("one job");
                         e.push(job).await.map(|p| vec![p])
                     } else {
                         e.push_batch(jobs).await
                     };
+                    let span = Span::since(called);
                     match out {
                         Ok(answers) => {
                             assert!(answers.iter().all(|a| a.created), "{answers:?}");
-                            let now = Instant::now();
-                            r.pushed_at.extend(ids.iter().map(|id| (id.clone(), now)));
+                            r.pushed_at.extend(ids.iter().map(|id| (id.clone(), span)));
                             r.pushed.extend(ids);
                             accepted.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(err) => {
-                            r.refuse("push", &err);
+                            r.refuse("push", &err, span);
                             if is_unsure(&err) {
                                 r.unsure.push(ids);
                             } else {
@@ -165,14 +198,17 @@ impl Load {
                 while !stop.load(Ordering::Relaxed) {
                     let mut kept = Vec::new();
                     for lease in held.drain(..) {
-                        match e.ack(&lease).await {
+                        let called = Instant::now();
+                        let out = e.ack(&lease).await;
+                        let span = Span::since(called);
+                        match out {
                             Ok(()) => {
                                 r.unsure_acks.remove(&lease.id);
-                                r.acked_at.insert(lease.id.clone(), Instant::now());
+                                r.acked_at.insert(lease.id.clone(), span);
                                 r.acked.push(lease);
                             }
                             Err(err) => {
-                                r.refuse("ack", &err);
+                                r.refuse("ack", &err, span);
                                 // A sure refusal of a retry says nothing of an earlier
                                 // unsure try, which may have landed: the lease stays unsure
                                 // until an ack answers Ok.
@@ -188,18 +224,20 @@ impl Load {
                     let req = Reserve::new(t.clone())
                         .max(8)
                         .wait(Duration::from_millis(50));
-                    match e.reserve(&req).await {
+                    let called = Instant::now();
+                    let out = e.reserve(&req).await;
+                    let span = Span::since(called);
+                    match out {
                         Ok(got) => {
-                            let now = Instant::now();
                             for d in got {
                                 let lease = d.lease.expect("at-least-once lease");
-                                r.delivered_at.insert(lease.id.clone(), now);
+                                r.delivered_at.insert(lease.id.clone(), span);
                                 r.delivered.push(lease.clone());
                                 held.push(lease);
                             }
                         }
                         Err(err) => {
-                            r.refuse("reserve", &err);
+                            r.refuse("reserve", &err, span);
                             r.unsure_reserves += usize::from(is_unsure(&err));
                             refusals.fetch_add(1, Ordering::Relaxed);
                             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -252,8 +290,8 @@ pub struct Figures {
     pub acked: usize,
     /// Unsure acks a reopen found applied.
     pub unsure_acks_landed: usize,
-    /// Pushes, reserves and acks answered Ok inside the kernel's error handling that a
-    /// reopen found undone (see [`check`]'s `window`).
+    /// Pushes, reserves and acks whose Ok answer may have been given inside the kernel's
+    /// error handling that a reopen found undone (see [`check`]'s `window`).
     pub lost_in_window: usize,
     pub held: usize,
     /// Jobs a reopen found leased by an unsure reserve nobody got the answer of.
@@ -272,9 +310,13 @@ pub struct Figures {
 /// `window`: while the kernel handles a file-system error (from just before the test
 /// triggers it to when the trigger returns), ext4 has aborted its journal but not yet
 /// marked the file system read-only, and a commit whose `fsync` returns then is confirmed
-/// and dropped: the engine cannot see it (it catches those after the mark). A write
-/// answered Ok inside the window may be undone, and is counted; one answered outside it
-/// may not.
+/// and dropped: the engine cannot see it (it catches those after the mark). A write whose
+/// Ok answer may have been given inside the window may be undone, and is counted; any
+/// other may not. The answer was given between the call and when its task saw it
+/// ([`Span`]), so that whole span is set against the window, not the moment the answer
+/// was seen: that can be after the window ended although the engine answered inside it.
+/// A write whose answer was seen before the window began, or that was called after the
+/// window ended, must still be there.
 pub async fn check(
     e: &SqliteEngine,
     t: &Topic,
@@ -282,9 +324,8 @@ pub async fn check(
     deleted: &BTreeSet<JobId>,
     window: Option<(Instant, Instant)>,
 ) -> Figures {
-    let inside = |at: Option<&Instant>| {
-        window.is_some_and(|(from, to)| at.is_some_and(|at| (from..=to).contains(at)))
-    };
+    let inside =
+        |at: Option<&Span>| window.is_some_and(|w| at.is_some_and(|span| span.may_fall_in(w)));
     let mut lost_in_window = 0;
     let delivered: BTreeMap<&JobId, &Lease> = r.delivered.iter().map(|l| (&l.id, l)).collect();
     assert_eq!(
