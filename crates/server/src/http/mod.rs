@@ -173,6 +173,10 @@ pub fn app(state: AppState) -> Router {
         .with_state(state.clone())
         .layer(
             ServiceBuilder::new()
+                .layer(axum::middleware::from_fn_with_state(
+                    crate::listen::keep_alive_hint(config.request_timeout),
+                    crate::listen::announce_idle_timeout,
+                ))
                 // Failed requests are logged where they fail (`ApiError`, in bursts), not
                 // once more here.
                 .layer(tower_http::trace::TraceLayer::new_for_http().on_failure(()))
