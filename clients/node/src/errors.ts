@@ -60,7 +60,7 @@ export class ApiError extends DelayqError {
 
 /** 400: the request was refused as it is; nothing was changed. Fix the input. */
 export class InvalidInputError extends ApiError {}
-/** 400 `invalid_topic`: a topic name outside 1 to 128 characters of `A-Za-z0-9_.:-`. */
+/** 400 `invalid_topic`: a topic name outside 1 to 200 characters of `A-Za-z0-9_.:-`. */
 export class InvalidTopicError extends InvalidInputError {}
 /** 400 `invalid_id`: a job id outside 1 to 200 visible ASCII characters. */
 export class InvalidIdError extends InvalidInputError {}

@@ -116,7 +116,8 @@ pub struct ServeArgs {
     /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix,
     /// redis_connect_timeout, redis_wait_replicas, redis_wait_timeout, sync, tls_cert, tls_key, metrics_public (true or false),
     /// tokens (a list), max_body, max_request_bytes, max_wait and request_timeout (e.g.
-    /// "30s"), concurrency, max_long_polls, ui (on, read-only or off), log, log_format. Example: `listen = "0.0.0.0:7070"`.
+    /// "30s"), concurrency, max_long_polls, ui (on, read-only or off), beanstalk,
+    /// beanstalk_max_job_size, log, log_format. Example: `listen = "0.0.0.0:7070"`.
     #[arg(long, env = "DELAYQ_CONFIG")]
     pub config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7070].
@@ -195,6 +196,15 @@ pub struct ServeArgs {
     /// or off [default: on].
     #[arg(long, env = "DELAYQ_UI")]
     pub ui: Option<UiArg>,
+    /// Also speak beanstalkd's text protocol on this address, e.g. 127.0.0.1:11300, so that
+    /// beanstalkd clients work unchanged. It has no authentication (as beanstalkd): keep it
+    /// on loopback or behind a firewall [default: off].
+    #[arg(long, env = "DELAYQ_BEANSTALK")]
+    pub beanstalk: Option<String>,
+    /// The largest job a beanstalkd `put` may carry (its `max-job-size`), at most --max-body
+    /// [default: 65535].
+    #[arg(long, env = "DELAYQ_BEANSTALK_MAX_JOB_SIZE")]
+    pub beanstalk_max_job_size: Option<usize>,
     /// Log filter, e.g. info or debug (debug logs one line per request) [default: info].
     #[arg(long, env = "DELAYQ_LOG")]
     pub log: Option<String>,

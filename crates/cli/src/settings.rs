@@ -33,6 +33,8 @@ pub struct FileConfig {
     concurrency: Option<usize>,
     max_long_polls: Option<usize>,
     ui: Option<UiArg>,
+    beanstalk: Option<String>,
+    beanstalk_max_job_size: Option<usize>,
     log: Option<String>,
     log_format: Option<LogFormat>,
     /// The file this was read from, for error messages.
@@ -62,6 +64,9 @@ pub struct Settings {
     pub concurrency: usize,
     pub max_long_polls: usize,
     pub ui: UiArg,
+    /// Where to speak beanstalkd's protocol; `None`: nowhere.
+    pub beanstalk: Option<String>,
+    pub beanstalk_max_job_size: usize,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -130,6 +135,16 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .duration("request_timeout", &file.request_timeout)?
             .unwrap_or(Duration::from_secs(60)),
     };
+    let max_body = args.max_body.or(file.max_body).unwrap_or(256 * 1024);
+    let beanstalk_max_job_size = args
+        .beanstalk_max_job_size
+        .or(file.beanstalk_max_job_size)
+        .unwrap_or(65_535);
+    if beanstalk_max_job_size == 0 || beanstalk_max_job_size > max_body {
+        anyhow::bail!(
+            "--beanstalk-max-job-size {beanstalk_max_job_size} is outside 1 to --max-body ({max_body}); lower it or raise --max-body"
+        );
+    }
     Ok(Settings {
         listen: args
             .listen
@@ -168,7 +183,7 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             (Some(_), None) => anyhow::bail!("--tls-cert needs --tls-key: give both, or neither"),
             (None, Some(_)) => anyhow::bail!("--tls-key needs --tls-cert: give both, or neither"),
         },
-        max_body: args.max_body.or(file.max_body).unwrap_or(256 * 1024),
+        max_body,
         max_request_bytes: args
             .max_request_bytes
             .or(file.max_request_bytes)
@@ -178,6 +193,8 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
         concurrency: args.concurrency.or(file.concurrency).unwrap_or(1024),
         max_long_polls: args.max_long_polls.or(file.max_long_polls).unwrap_or(1024),
         ui: args.ui.or(file.ui).unwrap_or(UiArg::On),
+        beanstalk: args.beanstalk.or(file.beanstalk).filter(|a| !a.is_empty()),
+        beanstalk_max_job_size,
         log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
         log_format: args
             .log_format
@@ -302,6 +319,28 @@ mod tests {
     }
 
     #[test]
+    fn the_beanstalk_port_is_off_unless_asked_issue_19() {
+        let s = resolve(ServeArgs::default(), FileConfig::default()).expect("resolves");
+        assert_eq!((s.beanstalk, s.beanstalk_max_job_size), (None, 65_535));
+        let file: FileConfig = toml::from_str(
+            r#"
+            beanstalk = "127.0.0.1:11300"
+            beanstalk_max_job_size = 100000
+            "#,
+        )
+        .expect("parses");
+        let s = resolve(ServeArgs::default(), file).expect("resolves");
+        assert_eq!(s.beanstalk.as_deref(), Some("127.0.0.1:11300"));
+        assert_eq!(s.beanstalk_max_job_size, 100_000);
+        let args = ServeArgs {
+            beanstalk_max_job_size: Some(0),
+            ..ServeArgs::default()
+        };
+        let e = resolve(args, FileConfig::default()).expect_err("0 is refused");
+        assert!(e.to_string().contains("--beanstalk-max-job-size 0"), "{e}");
+    }
+
+    #[test]
     fn unknown_file_keys_are_refused() {
         assert!(toml::from_str::<FileConfig>("lisen = \"x\"").is_err());
     }
@@ -337,6 +376,8 @@ mod fuzz {
         "concurrency",
         "max_long_polls",
         "ui",
+        "beanstalk",
+        "beanstalk_max_job_size",
         "log",
         "log_format",
     ];

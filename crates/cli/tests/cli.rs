@@ -1422,3 +1422,68 @@ fn bench_measures_an_engine_and_cleans_up() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(1));
 }
+
+/// `serve --beanstalk` (issue 19): the beanstalkd protocol beside the HTTP API on the same
+/// engine (a job put over it is seen over HTTP); a warning when it is bound beyond loopback;
+/// a port in use and a job size over --max-body refused at start, naming the flag.
+#[test]
+fn serve_speaks_beanstalk_on_request_issue_19() {
+    use std::io::{BufRead, BufReader, Write};
+    let port = support::free_port();
+    let s = Server::start(&["--beanstalk", &format!("0.0.0.0:{port}")]);
+    s.wait_for_log("beanstalkd protocol on");
+    assert!(
+        s.log()
+            .contains("beyond loopback: it has no authentication"),
+        "a warning when bound beyond loopback:\n{}",
+        s.log()
+    );
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut w = stream.try_clone().unwrap();
+    let mut r = BufReader::new(stream);
+    w.write_all(b"use orders\r\nput 5 60 30 15\r\ncancel order 42\r\n")
+        .unwrap();
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert_eq!(line, "USING orders\r\n");
+    line.clear();
+    r.read_line(&mut line).unwrap();
+    let id = line
+        .strip_prefix("INSERTED ")
+        .unwrap_or_else(|| panic!("put answered {line:?}"))
+        .trim_end()
+        .to_string();
+    let out = ok(s.run(&["get", "orders", &id]));
+    assert!(
+        out.contains("state: delayed") && out.contains("body: cancel order 42"),
+        "{out}"
+    );
+
+    // Loopback: no warning.
+    let quiet = Server::start(&[
+        "--beanstalk",
+        &format!("127.0.0.1:{}", support::free_port()),
+    ]);
+    quiet.wait_for_log("beanstalkd protocol on");
+    assert!(!quiet.log().contains("beyond loopback"), "{}", quiet.log());
+
+    let err = serve_fails(&["--beanstalk", &format!("127.0.0.1:{port}")]);
+    assert!(
+        last_line(&err).contains("address is in use")
+            && last_line(&err).contains("choose another --beanstalk"),
+        "{err}"
+    );
+    let err = serve_fails(&[
+        "--beanstalk",
+        "127.0.0.1:0",
+        "--beanstalk-max-job-size",
+        "300000",
+    ]);
+    assert!(
+        last_line(&err).contains("--beanstalk-max-job-size 300000 is outside 1 to --max-body"),
+        "{err}"
+    );
+}

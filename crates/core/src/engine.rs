@@ -121,6 +121,34 @@ impl Nack {
     }
 }
 
+/// Options of [`Engine::release_with`]: where the released job goes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Release {
+    /// Due again after this delay (from now), instead of at its original due time.
+    pub delay: Option<Duration>,
+    /// The job's new priority, instead of the one it has.
+    pub priority: Option<u32>,
+}
+
+impl Release {
+    /// Checks the delay's range.
+    pub fn validate(&self) -> Result<()> {
+        match self.delay {
+            Some(d) => crate::limits::check_delay(d),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Options of [`Engine::bury_with`].
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Bury {
+    /// Why it is buried; kept with the job as its last error (at most 4 KiB).
+    pub reason: Option<String>,
+    /// The job's new priority (it keeps it when kicked), instead of the one it has.
+    pub priority: Option<u32>,
+}
+
 /// What to do with one lease in [`Engine::settle_and_reserve`]: the outcomes a worker
 /// reports when a delivery ends.
 #[derive(Clone, Debug, PartialEq)]
@@ -393,11 +421,78 @@ pub trait Engine: Send + Sync + 'static {
     /// once, at its original due time (used by graceful shutdown).
     async fn release(&self, lease: &Lease) -> Result<()>;
 
+    /// Gives a delivery back without counting it as an attempt, as [`Engine::release`], and
+    /// with `release.delay` due again that long from now (delayed until then), and with
+    /// `release.priority` as its priority from now on. A stale lease changes nothing
+    /// ([`Error::LeaseLost`]). The default implementation does a plain release and refuses
+    /// the options, for an engine that has none.
+    async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
+        release.validate()?;
+        if release == Release::default() {
+            return self.release(lease).await;
+        }
+        Err(unsupported(
+            "release a job with a delay or a priority",
+            lease,
+        ))
+    }
+
     /// Extends the lease to now + `ttr` (or the job's ttr). Returns the new deadline.
     async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp>;
 
     /// Sends a reserved job to dead at once, whatever attempts it has left.
     async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()>;
+
+    /// [`Engine::bury`], and with `bury.priority` as the job's priority from now on (a kick
+    /// makes it ready with that priority). The default implementation refuses a priority,
+    /// for an engine that cannot change one.
+    async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {
+        check_reason(bury.reason.as_deref())?;
+        match bury.priority {
+            None => self.bury(lease, bury.reason).await,
+            Some(_) => Err(unsupported("bury a job with a new priority", lease)),
+        }
+    }
+
+    /// Reserves one job by its id, now, whatever its due time: a delayed, ready or dead job
+    /// is leased as [`Engine::reserve`] would lease it (a fresh token, a deadline of now plus
+    /// its ttr, one more attempt; a dead job keeps its attempts and is leased too, as
+    /// beanstalkd's `reserve-job` does), also while its topic is paused. A reserved or done
+    /// job is refused with [`Error::WrongState`], a missing one with [`Error::NotFound`]; a
+    /// refusal changes nothing. The default implementation refuses, for an engine that has
+    /// no such operation.
+    async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
+        Err(Error::InvalidConfig {
+            reason: format!(
+                "this engine cannot reserve one job by its id (topic {topic}, job {id}); use the Redis or the embedded engine"
+            ),
+        })
+    }
+
+    /// Claims `count` (1 to 1,000,000) fresh numbers for `topic` from one sequence that
+    /// every process on this engine shares, and answers the first: `first .. first + count`
+    /// are never claimed again, by anyone, and [`Engine::number_topic`] maps each of them to
+    /// `topic` from then on (purges and retention do not change that). Numbers start at 1.
+    /// The beanstalkd protocol names jobs by such numbers. The default implementation
+    /// refuses, for an engine that has no shared sequence.
+    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
+        check_claim(count)?;
+        Err(Error::InvalidConfig {
+            reason: format!(
+                "this engine has no shared sequence of numbers (topic {topic}); use the Redis or the embedded engine"
+            ),
+        })
+    }
+
+    /// The topic that `n` was claimed for by [`Engine::claim_numbers`], or `None` when it
+    /// was never claimed. Without a scan: a lookup among the claimed ranges.
+    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
+        Err(Error::InvalidConfig {
+            reason: format!(
+                "this engine has no shared sequence of numbers (number {n}); use the Redis or the embedded engine"
+            ),
+        })
+    }
 
     /// Sends a delayed or ready job to dead now (an operator's "move to dead"), with
     /// `reason` as its last error (at most 4 KiB) and its attempts unchanged. A reserved job
@@ -580,6 +675,30 @@ async fn settle_one<E: Engine + ?Sized>(e: &E, s: &Settle) -> Result<Result<Sett
     }
 }
 
+/// The most numbers one [`Engine::claim_numbers`] takes.
+pub const MAX_CLAIM: u64 = 1_000_000;
+
+/// Checks the count of [`Engine::claim_numbers`]: 1 to [`MAX_CLAIM`].
+pub fn check_claim(count: u64) -> Result<()> {
+    if !(1..=MAX_CLAIM).contains(&count) {
+        return Err(Error::invalid(
+            "count",
+            format!("{count} numbers is outside 1 to {MAX_CLAIM}; claim fewer at a time"),
+        ));
+    }
+    Ok(())
+}
+
+/// The refusal of an option an engine does not have.
+fn unsupported(what: &str, lease: &Lease) -> Error {
+    Error::InvalidConfig {
+        reason: format!(
+            "this engine cannot {what} (topic {}, job {}); use the Redis or the embedded engine",
+            lease.topic, lease.id
+        ),
+    }
+}
+
 /// Checks the arguments of [`Engine::ack_batch`].
 pub fn check_ack_batch(leases: &[Lease]) -> Result<()> {
     check_count("leases", leases.len())
@@ -635,8 +754,23 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     async fn release(&self, lease: &Lease) -> Result<()> {
         (**self).release(lease).await
     }
+    async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
+        (**self).release_with(lease, release).await
+    }
     async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp> {
         (**self).touch(lease, ttr).await
+    }
+    async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {
+        (**self).bury_with(lease, bury).await
+    }
+    async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
+        (**self).reserve_job(topic, id).await
+    }
+    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
+        (**self).claim_numbers(topic, count).await
+    }
+    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
+        (**self).number_topic(n).await
     }
     async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
         (**self).bury(lease, reason).await

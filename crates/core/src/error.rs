@@ -19,7 +19,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The topic name is empty, too long or has a character outside `[A-Za-z0-9_.:-]`.
     #[error(
-        "invalid topic {topic:?}: {reason}; use 1 to 128 characters from A-Z, a-z, 0-9, '_', '.', ':' and '-'"
+        "invalid topic {topic:?}: {reason}; use 1 to 200 characters from A-Z, a-z, 0-9, '_', '.', ':' and '-'"
     )]
     InvalidTopic {
         /// The rejected name (cut to 160 characters).
@@ -251,6 +251,18 @@ impl Error {
             state,
             operation: "kick",
             hint: "only dead jobs can be kicked; reschedule a delayed or ready job instead",
+        }
+    }
+
+    /// [`Error::WrongState`] for a reserve by id ([`crate::Engine::reserve_job`]) of a job
+    /// that is reserved or done.
+    pub fn cannot_reserve_job(topic: &Topic, id: &JobId, state: JobState) -> Self {
+        Error::WrongState {
+            topic: topic.clone(),
+            id: id.clone(),
+            state,
+            operation: "reserve",
+            hint: "only a delayed, ready or dead job can be reserved by its id; a reserved one is its holder's until its lease ends",
         }
     }
 

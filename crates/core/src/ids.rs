@@ -6,11 +6,11 @@ use std::str::FromStr;
 use crate::Error;
 
 /// Longest accepted topic name, in characters.
-pub const MAX_TOPIC_LEN: usize = 128;
+pub const MAX_TOPIC_LEN: usize = 200;
 /// Longest accepted job id, in characters.
 pub const MAX_ID_LEN: usize = 200;
 
-/// A topic name: 1 to 128 characters from `[A-Za-z0-9_.:-]`.
+/// A topic name: 1 to 200 characters from `[A-Za-z0-9_.:-]`.
 ///
 /// The alphabet has no braces, so a topic can always be used as a Redis Cluster hash tag
 /// (`delayq:{topic}:...`) and in a URL path without escaping.
@@ -30,7 +30,7 @@ impl Topic {
         let reason = if name.is_empty() {
             Some("it is empty")
         } else if name.len() > MAX_TOPIC_LEN {
-            Some("it is longer than 128 characters")
+            Some("it is longer than 200 characters")
         } else if !name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
@@ -179,10 +179,10 @@ mod tests {
 
     #[test]
     fn topic_alphabet_and_length() {
-        for ok in ["a", "orders.cancel", "A-Z_0:9.x", &"t".repeat(128)] {
+        for ok in ["a", "orders.cancel", "A-Z_0:9.x", &"t".repeat(200)] {
             assert!(Topic::new(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "{tag}", "a b", "é", "a/b", &"t".repeat(129)] {
+        for bad in ["", "{tag}", "a b", "é", "a/b", &"t".repeat(201)] {
             assert!(
                 matches!(Topic::new(bad), Err(Error::InvalidTopic { .. })),
                 "{bad}"

@@ -43,8 +43,9 @@ pub use cron::{
 };
 pub use detach::detach_lease;
 pub use engine::{
-    Cursor, DeliveryMode, Engine, Nack, Page, Reserve, Settle, Settled, SettledAndReserved,
-    StoredSchedule, TopicStats, check_ack_batch, check_push_batch, check_settle_and_reserve,
+    Bury, Cursor, DeliveryMode, Engine, MAX_CLAIM, Nack, Page, Release, Reserve, Settle, Settled,
+    SettledAndReserved, StoredSchedule, TopicStats, check_ack_batch, check_claim, check_push_batch,
+    check_settle_and_reserve,
 };
 pub use error::{BoxError, Error, Result};
 pub use ids::{JobId, LeaseToken, MAX_ID_LEN, MAX_TOPIC_LEN, Topic};

@@ -2,6 +2,7 @@
 --
 -- KEYS: the topic keys of lib.lua.
 -- ARGV[1] id   ARGV[2] lease token   ARGV[3] reason ('' for none)
+-- ARGV[4] priority (-1: unchanged; a kick makes it ready with this one)
 --
 -- Returns: { OK, 0 } | a refusal:
 --   refusal: { LEASE_LOST, 0 } (the lease existed and is gone) | { NOT_FOUND, 0 } (no such
@@ -12,5 +13,5 @@
 -- stays until kicked, deleted or purged. The work is lib.lua's settle.
 
 local now = clock()
-local status, value = settle(S_BURY, ARGV[1], ARGV[2], -1, ARGV[3], now)
+local status, value = settle(S_BURY, ARGV[1], ARGV[2], -1, ARGV[3], now, tonumber(ARGV[4] or '-1'))
 return { status, value }

@@ -583,12 +583,15 @@ end
 -- or WRONG_STATE and the job's public state).
 --
 -- The one place these settlements are written (nack.lua, bury.lua, release.lua and
--- reserve's settlements all come here).
-local function settle(kind, id, token, delay, reason, now)
+-- reserve's settlements all come here). `prio` (optional, -1 or nil for none) is a bury's or
+-- a release's new priority; a release's `delay` (-1 for none, 0 keeps its place) makes it
+-- due that many ms from now.
+local function settle(kind, id, token, delay, reason, now, prio)
   if not live_lease(id, token, now) then return refusal(id, now) end
   local j = load(id)
   if not j then return NOT_FOUND, 0 end
   drop_lease(id)
+  local reprioritise = prio ~= nil and prio >= 0
   if kind == S_NACK then
     if delay < 0 then delay = nil end
     return OK, fail(id, j, now, delay, reason) or -1
@@ -596,7 +599,15 @@ local function settle(kind, id, token, delay, reason, now)
     j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
     j[F_STATE] = DEAD
     j[F_ERR] = reason
+    if reprioritise then j[F_PRIO] = prio end
     redis.call('ZADD', K_DEAD, now, id)
+    store(id, j)
+  elseif delay > 0 or reprioritise then
+    -- Release with a delay or a new priority: due then, or with that priority; the
+    -- attempt does not count (the record counts ended attempts only).
+    if delay > 0 then j[F_READY_AT] = now + delay end
+    if reprioritise then j[F_PRIO] = prio end
+    place(id, j, now)
     store(id, j)
   else
     -- Release: the attempt does not count and the due time is the original one, so the

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use delayq_core::limits::{check_count, check_reason, check_ttr};
 use delayq_core::{
-    Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Nack, NackOutcome,
-    NewJob, Page, Pushed, Reserve, Result, Schedule, ScheduleName, Settle, SettledAndReserved,
-    StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch,
-    check_push_batch, check_settle_and_reserve,
+    Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Nack,
+    NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Schedule, ScheduleName, Settle,
+    SettledAndReserved, StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats, async_trait,
+    check_ack_batch, check_claim, check_push_batch, check_settle_and_reserve,
 };
 use tokio::sync::oneshot;
 
@@ -129,7 +129,12 @@ impl Engine for RedisEngine {
     }
 
     async fn release(&self, lease: &Lease) -> Result<()> {
-        self.ops.release(lease).await
+        self.ops.release(lease, Release::default()).await
+    }
+
+    async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
+        release.validate()?;
+        self.ops.release(lease, release).await
     }
 
     async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp> {
@@ -141,7 +146,33 @@ impl Engine for RedisEngine {
 
     async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
         check_reason(reason.as_deref())?;
-        self.ops.bury(lease, reason).await
+        self.ops
+            .bury(
+                lease,
+                Bury {
+                    reason,
+                    priority: None,
+                },
+            )
+            .await
+    }
+
+    async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {
+        check_reason(bury.reason.as_deref())?;
+        self.ops.bury(lease, bury).await
+    }
+
+    async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
+        self.ops.reserve_job(topic, id).await
+    }
+
+    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
+        check_claim(count)?;
+        self.ops.claim_numbers(topic, count).await
+    }
+
+    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
+        self.ops.number_topic(n).await
     }
 
     async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {

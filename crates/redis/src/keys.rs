@@ -167,6 +167,18 @@ impl KeySpace {
         format!("{}:schedules", self.prefix)
     }
 
+    /// The sequence of claimed numbers (`ops::numbers`): a STRING, the last number
+    /// claimed. In no topic's slot (a topic key always has a `{tag}`).
+    pub(crate) fn number_seq(&self) -> String {
+        format!("{}:numbers:next", self.prefix)
+    }
+
+    /// The claimed ranges (`ops::numbers`): a ZSET of `<last>:<topic>` scored by each
+    /// range's first number. In no topic's slot.
+    pub(crate) fn number_ranges(&self) -> String {
+        format!("{}:numbers:ranges", self.prefix)
+    }
+
     /// The partition of a wake key returned by BZPOPMIN.
     pub(crate) fn part_of_wake_key(&self, key: &[u8]) -> Option<Part> {
         let key = std::str::from_utf8(key).ok()?;
@@ -210,6 +222,8 @@ mod tests {
         // A topic of one partition keeps the key names it always had.
         assert_eq!(ks.topic(&Part::all(&whole.topic, 1)[0]), keys);
         assert_eq!(ks.registry(), "delayq:topics");
+        assert_eq!(ks.number_seq(), "delayq:numbers:next");
+        assert_eq!(ks.number_ranges(), "delayq:numbers:ranges");
         assert_eq!(ks.schedules(), "delayq:schedules");
     }
 

@@ -418,7 +418,7 @@ fn segment(valid: &'static [&'static str]) -> impl Strategy<Value = String> {
         2 => any::<String>().prop_map(|s| encode(s.as_bytes())),
         1 => prop::collection::vec(any::<u8>(), 1..40).prop_map(|b| encode(&b)),
         1 => odd,
-        1 => (129usize..300).prop_map(|n| "a".repeat(n)),
+        1 => (201usize..300).prop_map(|n| "a".repeat(n)),
     ]
 }
 

@@ -12,11 +12,11 @@ use delayq_core::limits::{
     MAX_DELAY, at_too_far, check_count, check_reason, check_ttr, delay_ms_ceil,
 };
 use delayq_core::{
-    Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Limits, Nack,
-    NackOutcome, NewJob, Page, Pushed, Reserve, Result, Retention, Schedule, ScheduleName, Settle,
-    Settled, SettledAndReserved, StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats,
-    async_trait, check_ack_batch, check_push_batch, check_settle_and_reserve, detach_lease,
-    duration_ms,
+    Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Limits, Nack,
+    NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Retention, Schedule, ScheduleName,
+    Settle, Settled, SettledAndReserved, StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats,
+    async_trait, check_ack_batch, check_claim, check_push_batch, check_settle_and_reserve,
+    detach_lease, duration_ms,
 };
 use rusqlite::Connection;
 use tokio::sync::{Notify, oneshot};
@@ -26,7 +26,7 @@ use crate::clock::Clock;
 use crate::config::SqliteConfig;
 use crate::cursor::Key;
 use crate::ops::settle::{self as settling, Settlement};
-use crate::ops::{admin, lease, push, reserve, schedules};
+use crate::ops::{admin, lease, numbers, push, reserve, schedules};
 use crate::readers::Readers;
 use crate::shared::Shared;
 use crate::tx::Tx;
@@ -419,8 +419,15 @@ impl Engine for SqliteEngine {
     }
 
     async fn release(&self, lease: &Lease) -> Result<()> {
+        self.release_with(lease, Release::default()).await
+    }
+
+    async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
+        release.validate()?;
         let lease = lease.clone();
-        self.write(move |tx| lease::release(tx, &lease)).await
+        let (delay, priority) = (release.delay.map(delay_ms_ceil), release.priority);
+        self.write(move |tx| lease::release(tx, &lease, delay, priority))
+            .await
     }
 
     async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp> {
@@ -433,10 +440,33 @@ impl Engine for SqliteEngine {
     }
 
     async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
-        check_reason(reason.as_deref())?;
+        let priority = None;
+        self.bury_with(lease, Bury { reason, priority }).await
+    }
+
+    async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {
+        check_reason(bury.reason.as_deref())?;
         let lease = lease.clone();
-        let reason = reason.unwrap_or_default();
-        self.write(move |tx| lease::bury(tx, &lease, &reason)).await
+        let (reason, priority) = (bury.reason.unwrap_or_default(), bury.priority);
+        self.write(move |tx| lease::bury(tx, &lease, &reason, priority))
+            .await
+    }
+
+    async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
+        let (topic, id) = (topic.clone(), id.clone());
+        self.write(move |tx| reserve::reserve_job(tx, &topic, &id))
+            .await
+    }
+
+    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
+        check_claim(count)?;
+        let topic = topic.clone();
+        self.write(move |tx| numbers::claim(tx, &topic, count))
+            .await
+    }
+
+    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
+        self.read(move |conn| numbers::topic_of(conn, n)).await
     }
 
     async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {

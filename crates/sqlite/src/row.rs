@@ -165,6 +165,22 @@ impl RawJob {
         })
     }
 
+    /// What state changes need of this job, stored in row `jid`.
+    pub(crate) fn meta(&self, jid: i64) -> Meta {
+        Meta {
+            jid,
+            state: self.state,
+            ready_at: self.ready_at,
+            ttr_ms: self.ttr_ms,
+            max_attempts: self.max_attempts,
+            attempts: self.attempts,
+            backoff: self.backoff,
+            token: self.token,
+            deadline: self.deadline,
+            expires_at: self.expires_at,
+        }
+    }
+
     /// The public job in its stored state at `now`.
     pub(crate) fn into_stored_job(self, topic: &Topic, now: u64) -> Result<Job> {
         let state = state_of(self.state, self.ready_at, now)?;

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0009_expiry.sql"),
     include_str!("../migrations/0010_clock.sql"),
     include_str!("../migrations/0011_partitions.sql"),
+    include_str!("../migrations/0012_numbers.sql"),
 ];
 
 /// The schema version this build writes.

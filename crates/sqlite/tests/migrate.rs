@@ -206,10 +206,17 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
         .expect("get")
         .expect("the dead job");
     assert_eq!(dead.expires_at, None);
+    // No number is claimed yet (0012): the first claim starts the sequence at 1.
+    assert_eq!(e.number_topic(1).await.expect("number topic"), None);
+    assert_eq!(e.claim_numbers(&t, 3).await.expect("claim"), 1);
+    assert_eq!(
+        e.number_topic(3).await.expect("number topic"),
+        Some(t.clone())
+    );
     drop(e);
 
     let (version, indexes, states) = schema_facts(dir.path());
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
     // The clock's high-water mark (0010) starts at least at the latest push time the old
     // jobs record, and the engine's writes since raised it.
     let conn = Connection::open(dir.path().join(DB_FILE)).expect("open");

@@ -2,6 +2,8 @@
 //!
 //! # Layout
 //!
+//! - `beanstalkd`: [`Beanstalkd`], a real `beanstalkd` on a free loopback port, in memory,
+//!   killed on drop: the reference for the beanstalkd protocol's differential tests.
 //! - `redis_server`: [`RedisServer`], a `redis-server` on a free loopback port in a temporary
 //!   directory, killed on drop, its log printed when a test panics; optionally with TLS and
 //!   an ACL user ([`AclUser`]).
@@ -19,12 +21,15 @@
 //! - [`fuzz_cases`]: how many cases each fuzzed decoder runs.
 #![deny(missing_docs)]
 
+mod beanstalkd;
+mod child;
 pub mod conformance;
 mod harness;
 pub mod model;
 mod redis_cluster;
 mod redis_server;
 
+pub use beanstalkd::{BEANSTALKD_ENV, Beanstalkd, BeanstalkdOptions};
 pub use harness::{Harness, Partitioned};
 pub use redis_cluster::{
     ClusterNode, ClusterOptions, Failover, REDIS_CLI_ENV, RedisCluster, SLOTS, key_slot,

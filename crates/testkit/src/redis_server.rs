@@ -12,7 +12,6 @@ mod access;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
@@ -287,22 +286,12 @@ impl RedisServer {
             panic!("cannot start {}: {e}", bin.display())
         });
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if self.access.ping(self.port) {
-                return Ok(());
-            }
-            let exited = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-                .is_some();
-            if exited || Instant::now() > deadline {
-                self.kill();
-                return Err(self.log());
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let (access, port) = (&self.access, self.port);
+        if crate::child::wait_until_up(&mut self.child, || access.ping(port)) {
+            return Ok(());
         }
+        self.kill();
+        Err(self.log())
     }
 }
 

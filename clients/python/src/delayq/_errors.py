@@ -76,7 +76,7 @@ class InvalidInputError(ApiError):
 
 
 class InvalidTopicError(InvalidInputError):
-    """400 ``invalid_topic``: a topic is 1 to 128 characters of ``A-Za-z0-9_.:-``."""
+    """400 ``invalid_topic``: a topic is 1 to 200 characters of ``A-Za-z0-9_.:-``."""
 
 
 class InvalidIdError(InvalidInputError):

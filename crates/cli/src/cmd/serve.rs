@@ -1,5 +1,6 @@
-//! `delayq serve`: reads the TLS certificate, binds the listening address, opens the engine
-//! (waiting for Redis), serves the HTTP(S) API until SIGINT or SIGTERM (reloading the
+//! `delayq serve`: reads the TLS certificate, binds the listening addresses (HTTP, and
+//! beanstalkd's protocol when asked), opens the engine (waiting for Redis), serves the HTTP(S)
+//! API and the beanstalkd protocol until SIGINT or SIGTERM (reloading the
 //! certificate on SIGHUP), then shuts down gracefully (open long-polls answer empty,
 //! in-flight requests finish, the engine closes).
 
@@ -66,11 +67,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
-        .map_err(|e| listen_error(&s.listen, &e))?;
+        .map_err(|e| listen_error("--listen", &s.listen, &e))?;
     let addr = listener.local_addr().context("listening address")?;
     if let Some(warning) = clear_token_warning(addr, !s.tokens.is_empty(), tls.is_some()) {
         tracing::warn!("{warning}");
     }
+    let beanstalk = match &s.beanstalk {
+        Some(at) => {
+            let l = tokio::net::TcpListener::bind(at)
+                .await
+                .map_err(|e| listen_error("--beanstalk", at, &e))?;
+            let addr = l.local_addr().context("beanstalk listening address")?;
+            if !addr.ip().is_loopback() {
+                tracing::warn!(
+                    "beanstalkd protocol on {addr}, beyond loopback: it has no authentication (as beanstalkd), so anyone who reaches this port can put, take and delete jobs; bind it to 127.0.0.1 or allow only trusted hosts with a firewall"
+                );
+            }
+            Some((l, addr))
+        }
+        None => None,
+    };
     let engine = open_engine(&s, &url, &described, &options).await?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(
@@ -79,10 +95,28 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         auth = if s.tokens.is_empty() { "off" } else { "bearer" },
         "delayq serving on {scheme}://{addr} (API under /v1, document at /v1/openapi.json)"
     );
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let beanstalk = beanstalk.map(|(listener, addr)| {
+        tracing::info!(listen = %addr, "beanstalkd protocol on {addr}");
+        let options = delayq_beanstalk::Options {
+            max_job_size: s.beanstalk_max_job_size,
+            ..delayq_beanstalk::Options::default()
+        };
+        let mut stop = stop_rx.clone();
+        tokio::spawn(delayq_beanstalk::serve(
+            listener,
+            engine.clone(),
+            options,
+            async move {
+                let _ = stop.wait_for(|stopped| *stopped).await;
+            },
+        ))
+    });
     let state = AppState::new(engine, server_config);
-    let shutdown = async {
+    let shutdown = async move {
         delayq_server::shutdown_signal().await;
         tracing::info!("shutting down: ending long-polls and finishing in-flight requests");
+        let _ = stop_tx.send(true);
     };
     match tls {
         Some(tls) => {
@@ -92,6 +126,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         None => delayq_server::serve(listener, state, shutdown).await,
     }
     .context("serving")?;
+    if let Some(task) = beanstalk {
+        task.await
+            .context("the beanstalkd protocol server")?
+            .context("serving the beanstalkd protocol")?;
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -168,22 +207,22 @@ async fn open_engine(
     }
 }
 
-/// A failed bind as one sentence: what failed and what to do.
-fn listen_error(listen: &str, e: &std::io::Error) -> anyhow::Error {
+/// A failed bind of `flag`'s address as one sentence: what failed and what to do.
+fn listen_error(flag: &str, listen: &str, e: &std::io::Error) -> anyhow::Error {
     let (why, todo) = match e.kind() {
         std::io::ErrorKind::AddrInUse => (
             "the address is in use (by another delayq or another program)".to_string(),
-            "stop what holds it or choose another --listen",
+            format!("stop what holds it or choose another {flag}"),
         ),
         std::io::ErrorKind::PermissionDenied => (
             "permission denied (ports below 1024 need privileges)".to_string(),
-            "choose a port above 1024 with --listen",
+            format!("choose a port above 1024 with {flag}"),
         ),
         std::io::ErrorKind::AddrNotAvailable => (
             "no interface of this machine has that address".to_string(),
-            "choose one of this machine's addresses with --listen",
+            format!("choose one of this machine's addresses with {flag}"),
         ),
-        _ => (e.to_string(), "correct --listen"),
+        _ => (e.to_string(), format!("correct {flag}")),
     };
     anyhow::anyhow!("cannot listen on {listen}: {why}; {todo}")
 }

@@ -1,5 +1,5 @@
 //! The operations on jobs and topics outside the hot path: get, delete, reschedule, kick,
-//! bury without a lease (each on the partition of its job), list (one cursor over every
+//! bury without a lease, reserve by id (each on the partition of its job), list (one cursor over every
 //! partition), stats, kick-all, pause and purge (over every partition), topics, and Redis's
 //! clock.
 
@@ -7,13 +7,14 @@ use std::cmp::Ordering;
 use std::time::Duration;
 
 use delayq_core::{
-    Cursor, Error, Job, JobId, JobState, Page, Result, Schedule, Timestamp, Topic, TopicStats,
+    Cursor, Delivery, Error, Job, JobId, JobState, Lease, LeaseToken, Page, Result, Schedule,
+    Timestamp, Topic, TopicStats,
 };
 use redis::Value;
 
 use super::push::schedule_args;
 use super::{Ops, not_found, unexpected};
-use crate::codec::{self, Status, decode_job, state_code, state_from_code};
+use crate::codec::{self, Status, decode_deliveries, decode_job, state_code, state_from_code};
 use crate::keys::Part;
 use crate::library;
 
@@ -142,6 +143,61 @@ impl Ops {
                 state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
             )),
             other => Err(unexpected("kick", other)),
+        }
+    }
+
+    /// `Engine::reserve_job`, its input already checked by `engine.rs`.
+    pub(crate) async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
+        let part = self.part_of(topic, id).await?;
+        let r = self.reserve_job_in(&part, id).await;
+        if not_there(&r)
+            && let Some(part) = self.moved(topic, id, &part).await?
+        {
+            return self.reserve_job_in(&part, id).await;
+        }
+        r
+    }
+
+    async fn reserve_job_in(&self, part: &Part, id: &JobId) -> Result<Delivery> {
+        let topic = part.topic();
+        let mut inv = self.fcall(library::RESERVE_JOB, part);
+        inv.arg(id.as_str()).arg(self.tick_batch);
+        let mut reply =
+            codec::array(self.conn.call(&inv, "reserving a job by its id").await?)?.into_iter();
+        let status = codec::int(&reply.next().unwrap_or(Value::Nil))?;
+        match Status::from_code(status)? {
+            Status::Ok => {
+                let now_us = codec::uint(&reply.next().unwrap_or(Value::Nil))?;
+                let token = reply.next().unwrap_or(Value::Nil);
+                let rec = reply.next().unwrap_or(Value::Nil);
+                let (job, token) = decode_deliveries(
+                    topic,
+                    now_us / 1000,
+                    true,
+                    vec![Value::BulkString(id.as_str().into()), token, rec],
+                )?
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::Internal("reserve_job answered no job".into()))?;
+                let lateness =
+                    Duration::from_micros(now_us.saturating_sub(job.ready_at.as_millis() * 1000));
+                Ok(Delivery {
+                    lease: Some(Lease {
+                        topic: topic.clone(),
+                        id: id.clone(),
+                        token: LeaseToken(token),
+                    }),
+                    job,
+                    lateness,
+                })
+            }
+            Status::NotFound => Err(not_found(topic, id)),
+            Status::WrongState => Err(Error::cannot_reserve_job(
+                topic,
+                id,
+                state_from_code(codec::int(&reply.next().unwrap_or(Value::Nil))?)?,
+            )),
+            other => Err(unexpected("reserve_job", other)),
         }
     }
 

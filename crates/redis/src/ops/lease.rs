@@ -1,12 +1,12 @@
-//! The lease operations: `ack` (a batch per partition, in one pipeline), `nack`, `release`,
-//! `touch`, `bury`, each on the partition of the lease's job. Each answers `LEASE_LOST` when
+//! The lease operations: `ack` (a batch per partition, in one pipeline), `nack`, `release`
+//! (with a delay and a priority), `touch`, `bury` (with a priority), each on the partition of the lease's job. Each answers `LEASE_LOST` when
 //! the token is not the job's live lease.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use delayq_core::limits::delay_ms_ceil;
-use delayq_core::{Error, Lease, Nack, NackOutcome, Result, Timestamp, duration_ms};
+use delayq_core::{Bury, Error, Lease, Nack, NackOutcome, Release, Result, Timestamp, duration_ms};
 use redis::{Cmd, Value};
 
 use super::{Ops, refused, settle_calls};
@@ -125,10 +125,23 @@ impl Ops {
         }
     }
 
-    /// `Engine::release`, its input already checked by `engine.rs`.
-    pub(crate) async fn release(&self, lease: &Lease) -> Result<()> {
-        self.lease_call((library::RELEASE, "release"), lease, &[], "releasing")
-            .await?;
+    /// `Engine::release_with` (and `release`, with no options), its input already checked
+    /// by `engine.rs`.
+    pub(crate) async fn release(&self, lease: &Lease, release: Release) -> Result<()> {
+        let delay = release
+            .delay
+            .map_or(-1, |d| i64::try_from(delay_ms_ceil(d)).unwrap_or(i64::MAX));
+        let priority = release.priority.map_or(-1, i64::from);
+        self.lease_call(
+            (library::RELEASE, "release"),
+            lease,
+            &[
+                delay.to_string().into_bytes(),
+                priority.to_string().into_bytes(),
+            ],
+            "releasing",
+        )
+        .await?;
         Ok(())
     }
 
@@ -150,13 +163,15 @@ impl Ops {
         )?))
     }
 
-    /// `Engine::bury`, its input already checked by `engine.rs`.
-    pub(crate) async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
-        let reason = reason.unwrap_or_default();
+    /// `Engine::bury_with` (and `bury`, with no priority), its input already checked by
+    /// `engine.rs`.
+    pub(crate) async fn bury(&self, lease: &Lease, bury: Bury) -> Result<()> {
+        let reason = bury.reason.unwrap_or_default();
+        let priority = bury.priority.map_or(-1, i64::from);
         self.lease_call(
             (library::BURY, "bury"),
             lease,
-            &[reason.into_bytes()],
+            &[reason.into_bytes(), priority.to_string().into_bytes()],
             "burying",
         )
         .await?;

@@ -4,9 +4,10 @@
 //!
 //! - `push`: push (chunks, the registry of topics).
 //! - `reserve`: reserve and settle-and-reserve (settlements, deliveries, the long-poll).
-//! - `lease`: ack, nack, release, touch, bury.
+//! - `lease`: ack, nack, release, touch, bury (release and bury with their options).
 //! - `admin`: get, delete, reschedule, kick, list, stats, topics, purge, now.
 //! - `config`: a topic's settings (set, read), and their encoding as function arguments.
+//! - `numbers`: the shared sequence of numbers and the topic of each claimed range.
 //! - `schedules`: stored schedules (put, read, list, delete, progress) and their encoding.
 //!
 //! Each status a function answers becomes an error in one place, below.
@@ -14,6 +15,7 @@
 pub(crate) mod admin;
 pub(crate) mod config;
 pub(crate) mod lease;
+pub(crate) mod numbers;
 pub(crate) mod push;
 pub(crate) mod reserve;
 pub(crate) mod schedules;

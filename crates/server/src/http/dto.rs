@@ -389,7 +389,7 @@ pub struct SettleItem {
     /// The delivery's receipt; or give `topic`, `id` and `token`.
     pub receipt: Option<String>,
     /// The topic (without `receipt`).
-    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,200}$")]
     pub topic: Option<String>,
     /// The job id (without `receipt`).
     #[schema(pattern = "^[!-~]{1,200}$")]
@@ -428,7 +428,7 @@ fn topics_schema() -> utoipa::openapi::schema::Array {
         .items(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .pattern(Some("^[A-Za-z0-9_.:-]{1,128}$")),
+                .pattern(Some("^[A-Za-z0-9_.:-]{1,200}$")),
         )
         .min_items(Some(1))
         .max_items(Some(64))
@@ -543,7 +543,7 @@ pub struct BuryRequest {
 #[serde(deny_unknown_fields)]
 pub struct LeaseRef {
     /// The topic.
-    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,200}$")]
     pub topic: String,
     /// The job id.
     #[schema(pattern = "^[!-~]{1,200}$")]

@@ -17,11 +17,11 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
     match name {
         "topic" => (
             "invalid_topic",
-            "a topic name: 1 to 128 characters from A-Z, a-z, 0-9, '_', '.', ':' and '-'",
+            "a topic name: 1 to 200 characters from A-Z, a-z, 0-9, '_', '.', ':' and '-'",
         ),
         "topics" => (
             "invalid_argument",
-            "a list of 1 to 64 distinct topic names, each 1 to 128 characters from A-Z, a-z, 0-9, '_', '.', ':' and '-'",
+            "a list of 1 to 64 distinct topic names, each 1 to 200 characters from A-Z, a-z, 0-9, '_', '.', ':' and '-'",
         ),
         "id" => (
             "invalid_id",

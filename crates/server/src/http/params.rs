@@ -11,8 +11,8 @@ use super::error::{ApiError, ErrorBody};
 #[derive(Deserialize, IntoParams, Debug)]
 #[into_params(parameter_in = Path)]
 pub struct TopicPath {
-    /// The topic: 1 to 128 characters from `A-Za-z0-9_.:-`.
-    #[param(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    /// The topic: 1 to 200 characters from `A-Za-z0-9_.:-`.
+    #[param(pattern = "^[A-Za-z0-9_.:-]{1,200}$")]
     pub topic: String,
 }
 
@@ -20,8 +20,8 @@ pub struct TopicPath {
 #[derive(Deserialize, IntoParams, Debug)]
 #[into_params(parameter_in = Path)]
 pub struct JobPath {
-    /// The topic: 1 to 128 characters from `A-Za-z0-9_.:-`.
-    #[param(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    /// The topic: 1 to 200 characters from `A-Za-z0-9_.:-`.
+    #[param(pattern = "^[A-Za-z0-9_.:-]{1,200}$")]
     pub topic: String,
     /// The job id: 1 to 200 visible ASCII characters, percent-encoded in the path (`/` as
     /// `%2F`).

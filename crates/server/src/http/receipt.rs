@@ -7,7 +7,7 @@
 //! |---|---|
 //! | 1 | the layout version (`1`) in the high 4 bits, the token's length n (0 to 8) in the low 4 |
 //! | n | the lease token, big-endian, without its leading zero bytes |
-//! | 1 | the topic's length in bytes (at most 128) |
+//! | 1 | the topic's length in bytes (at most 200) |
 //! | that many | the topic |
 //! | the rest | the job id (1 to 200 bytes) |
 //!
@@ -36,7 +36,7 @@ pub fn encode(lease: &Lease) -> String {
     let mut raw = Vec::with_capacity(2 + token.len() + topic.len() + id.len());
     raw.push(VERSION << 4 | token.len() as u8);
     raw.extend_from_slice(token);
-    // Topics are at most 128 bytes (MAX_TOPIC_LEN), so the length fits in one byte.
+    // Topics are at most 200 bytes (MAX_TOPIC_LEN), so the length fits in one byte.
     raw.push(topic.len() as u8);
     raw.extend_from_slice(topic);
     raw.extend_from_slice(id);
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn receipts_round_trip() {
-        let long_topic = "t".repeat(128);
+        let long_topic = "t".repeat(200);
         let long_id = "~".repeat(200);
         for l in [
             lease("orders", "order-42", 2),
@@ -169,7 +169,7 @@ mod fuzz {
         }
 
         #[test]
-        fn every_lease_round_trips(topic in "[A-Za-z0-9_.:-]{1,128}", id in "[!-~]{1,200}", token in any::<u64>()) {
+        fn every_lease_round_trips(topic in "[A-Za-z0-9_.:-]{1,200}", id in "[!-~]{1,200}", token in any::<u64>()) {
             let lease = Lease {
                 topic: Topic::new(topic).unwrap(),
                 id: JobId::new(id).unwrap(),

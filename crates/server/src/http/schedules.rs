@@ -54,7 +54,7 @@ pub struct ScheduleRequest {
     /// An IANA time zone (`Europe/Berlin`); default `UTC`.
     pub time_zone: Option<String>,
     /// The topic the jobs go to.
-    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,200}$")]
     pub topic: String,
     /// The jobs' payload, as `encoding` says.
     #[serde(default)]

@@ -25,7 +25,7 @@ const SCOPE: &str = "per server, since it started";
 #[serde(deny_unknown_fields)]
 pub struct SeriesQuery {
     /// One topic; absent: every topic this server tracks, summed.
-    #[param(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
+    #[param(pattern = "^[A-Za-z0-9_.:-]{1,200}$")]
     pub topic: Option<String>,
 }
 

@@ -1,7 +1,8 @@
 //! The lease operations, as the Redis engine's `ack.lua`, `nack.lua`, `release.lua`,
-//! `touch.lua` and `bury.lua`: each is valid only while the job is reserved under this
-//! token and now is before its deadline; otherwise nothing changes and the answer says why
-//! (as the Redis engine's `refusal`): [`Error::NotFound`] when there is no such job,
+//! `touch.lua` and `bury.lua` (a release with its delay and priority, a bury with its
+//! priority): each is valid only while the job is reserved under this token and now is
+//! before its deadline; otherwise nothing changes and the answer says why (as the Redis
+//! engine's `refusal`): [`Error::NotFound`] when there is no such job,
 //! [`Error::WrongState`] when it has had no delivery since it was pushed, released or kicked,
 //! else [`Error::LeaseLost`] (a done job's lease too: it was acked).
 
@@ -150,17 +151,32 @@ pub(crate) fn nack(
     })
 }
 
-/// Gives a delivery back: attempts - 1, waiting again at its original due time (so ready,
-/// in its old place in the order), lease cleared.
-pub(crate) fn release(tx: &mut Tx<'_>, lease: &Lease) -> Result<()> {
+/// Gives a delivery back: attempts - 1, lease cleared, waiting again at its original due
+/// time (so ready, in its old place in the order), or `delay_ms` from now (delayed until
+/// then: the timer wakes a waiter when it falls due); with `priority` as its priority from
+/// now on when given.
+pub(crate) fn release(
+    tx: &mut Tx<'_>,
+    lease: &Lease,
+    delay_ms: Option<u64>,
+    priority: Option<u32>,
+) -> Result<()> {
     let now = tx.now_ms();
     let (tid, job) = leased(tx, lease, now, "release")?;
-    place(tx, tid, job.ready_at, job.expires_at, now);
+    let ready_at = delay_ms.map_or(job.ready_at, |d| now.saturating_add(d));
+    place(tx, tid, ready_at, job.expires_at, now);
     exec(
         tx,
         "releasing a job",
-        "UPDATE jobs SET state = ?1, attempts = ?2, token = 0, deadline = 0 WHERE jid = ?3",
-        params![WAITING, job.attempts.saturating_sub(1), job.jid],
+        "UPDATE jobs SET state = ?1, attempts = ?2, token = 0, deadline = 0, ready_at = ?3, \
+         priority = coalesce(?4, priority) WHERE jid = ?5",
+        params![
+            WAITING,
+            job.attempts.saturating_sub(1),
+            ready_at,
+            priority,
+            job.jid
+        ],
     )?;
     Ok(())
 }
@@ -180,15 +196,22 @@ pub(crate) fn touch(tx: &mut Tx<'_>, lease: &Lease, ttr_ms: Option<u64>) -> Resu
     Ok(Timestamp::from_millis(deadline))
 }
 
-/// Sends a reserved job to dead at once, with `reason` ('' for none) as its last error.
-pub(crate) fn bury(tx: &mut Tx<'_>, lease: &Lease, reason: &str) -> Result<()> {
+/// Sends a reserved job to dead at once, with `reason` ('' for none) as its last error, and
+/// with `priority` as its priority from now on when given (a kick keeps it).
+pub(crate) fn bury(
+    tx: &mut Tx<'_>,
+    lease: &Lease,
+    reason: &str,
+    priority: Option<u32>,
+) -> Result<()> {
     let now = tx.now_ms();
     let (_, job) = leased(tx, lease, now, "bury")?;
     exec(
         tx,
         "burying a job",
-        "UPDATE jobs SET state = 4, token = 0, deadline = ?1, last_error = ?2 WHERE jid = ?3",
-        params![now, reason, job.jid],
+        "UPDATE jobs SET state = 4, token = 0, deadline = ?1, last_error = ?2, \
+         priority = coalesce(?3, priority) WHERE jid = ?4",
+        params![now, reason, priority, job.jid],
     )?;
     Ok(())
 }

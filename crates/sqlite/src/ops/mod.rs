@@ -5,14 +5,17 @@
 //!
 //! - `place`: the shared steps `place` and `fail` of `lib.lua`.
 //! - `tick`: what time does (expired leases fail; jobs that fell due wake their waiters).
-//! - `push`, `reserve`, `lease` (ack, nack, release, touch, bury), `admin` (kick,
-//!   reschedule, delete, purge, settings), `settle` (a worker's settlements before its
-//!   reserve), `done` (the done jobs a topic's retention keeps), `schedules` (stored
-//!   schedules; their reads run on a read connection).
+//! - `push`, `reserve` (and reserve by id), `lease` (ack, nack, release, touch, bury;
+//!   release and bury with their options), `admin` (kick, reschedule, delete, purge,
+//!   settings), `settle` (a worker's settlements before its reserve), `done` (the done jobs a
+//!   topic's retention keeps), `schedules` (stored schedules; their reads run on a read
+//!   connection), `numbers` (the engine-wide number sequence and the topic of each claimed
+//!   range; its lookup runs on a read connection).
 
 pub(crate) mod admin;
 pub(crate) mod done;
 pub(crate) mod lease;
+pub(crate) mod numbers;
 pub(crate) mod place;
 pub(crate) mod push;
 pub(crate) mod reserve;

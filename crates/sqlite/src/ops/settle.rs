@@ -48,8 +48,10 @@ impl Settlement {
                 let out: NackOutcome = lease::nack(tx, l, *delay, reason)?;
                 Ok(Settled::Nacked(out))
             }
-            Settlement::Bury(l, reason) => lease::bury(tx, l, reason).map(|()| Settled::Buried),
-            Settlement::Release(l) => lease::release(tx, l).map(|()| Settled::Released),
+            Settlement::Bury(l, reason) => {
+                lease::bury(tx, l, reason, None).map(|()| Settled::Buried)
+            }
+            Settlement::Release(l) => lease::release(tx, l, None, None).map(|()| Settled::Released),
         }
     }
 }

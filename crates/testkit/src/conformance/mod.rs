@@ -17,6 +17,7 @@ use delayq_core::{
 
 use crate::Harness;
 
+mod beanstalk_ops;
 mod bury;
 mod config;
 mod conflict;
@@ -27,6 +28,7 @@ mod retention;
 mod schedules;
 mod settle;
 mod topics;
+pub use beanstalk_ops::*;
 pub use bury::*;
 pub use config::*;
 pub use conflict::*;
@@ -1657,6 +1659,11 @@ macro_rules! conformance_suite {
             bad_expiries_are_refused_and_change_nothing_issue_14,
             bury_waiting_sends_a_waiting_job_to_dead_issue_15,
             partitions_change_only_while_the_topic_is_empty_issue_18,
+            release_with_a_delay_and_a_priority_waits_then_runs_first,
+            bury_with_a_priority_keeps_it_after_a_kick,
+            reserve_job_leases_a_delayed_ready_or_dead_job_by_id,
+            claimed_numbers_never_repeat_and_name_their_topic,
+            release_with_a_delay_over_ten_years_is_refused_and_keeps_the_lease,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
