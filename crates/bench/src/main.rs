@@ -4,8 +4,8 @@
 //! # Layout
 //!
 //! - `suite`: the side-by-side suite (`all`, and `smoke` for CI): delayq (library and
-//!   HTTP, both engines, and the official clients' workers in W1), ChasquiMQ, BullMQ,
-//!   beanstalkd and the seeds' design, workloads W1–W8.
+//!   HTTP, both engines, the official clients' workers in W1, and its beanstalkd port in
+//!   W1, W2 and W7), ChasquiMQ, BullMQ, beanstalkd and the seeds' design, workloads W1–W9.
 //! - `machine`: what ran the older single-engine benchmarks.
 //! - `redis_lateness`: delayed jobs spread over a window, several reservers: how late each
 //!   job is delivered, on the Redis clock.

@@ -160,6 +160,9 @@ pub(crate) async fn idle(a: IdleArgs) -> anyhow::Result<()> {
         Kind::ClientPython | Kind::ClientNode => {
             anyhow::bail!("{} runs in W1 only", kind.name())
         }
+        Kind::DelayqBeanstalkRedis | Kind::DelayqBeanstalkEmbedded => {
+            anyhow::bail!("{} runs in W1, W2 and W7 only", kind.name())
+        }
     }
     println!("ready");
     std::io::stdout().flush()?;

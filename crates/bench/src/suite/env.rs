@@ -98,6 +98,31 @@ fn check_clients(root: &Path, node: &Path, kinds: &[Kind]) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Checks the `delayq` binary that the beanstalkd-protocol systems run: there, and with
+/// `delayq serve --beanstalk` (an older build lacks it).
+fn check_delayq(bin: &Path, kinds: &[Kind]) -> anyhow::Result<()> {
+    if !kinds.iter().any(|k| k.is_delayq_beanstalk()) {
+        return Ok(());
+    }
+    let help = Command::new(bin)
+        .args(["serve", "--help"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    match help {
+        Ok(h) if h.contains("--beanstalk-max-job-size") => Ok(()),
+        Ok(_) => bail!(
+            "{} has no `serve --beanstalk`: it is an older build; run the suite through bench/run.sh (it builds delayq-cli beside delayq-bench), or set {}",
+            bin.display(),
+            super::procs::DELAYQ_BIN_ENV
+        ),
+        Err(e) => bail!(
+            "cannot run {}: {e}; run the suite through bench/run.sh (it builds delayq-cli beside delayq-bench), or set {} to a delayq binary",
+            bin.display(),
+            super::procs::DELAYQ_BIN_ENV
+        ),
+    }
+}
+
 /// The redis-server every Redis-based system runs: `DELAYQ_REDIS_SERVER`, else the one on
 /// the PATH.
 fn redis_binary() -> PathBuf {
@@ -167,10 +192,13 @@ pub(crate) fn check(root: &Path, work: &Path, kinds: &[Kind]) -> anyhow::Result<
         );
     }
     check_clients(root, &node, kinds)?;
+    let delayq = super::procs::delayq_bin()?;
+    check_delayq(&delayq, kinds)?;
     Ok(Env {
         node,
         bench_dir,
         beanstalkd,
+        delayq,
         clients_dir: root.join("clients"),
         client_python: client_python(root),
         work: work.to_path_buf(),

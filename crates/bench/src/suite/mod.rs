@@ -1,6 +1,7 @@
 //! The side-by-side suite: every workload (W1–W7 of issue 6) for every system (delayq,
 //! ChasquiMQ, BullMQ, beanstalkd, the seeds' design; the official clients' workers in W1
-//! only, issue 16), delayq on a Redis Cluster (W8, issue 13), one hot topic over a cluster's
+//! only, issue 16; the delayq server over its beanstalkd port in W1, W2 and W7, beside
+//! beanstalkd), delayq on a Redis Cluster (W8, issue 13), one hot topic over a cluster's
 //! primaries with and without partitions (W9, issue 18), then the Markdown section of
 //! BENCHMARKS.md, `results.json` and the plots.
 //!
@@ -56,8 +57,11 @@ pub(crate) struct Args {
     only: Vec<String>,
     /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded,
     /// http-redis-batch, http-embedded-batch, chasquimq, bullmq, beanstalkd, beanstalkd-binlog,
-    /// seeds, client-python, client-node); all when absent. client-python and client-node
-    /// (the official clients' workers on the delayq server) run in W1 only, at C = 10 and 50.
+    /// delayq-beanstalk-redis, delayq-beanstalk-embedded, seeds, client-python, client-node);
+    /// all when absent. client-python and client-node (the official clients' workers on the
+    /// delayq server) run in W1 only, at C = 10 and 50; delayq-beanstalk-redis and
+    /// delayq-beanstalk-embedded (`delayq serve --beanstalk`, driven by beanstalkd's client)
+    /// and the batch consumers in W1, W2 and W7 only.
     #[arg(long, value_delimiter = ',')]
     systems: Vec<String>,
 }
@@ -187,13 +191,12 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
         lap(&mut results, "W2");
     }
     if wants("w3") {
-        // The HTTP server stores jobs exactly as the library does: its rows would repeat them.
+        // The HTTP server stores jobs exactly as the library does: its rows would repeat them
+        // (and those of its batch consumers and beanstalkd port).
         let w3: Vec<Kind> = kinds_past_w1
             .iter()
             .copied()
-            .filter(|k| {
-                !matches!(k, Kind::HttpRedis | Kind::HttpEmbedded) && !k.is_batch_consumer()
-            })
+            .filter(|k| !matches!(k, Kind::HttpRedis | Kind::HttpEmbedded) && !k.consumers_only())
             .collect();
         results.w3 = storage::w3(&env, &plan, &w3).await?;
         lap(&mut results, "W3");
@@ -223,11 +226,12 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
         lap(&mut results, "W4");
     }
     if wants("w5") {
-        // An idle batch consumer is the same long-poll as an idle one-job consumer.
+        // An idle batch consumer is the same long-poll as an idle one-job consumer; the
+        // beanstalkd port runs in W1, W2 and W7 only.
         let w5: Vec<Kind> = kinds_past_w1
             .iter()
             .copied()
-            .filter(|k| !k.is_batch_consumer())
+            .filter(|k| !k.consumers_only())
             .collect();
         results.w5 = idle::w5(&env, &plan, &w5).await?;
         lap(&mut results, "W5");
@@ -247,6 +251,8 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
     }
     results.beanstalkd_stalls =
         systems::BEANSTALKD_STALLS.load(std::sync::atomic::Ordering::Relaxed);
+    results.delayq_beanstalk_stalls =
+        systems::DELAYQ_BEANSTALK_STALLS.load(std::sync::atomic::Ordering::Relaxed);
     results.meta.finish(started.elapsed());
     results.goals = report::goals(&results);
     say(&format!(

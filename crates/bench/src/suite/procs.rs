@@ -92,7 +92,21 @@ impl Owned {
         dir: Option<&Path>,
         log: Option<&Path>,
     ) -> anyhow::Result<Owned> {
+        Self::spawn_with(what, program, args, dir, log, |_| {})
+    }
+
+    /// [`Owned::spawn`], with `prepare` changing the command before it starts (its
+    /// environment).
+    pub(crate) fn spawn_with(
+        what: &str,
+        program: &Path,
+        args: &[String],
+        dir: Option<&Path>,
+        log: Option<&Path>,
+        prepare: impl FnOnce(&mut Command),
+    ) -> anyhow::Result<Owned> {
         let mut cmd = Command::new(program);
+        prepare(&mut cmd);
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -191,6 +205,23 @@ pub(crate) fn free_port() -> anyhow::Result<u16> {
 /// This executable, to start the suite's own child processes.
 pub(crate) fn self_exe() -> anyhow::Result<PathBuf> {
     std::env::current_exe().context("cannot find the delayq-bench executable")
+}
+
+/// The variable that names the `delayq` binary (as for the clients' tests).
+pub(crate) const DELAYQ_BIN_ENV: &str = "DELAYQ_BIN";
+
+/// The `delayq` binary whose `delayq serve` the suite starts: `DELAYQ_BIN`, else the
+/// `delayq` beside this executable (the same target directory and profile; bench/run.sh
+/// builds it, and the test command's `cargo test` builds it beside target/debug/delayq-bench).
+pub(crate) fn delayq_bin() -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os(DELAYQ_BIN_ENV) {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = self_exe()?;
+    let dir = exe
+        .parent()
+        .with_context(|| format!("{} has no parent directory", exe.display()))?;
+    Ok(dir.join(format!("delayq{}", std::env::consts::EXE_SUFFIX)))
 }
 
 /// CPU seconds used by each of `pids` between two readings.

@@ -48,6 +48,9 @@ pub(crate) struct Results {
     pub timings: Vec<(String, f64)>,
     /// `reserve-with-timeout` calls beanstalkd left unanswered (see systems/beanstalk.rs).
     pub beanstalkd_stalls: u64,
+    /// The same, of the delayq server's beanstalkd port (absent from older results).
+    #[serde(default)]
+    pub delayq_beanstalk_stalls: u64,
 }
 
 impl Default for Plan {
@@ -403,7 +406,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "The backlog is topped up to {} jobs before each drain; a drain stops after the backlog or {:.1} s, whichever comes first (jobs/s = jobs handled / time). Consumers: delayq's worker runtime with concurrency C (library); C HTTP long-poll loops, each reserving one job and acking it (server), or, for the batch consumer, each reserving up to 50 jobs and settling (acking) the previous answer's jobs in the same request; ChasquiMQ's Consumer with concurrency C and `events_enabled = false` (its other settings at their defaults: reads of 64, acks batched by 256 or 5 ms), fed by `add_bulk`; BullMQ's Worker with concurrency C; C beanstalkd connections, each sending `delete` and the next `reserve` in one write; the seeds' consumer with C threads. \"store CPU\" is redis-server's (or beanstalkd's) CPU during the drain, in % of one core: near 100% means the store is the bottleneck, not the client.\n",
+        "The backlog is topped up to {} jobs before each drain; a drain stops after the backlog or {:.1} s, whichever comes first (jobs/s = jobs handled / time). Consumers: delayq's worker runtime with concurrency C (library); C HTTP long-poll loops, each reserving one job and acking it (server), or, for the batch consumer, each reserving up to 50 jobs and settling (acking) the previous answer's jobs in the same request; ChasquiMQ's Consumer with concurrency C and `events_enabled = false` (its other settings at their defaults: reads of 64, acks batched by 256 or 5 ms), fed by `add_bulk`; BullMQ's Worker with concurrency C; C beanstalkd connections, each sending `delete` and the next `reserve` in one write (the same client drives the delayq server's beanstalkd port, `delayq serve --beanstalk`, on Redis and embedded); the seeds' consumer with C threads. \"store CPU\" is redis-server's (or beanstalkd's) CPU during the drain, in % of one core: near 100% means the store is the bottleneck, not the client.\n",
         fmt_num(p.w1_jobs as f64, 0),
         p.w1_cap.as_secs_f64()
     );
@@ -446,7 +449,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "One producer pushes batches of {} (each awaited; ChasquiMQ has no batch call for jobs due at different times, so its batch is {} `add_at` calls in flight at once) while the consumers run; a run gives up {} s after its first push. Delivered jobs/s = deliveries / (first push to last delivery). Lateness in ms on the host clock; \"own p99\" is delayq's engine-clock figure, and for beanstalkd the lateness against the whole second it was given.\n",
+        "One producer pushes batches of {} (each awaited; ChasquiMQ has no batch call for jobs due at different times, so its batch is {} `add_at` calls in flight at once) while the consumers run; a run gives up {} s after its first push. Delivered jobs/s = deliveries / (first push to last delivery). Lateness in ms on the host clock; \"own p99\" is delayq's engine-clock figure, and for beanstalkd (and the delayq server over its beanstalkd port, which also takes whole seconds) the lateness against the whole second it was given.\n",
         p.w2_batch,
         p.w2_batch,
         p.w2_cap.as_secs()
@@ -478,6 +481,13 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
             s,
             "\nDuring this run beanstalkd left {} `reserve-with-timeout 1` calls unanswered for more than 3 s (its `stats` show the connection still waiting); the client then drops that connection and opens another.",
             r.beanstalkd_stalls
+        );
+    }
+    if r.delayq_beanstalk_stalls > 0 {
+        let _ = writeln!(
+            s,
+            "\nDuring this run the delayq server's beanstalkd port left {} `reserve-with-timeout 1` calls unanswered for more than 3 s; the client then drops that connection and opens another.",
+            r.delayq_beanstalk_stalls
         );
     }
     let _ = writeln!(
@@ -576,7 +586,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
 
     let _ = writeln!(
         s,
-        "\n### W7 CPU per 100,000 jobs delivered (W1, every C)\n\nCPU-seconds per 100,000 jobs drained, measured over each W1 drain: the store (redis-server or beanstalkd), the queue's own process (this benchmark's process for the Rust libraries, delayq's and ChasquiMQ's, where the workers run; Node for BullMQ; the delayq server for HTTP and the client workers) and, for servers, the client driving them (for the client workers, their script's process). The ratios compare the stores' CPU at the same C.\n\n| system | C | store | queue process | client | × ChasquiMQ (store) | × BullMQ (store) |\n|---|---|---|---|---|---|---|"
+        "\n### W7 CPU per 100,000 jobs delivered (W1, every C)\n\nCPU-seconds per 100,000 jobs drained, measured over each W1 drain: the store (redis-server or beanstalkd), the queue's own process (this benchmark's process for the Rust libraries, delayq's and ChasquiMQ's, where the workers run; Node for BullMQ; the delayq server for HTTP, its beanstalkd port and the client workers) and, for servers, the client driving them (for the client workers, their script's process). The ratios compare the stores' CPU at the same C.\n\n| system | C | store | queue process | client | × ChasquiMQ (store) | × BullMQ (store) |\n|---|---|---|---|---|---|---|"
     );
     let mut rows: Vec<&DrainRow> = r.w1.iter().collect();
     rows.sort_by_key(|d| (d.consumers, d.system));
@@ -923,6 +933,44 @@ mod tests {
         }
         assert_eq!(Kind::Bullmq.w1_consumers(&[1, 10, 50]), vec![1, 10, 50]);
         assert!(!Kind::HttpRedisBatch.is_client_worker());
+    }
+
+    #[test]
+    fn the_delayq_beanstalk_port_runs_in_w1_w2_and_w7_beside_beanstalkd() {
+        for k in [Kind::DelayqBeanstalkRedis, Kind::DelayqBeanstalkEmbedded] {
+            assert!(k.is_delayq_beanstalk() && k.consumers_only());
+            assert!(!k.is_client_worker() && !k.is_batch_consumer());
+            assert_eq!(k.w1_consumers(&[1, 10, 50]), vec![1, 10, 50]);
+            assert_eq!(Kind::from_key(k.key()), Some(k));
+            // results.json names a system by its key, as --systems does.
+            assert_eq!(
+                serde_json::to_string(&k).expect("json"),
+                format!("\"{}\"", k.key())
+            );
+        }
+        assert!(!Kind::Beanstalkd.consumers_only());
+        assert!(Kind::HttpEmbeddedBatch.consumers_only());
+        // Beside beanstalkd in the tables.
+        let at = |k: Kind| Kind::ALL.iter().position(|&x| x == k);
+        assert_eq!(
+            at(Kind::DelayqBeanstalkRedis),
+            at(Kind::BeanstalkdBinlog).map(|i| i + 1)
+        );
+        // Its stalls are told apart from beanstalkd's.
+        let r = Results {
+            delayq_beanstalk_stalls: 2,
+            ..Results::default()
+        };
+        let md = markdown(
+            &r,
+            std::path::Path::new("."),
+            std::path::Path::new("docs/bench"),
+        );
+        assert!(
+            md.contains("the delayq server's beanstalkd port left 2"),
+            "{md}"
+        );
+        assert!(!md.contains("beanstalkd left"), "{md}");
     }
 
     #[test]

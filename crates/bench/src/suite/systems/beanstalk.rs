@@ -4,13 +4,16 @@
 //! `reserve-with-timeout` in one write. The server's CPU is reported beside the figures, to
 //! show whether the server or this client is the bottleneck.
 //!
+//! The client, its fill, drain and delayed run ([`Pipelined`]) take only a port: the same
+//! code drives the delayq server's beanstalkd port (`delayq_beanstalk`).
+//!
 //! beanstalkd takes delays in whole seconds: a job asked for `d` ms is put with
 //! `ceil(d / 1000)` s (never early), and its lateness is measured against the asked time
 //! (`host`) and against the whole second it was given (`own`).
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -213,10 +216,16 @@ fn jobs(n: usize, delays: Delays, size: usize) -> Vec<(u64, Vec<u8>)> {
 const STALL: Duration = Duration::from_secs(3);
 
 /// Reserves beanstalkd left unanswered (see [`consume`]), over the whole run.
-pub(crate) static STALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub(crate) static STALLS: AtomicU64 = AtomicU64::new(0);
 
-/// Runs `consumers` connections until the tally says stop, counting every job.
-async fn consume(port: u16, consumers: usize, tally: Arc<Tally>) -> anyhow::Result<()> {
+/// Runs `consumers` connections until the tally says stop, counting every job; a reserve
+/// left unanswered for [`STALL`] is counted in `stalls`.
+async fn consume(
+    port: u16,
+    consumers: usize,
+    tally: Arc<Tally>,
+    stalls: &'static AtomicU64,
+) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..consumers {
         let tally = tally.clone();
@@ -228,7 +237,7 @@ async fn consume(port: u16, consumers: usize, tally: Arc<Tally>) -> anyhow::Resu
                 // stats then show the connection still waiting): give up on such a
                 // connection after 3 s and open a new one.
                 let Ok(answer) = tokio::time::timeout(STALL, c.read_reserved()).await else {
-                    STALLS.fetch_add(1, Ordering::Relaxed);
+                    stalls.fetch_add(1, Ordering::Relaxed);
                     if tally.stop() {
                         return Ok(());
                     }
@@ -265,6 +274,87 @@ async fn consume(port: u16, consumers: usize, tally: Arc<Tally>) -> anyhow::Resu
     Ok(())
 }
 
+/// The pipelined client's side of a system: a server speaking beanstalkd's protocol on
+/// 127.0.0.1:`port` (beanstalkd, or the delayq server's beanstalkd port), and where the
+/// reserves it leaves unanswered are counted. The system owning the server reports its
+/// processes' CPU ([`System::pids`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Pipelined {
+    port: u16,
+    stalls: &'static AtomicU64,
+}
+
+impl Pipelined {
+    /// The server on 127.0.0.1:`port`; unanswered reserves counted in `stalls`.
+    pub(crate) fn new(port: u16, stalls: &'static AtomicU64) -> Self {
+        Pipelined { port, stalls }
+    }
+
+    /// Puts `n` jobs over two connections, batches of 1000 on each.
+    pub(crate) async fn fill(self, n: usize, delays: Delays, size: usize) -> anyhow::Result<()> {
+        let mut a = BeanstalkClient::connect(self.port).await?;
+        let mut b = BeanstalkClient::connect(self.port).await?;
+        let mut left = n;
+        while left > 0 {
+            let x = left.min(1000);
+            let y = (left - x).min(1000);
+            let (ja, jb) = (jobs(x, delays, size), jobs(y, delays, size));
+            let (ra, rb) = tokio::join!(a.put_all(&ja), b.put_all(&jb));
+            ra?;
+            rb?;
+            left -= x + y;
+        }
+        Ok(())
+    }
+
+    /// `consumers` connections take ready jobs until `n` were handled or `cap` passed.
+    pub(crate) async fn drain(
+        self,
+        n: usize,
+        consumers: usize,
+        cap: Duration,
+    ) -> anyhow::Result<DrainReport> {
+        let tally = Tally::new(n, Instant::now(), cap);
+        consume(self.port, consumers, tally.clone(), self.stalls).await?;
+        Ok(tally.drain())
+    }
+
+    /// Consumers run while one producer puts delayed jobs in batches.
+    pub(crate) async fn delayed(self, spec: DelayedSpec) -> anyhow::Result<DelayedRun> {
+        let tally = Tally::new(
+            spec.jobs,
+            Instant::now() + Duration::from_millis(200),
+            spec.cap,
+        );
+        let consumers = tokio::spawn(consume(
+            self.port,
+            spec.consumers,
+            tally.clone(),
+            self.stalls,
+        ));
+        tokio::time::sleep_until(tally.start().into()).await;
+        let mut producer = BeanstalkClient::connect(self.port).await?;
+        let mut pushed = 0;
+        while pushed < spec.jobs && !tally.stop() {
+            let n = spec.batch.min(spec.jobs - pushed);
+            producer
+                .put_all(&jobs(n, Delays::Uniform(spec.spread), spec.body))
+                .await?;
+            pushed += n;
+        }
+        let push_elapsed = tally.start().elapsed();
+        consumers.await??;
+        Ok(tally.delayed(pushed, push_elapsed, true))
+    }
+}
+
+impl Beanstalk {
+    /// Its pipelined client.
+    fn client(&self) -> Pipelined {
+        Pipelined::new(self.port, &STALLS)
+    }
+}
+
 #[async_trait]
 impl System for Beanstalk {
     fn kind(&self) -> Kind {
@@ -288,19 +378,7 @@ impl System for Beanstalk {
     }
 
     async fn fill(&mut self, n: usize, delays: Delays, size: usize) -> anyhow::Result<()> {
-        let mut a = BeanstalkClient::connect(self.port).await?;
-        let mut b = BeanstalkClient::connect(self.port).await?;
-        let mut left = n;
-        while left > 0 {
-            let x = left.min(1000);
-            let y = (left - x).min(1000);
-            let (ja, jb) = (jobs(x, delays, size), jobs(y, delays, size));
-            let (ra, rb) = tokio::join!(a.put_all(&ja), b.put_all(&jb));
-            ra?;
-            rb?;
-            left -= x + y;
-        }
-        Ok(())
+        self.client().fill(n, delays, size).await
     }
 
     async fn drain(
@@ -309,31 +387,11 @@ impl System for Beanstalk {
         consumers: usize,
         cap: Duration,
     ) -> anyhow::Result<DrainReport> {
-        let tally = Tally::new(n, Instant::now(), cap);
-        consume(self.port, consumers, tally.clone()).await?;
-        Ok(tally.drain())
+        self.client().drain(n, consumers, cap).await
     }
 
     async fn delayed(&mut self, spec: DelayedSpec) -> anyhow::Result<DelayedRun> {
-        let tally = Tally::new(
-            spec.jobs,
-            Instant::now() + Duration::from_millis(200),
-            spec.cap,
-        );
-        let consumers = tokio::spawn(consume(self.port, spec.consumers, tally.clone()));
-        tokio::time::sleep_until(tally.start().into()).await;
-        let mut producer = BeanstalkClient::connect(self.port).await?;
-        let mut pushed = 0;
-        while pushed < spec.jobs && !tally.stop() {
-            let n = spec.batch.min(spec.jobs - pushed);
-            producer
-                .put_all(&jobs(n, Delays::Uniform(spec.spread), spec.body))
-                .await?;
-            pushed += n;
-        }
-        let push_elapsed = tally.start().elapsed();
-        consumers.await??;
-        Ok(tally.delayed(pushed, push_elapsed, true))
+        self.client().delayed(spec).await
     }
 
     fn endpoint(&self) -> String {

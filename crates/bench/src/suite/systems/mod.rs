@@ -1,7 +1,9 @@
 //! The systems measured side by side, behind one trait: [`System`].
 //!
 //! Each system starts what it needs (its own redis-server, beanstalkd, delayq server, Node
-//! process or client worker script, on free loopback ports) and stops it when dropped. Every Redis-based
+//! process or client worker script, on free loopback ports) and stops it when dropped. The
+//! HTTP systems run the suite's own `serve-http` child; the beanstalkd-protocol ones run the
+//! `delayq` binary's `delayq serve --beanstalk`. Every Redis-based
 //! system gets the same redis-server binary with the same options: the one
 //! `DELAYQ_REDIS_SERVER` names (bench/run.sh sets it to the Redis 8.6 that
 //! bench/install-redis.sh installs, since ChasquiMQ needs 8.6).
@@ -10,6 +12,7 @@ mod beanstalk;
 mod bullmq;
 pub(crate) mod chasquimq;
 mod client_worker;
+mod delayq_beanstalk;
 mod delayq_http;
 mod delayq_lib;
 mod seeds;
@@ -26,6 +29,7 @@ use delayq_testkit::{RedisOptions, RedisServer};
 pub(crate) use beanstalk::{
     BeanstalkClient, STALLS as BEANSTALKD_STALLS, version as beanstalkd_version,
 };
+pub(crate) use delayq_beanstalk::STALLS as DELAYQ_BEANSTALK_STALLS;
 pub(crate) use seeds::Seeds;
 pub(crate) use tally::Tally;
 
@@ -60,6 +64,11 @@ pub(crate) enum Kind {
     Beanstalkd,
     /// beanstalkd with its binlog (`-b`).
     BeanstalkdBinlog,
+    /// The delayq server (`delayq serve --beanstalk`) on Redis, driven over beanstalkd's
+    /// protocol by beanstalkd's pipelined client: W1, W2 and W7 only.
+    DelayqBeanstalkRedis,
+    /// The same on the embedded engine.
+    DelayqBeanstalkEmbedded,
     /// The seeds' design (ZSET + mover + ready LIST + BLPOP), written here from the articles.
     Seeds,
     /// The Python client's asyncio `Worker` (clients/python) on the delayq server on Redis:
@@ -80,6 +89,21 @@ impl Kind {
         matches!(self, Kind::HttpRedisBatch | Kind::HttpEmbeddedBatch)
     }
 
+    /// True for the delayq server driven over its beanstalkd port: the same server and store
+    /// as the HTTP systems, so only the workloads that measure consumers (W1, W2, W7) run it.
+    pub(crate) fn is_delayq_beanstalk(self) -> bool {
+        matches!(
+            self,
+            Kind::DelayqBeanstalkRedis | Kind::DelayqBeanstalkEmbedded
+        )
+    }
+
+    /// True for the systems that run in W1, W2 and W7 only: the HTTP batch consumers and
+    /// the delayq server's beanstalkd port.
+    pub(crate) fn consumers_only(self) -> bool {
+        self.is_batch_consumer() || self.is_delayq_beanstalk()
+    }
+
     /// True for the official clients' workers, which run only in W1 (at
     /// [`CLIENT_CONSUMERS`]): their drain scripts measure a drain and nothing else.
     pub(crate) fn is_client_worker(self) -> bool {
@@ -95,7 +119,7 @@ impl Kind {
     }
 
     /// Every system, in table order.
-    pub(crate) const ALL: [Kind; 13] = [
+    pub(crate) const ALL: [Kind; 15] = [
         Kind::DelayqRedis,
         Kind::DelayqEmbedded,
         Kind::HttpRedis,
@@ -106,6 +130,8 @@ impl Kind {
         Kind::Bullmq,
         Kind::Beanstalkd,
         Kind::BeanstalkdBinlog,
+        Kind::DelayqBeanstalkRedis,
+        Kind::DelayqBeanstalkEmbedded,
         Kind::Seeds,
         Kind::ClientPython,
         Kind::ClientNode,
@@ -124,6 +150,8 @@ impl Kind {
             Kind::Bullmq => "BullMQ",
             Kind::Beanstalkd => "beanstalkd (memory)",
             Kind::BeanstalkdBinlog => "beanstalkd (-b binlog)",
+            Kind::DelayqBeanstalkRedis => "delayq server, Redis (beanstalkd protocol)",
+            Kind::DelayqBeanstalkEmbedded => "delayq server, embedded (beanstalkd protocol)",
             Kind::Seeds => "seeds' design (ZSET + mover + LIST)",
             Kind::ClientPython => "delayq server, Redis (Python worker)",
             Kind::ClientNode => "delayq server, Redis (Node worker)",
@@ -143,6 +171,8 @@ impl Kind {
             Kind::Bullmq => "bullmq",
             Kind::Beanstalkd => "beanstalkd",
             Kind::BeanstalkdBinlog => "beanstalkd-binlog",
+            Kind::DelayqBeanstalkRedis => "delayq-beanstalk-redis",
+            Kind::DelayqBeanstalkEmbedded => "delayq-beanstalk-embedded",
             Kind::Seeds => "seeds",
             Kind::ClientPython => "client-python",
             Kind::ClientNode => "client-node",
@@ -161,9 +191,10 @@ pub(crate) struct Pids {
     /// The store: redis-server or beanstalkd.
     pub store: Option<u32>,
     /// The queue's own process: this one for the Rust libraries (worker and producer run
-    /// here), Node for BullMQ, the delayq server for HTTP.
+    /// here), Node for BullMQ, the delayq server for HTTP and its beanstalkd port.
     pub queue: u32,
-    /// A separate client, when the queue is a server: this process (HTTP, beanstalkd).
+    /// A separate client, when the queue is a server: this process (HTTP, beanstalkd's
+    /// protocol).
     pub client: Option<u32>,
 }
 
@@ -286,8 +317,8 @@ pub(crate) trait System: Send {
     async fn delayed(&mut self, spec: DelayedSpec) -> anyhow::Result<DelayedRun>;
     /// What its pending jobs cost now.
     async fn footprint(&mut self) -> anyhow::Result<Footprint>;
-    /// Where its clients connect: a Redis URL, the delayq server's base URL, or
-    /// beanstalkd's port.
+    /// Where its clients connect: a Redis URL, the delayq server's base URL, or the port
+    /// speaking beanstalkd's protocol.
     fn endpoint(&self) -> String;
     /// Starts `workers` idle workers in its own client process, when it has one (BullMQ's
     /// Node process); false when the suite must start them.
@@ -306,6 +337,9 @@ pub(crate) struct Env {
     pub bench_dir: PathBuf,
     /// `beanstalkd`.
     pub beanstalkd: PathBuf,
+    /// `delayq` (the product's binary), whose `delayq serve --beanstalk` the
+    /// beanstalkd-protocol systems run.
+    pub delayq: PathBuf,
     /// The `clients/` folder: the official clients and their drain scripts.
     pub clients_dir: PathBuf,
     /// The Python that runs the Python client's drain script (its venv).
@@ -340,6 +374,12 @@ pub(crate) async fn start(kind: Kind, env: &Env) -> anyhow::Result<Box<dyn Syste
         Kind::Bullmq => Box::new(bullmq::Bullmq::start(env).await?),
         Kind::Beanstalkd => Box::new(beanstalk::Beanstalk::start(env, false).await?),
         Kind::BeanstalkdBinlog => Box::new(beanstalk::Beanstalk::start(env, true).await?),
+        Kind::DelayqBeanstalkRedis => {
+            Box::new(delayq_beanstalk::DelayqBeanstalk::redis(env, kind).await?)
+        }
+        Kind::DelayqBeanstalkEmbedded => {
+            Box::new(delayq_beanstalk::DelayqBeanstalk::embedded(env, kind).await?)
+        }
         Kind::Seeds => Box::new(seeds::SeedsSystem::start().await?),
         Kind::ClientPython => Box::new(
             client_worker::ClientWorker::start(env, kind, client_worker::Lang::Python).await?,
