@@ -263,6 +263,34 @@ pub struct StoredSchedule {
     pub through: Option<Timestamp>,
 }
 
+/// A topic's push destination as the engine keeps it (issue 20): a document the engine
+/// stores and hands back unread. What it means (a webhook, RabbitMQ, NATS; its secrets) is
+/// the forwarder's (`delayq-push`), which checks it before it is put.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredDestination {
+    /// The topic whose due jobs go there.
+    pub topic: Topic,
+    /// The document, as put.
+    pub doc: String,
+}
+
+/// The largest destination document, in bytes.
+pub const MAX_DESTINATION_DOC: usize = 64 * 1024;
+
+/// Checks a destination document: not empty, at most [`MAX_DESTINATION_DOC`] bytes.
+pub fn check_destination_doc(doc: &str) -> Result<()> {
+    if doc.is_empty() || doc.len() > MAX_DESTINATION_DOC {
+        return Err(Error::invalid(
+            "destination",
+            format!(
+                "a destination of {} bytes is outside 1 to {MAX_DESTINATION_DOC}; send a smaller one",
+                doc.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Counts and health of one topic.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct TopicStats {
@@ -620,6 +648,37 @@ pub trait Engine: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Makes `doc` the push destination of `topic` (replacing the one it had), for every
+    /// client of the engine. Checked first ([`check_destination_doc`]); a refusal changes
+    /// nothing. A destination outlives its topic's jobs: purge leaves it. The default
+    /// implementation refuses, for an engine that keeps no destinations.
+    async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
+        check_destination_doc(doc)?;
+        Err(Error::InvalidConfig {
+            reason: format!(
+                "this engine keeps no push destinations (topic {topic}); use the Redis or the embedded engine"
+            ),
+        })
+    }
+
+    /// The push destination of `topic`, if it has one. The default: none.
+    async fn destination(&self, topic: &Topic) -> Result<Option<StoredDestination>> {
+        let _ = topic;
+        Ok(None)
+    }
+
+    /// Every push destination, by topic name (bytewise). The default: none.
+    async fn destinations(&self) -> Result<Vec<StoredDestination>> {
+        Ok(Vec::new())
+    }
+
+    /// Removes the push destination of `topic`; answers whether it had one. The topic's
+    /// jobs stay. The default: it had none.
+    async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
+        let _ = topic;
+        Ok(false)
+    }
+
     /// Records that the jobs of `schedule`'s fires up to `through` were pushed, when the
     /// schedule is still at `revision` and `through` is later than what it records: answers
     /// whether it did (a scheduler that planned from an older revision, or raced another
@@ -836,5 +895,17 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
         through: Timestamp,
     ) -> Result<bool> {
         (**self).schedule_pushed(name, revision, through).await
+    }
+    async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
+        (**self).put_destination(topic, doc).await
+    }
+    async fn destination(&self, topic: &Topic) -> Result<Option<StoredDestination>> {
+        (**self).destination(topic).await
+    }
+    async fn destinations(&self) -> Result<Vec<StoredDestination>> {
+        (**self).destinations().await
+    }
+    async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
+        (**self).delete_destination(topic).await
     }
 }

@@ -11,8 +11,9 @@ use delayq_core::limits::{check_count, check_reason, check_ttr};
 use delayq_core::{
     Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Nack,
     NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Schedule, ScheduleName, Settle,
-    SettledAndReserved, StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats, async_trait,
-    check_ack_batch, check_claim, check_push_batch, check_settle_and_reserve,
+    SettledAndReserved, StoredDestination, StoredSchedule, Timestamp, Topic, TopicConfig,
+    TopicStats, async_trait, check_ack_batch, check_claim, check_destination_doc, check_push_batch,
+    check_settle_and_reserve,
 };
 use tokio::sync::oneshot;
 
@@ -241,6 +242,23 @@ impl Engine for RedisEngine {
 
     async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
         self.ops.schedules().await
+    }
+
+    async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
+        check_destination_doc(doc)?;
+        self.ops.put_destination(topic, doc).await
+    }
+
+    async fn destination(&self, topic: &Topic) -> Result<Option<StoredDestination>> {
+        self.ops.destination(topic).await
+    }
+
+    async fn destinations(&self) -> Result<Vec<StoredDestination>> {
+        self.ops.destinations().await
+    }
+
+    async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
+        self.ops.delete_destination(topic).await
     }
 
     async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {

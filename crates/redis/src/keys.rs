@@ -167,6 +167,12 @@ impl KeySpace {
         format!("{}:schedules", self.prefix)
     }
 
+    /// The push destinations (issue 20, `ops::destinations`): a HASH of topic name to the
+    /// destination's document. One key, in no topic's slot.
+    pub(crate) fn destinations(&self) -> String {
+        format!("{}:destinations", self.prefix)
+    }
+
     /// The sequence of claimed numbers (`ops::numbers`): a STRING, the last number
     /// claimed. In no topic's slot (a topic key always has a `{tag}`).
     pub(crate) fn number_seq(&self) -> String {
@@ -225,6 +231,7 @@ mod tests {
         assert_eq!(ks.number_seq(), "delayq:numbers:next");
         assert_eq!(ks.number_ranges(), "delayq:numbers:ranges");
         assert_eq!(ks.schedules(), "delayq:schedules");
+        assert_eq!(ks.destinations(), "delayq:destinations");
     }
 
     #[test]

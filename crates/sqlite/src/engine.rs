@@ -14,9 +14,9 @@ use delayq_core::limits::{
 use delayq_core::{
     Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Limits, Nack,
     NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Retention, Schedule, ScheduleName,
-    Settle, Settled, SettledAndReserved, StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats,
-    async_trait, check_ack_batch, check_claim, check_push_batch, check_settle_and_reserve,
-    detach_lease, duration_ms,
+    Settle, Settled, SettledAndReserved, StoredDestination, StoredSchedule, Timestamp, Topic,
+    TopicConfig, TopicStats, async_trait, check_ack_batch, check_claim, check_destination_doc,
+    check_push_batch, check_settle_and_reserve, detach_lease, duration_ms,
 };
 use rusqlite::Connection;
 use tokio::sync::{Notify, oneshot};
@@ -26,7 +26,7 @@ use crate::clock::Clock;
 use crate::config::SqliteConfig;
 use crate::cursor::Key;
 use crate::ops::settle::{self as settling, Settlement};
-use crate::ops::{admin, lease, numbers, push, reserve, schedules};
+use crate::ops::{admin, destinations, lease, numbers, push, reserve, schedules};
 use crate::readers::Readers;
 use crate::shared::Shared;
 use crate::tx::Tx;
@@ -593,6 +593,27 @@ impl Engine for SqliteEngine {
 
     async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
         self.read(schedules::list).await
+    }
+
+    async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
+        check_destination_doc(doc)?;
+        let (topic, doc) = (topic.clone(), doc.to_owned());
+        self.write(move |tx| destinations::put(tx, &topic, &doc))
+            .await
+    }
+
+    async fn destination(&self, topic: &Topic) -> Result<Option<StoredDestination>> {
+        let topic = topic.clone();
+        self.read(move |conn| destinations::get(conn, &topic)).await
+    }
+
+    async fn destinations(&self) -> Result<Vec<StoredDestination>> {
+        self.read(destinations::list).await
+    }
+
+    async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
+        let topic = topic.clone();
+        self.write(move |tx| destinations::delete(tx, &topic)).await
     }
 
     async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {

@@ -11,7 +11,8 @@
 //!   off the writer's path.
 //! - `ops/*`: one function per write, mirroring the Redis engine's Lua scripts; among them
 //!   `ops/numbers`, the engine-wide number sequence (the beanstalkd protocol's job ids) and
-//!   the topic each claimed range names (`migrations/0012_numbers.sql`).
+//!   the topic each claimed range names (`migrations/0012_numbers.sql`); `ops/destinations`,
+//!   the topics' push destinations (`migrations/0013_destinations.sql`).
 //! - `read`, `cursor`: get, list (with key cursors), stats and topics; `waiting`: the
 //!   waiting jobs of a topic by due time, band by priority band.
 //! - `tx`: what a write sees inside the group transaction (topic ids, the per-topic counter).

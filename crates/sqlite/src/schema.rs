@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0010_clock.sql"),
     include_str!("../migrations/0011_partitions.sql"),
     include_str!("../migrations/0012_numbers.sql"),
+    include_str!("../migrations/0013_destinations.sql"),
 ];
 
 /// The schema version this build writes.

@@ -213,10 +213,12 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
         e.number_topic(3).await.expect("number topic"),
         Some(t.clone())
     );
+    // No destination (0013).
+    assert_eq!(e.destinations().await.expect("destinations"), vec![]);
     drop(e);
 
     let (version, indexes, states) = schema_facts(dir.path());
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
     // The clock's high-water mark (0010) starts at least at the latest push time the old
     // jobs record, and the engine's writes since raised it.
     let conn = Connection::open(dir.path().join(DB_FILE)).expect("open");

@@ -9,11 +9,13 @@
 //! - `config`: a topic's settings (set, read), and their encoding as function arguments.
 //! - `numbers`: the shared sequence of numbers and the topic of each claimed range.
 //! - `schedules`: stored schedules (put, read, list, delete, progress) and their encoding.
+//! - `destinations`: the topics' push destinations (put, read, list, delete).
 //!
 //! Each status a function answers becomes an error in one place, below.
 
 pub(crate) mod admin;
 pub(crate) mod config;
+pub(crate) mod destinations;
 pub(crate) mod lease;
 pub(crate) mod numbers;
 pub(crate) mod push;

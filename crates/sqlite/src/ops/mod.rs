@@ -10,9 +10,11 @@
 //!   settings), `settle` (a worker's settlements before its reserve), `done` (the done jobs a
 //!   topic's retention keeps), `schedules` (stored schedules; their reads run on a read
 //!   connection), `numbers` (the engine-wide number sequence and the topic of each claimed
-//!   range; its lookup runs on a read connection).
+//!   range; its lookup runs on a read connection), `destinations` (the topics' push
+//!   destinations; their reads run on a read connection).
 
 pub(crate) mod admin;
+pub(crate) mod destinations;
 pub(crate) mod done;
 pub(crate) mod lease;
 pub(crate) mod numbers;

@@ -21,6 +21,7 @@ mod beanstalk_ops;
 mod bury;
 mod config;
 mod conflict;
+mod destinations;
 mod expiry;
 mod pause;
 mod refusal;
@@ -32,6 +33,7 @@ pub use beanstalk_ops::*;
 pub use bury::*;
 pub use config::*;
 pub use conflict::*;
+pub use destinations::*;
 pub use expiry::*;
 pub use pause::*;
 pub use refusal::*;
@@ -1664,6 +1666,8 @@ macro_rules! conformance_suite {
             reserve_job_leases_a_delayed_ready_or_dead_job_by_id,
             claimed_numbers_never_repeat_and_name_their_topic,
             release_with_a_delay_over_ten_years_is_refused_and_keeps_the_lease,
+            destinations_are_shared_replaced_and_deleted_issue_20,
+            bad_destinations_are_refused_and_change_nothing_issue_20,
         );
     };
     (@cases $setup:expr; $($case:ident),* $(,)?) => {
