@@ -139,6 +139,58 @@ export interface DeliveryDto {
   token?: number | null;
 }
 
+/**
+ * Where a topic's due jobs go.
+ *
+ * Each due job is sent as a `POST` of its body with the headers `webhook-id` (the same for
+ * every attempt of one job), `webhook-timestamp`, `webhook-signature` (Standard Webhooks:
+ * `v1,<base64 HMAC-SHA256 of id.timestamp.body>`, one per secret), `delayq-topic`,
+ * `delayq-job-id`, `delayq-attempt` and `delayq-due-at` (Unix ms). A `2xx` answer acks
+ * the job; `429` and `5xx` retry it with its back-off (or after `Retry-After`); any other
+ * status sends it to dead with the status and the start of the answer as the reason. A
+ * send may take the job's ttr.
+ */
+export interface DestinationDoc {
+  /** The requests' `content-type` (default `application/octet-stream`). */
+  content_type?: string | null;
+  /** Extra headers (at most 32), e.g. `authorization`; their values are never returned. */
+  headers?: Record<string, string> | null;
+  /** The most requests in flight from one server (1 to 1,000; default 16). */
+  max_concurrency?: number | null;
+  /**
+   * Signing secrets (1 to 10): `whsec_` and the base64 of 24 to 64 random bytes. Each
+   * request carries one signature per secret; rotate by adding the new secret, moving
+   * the receiver to it, then removing the old one. Never returned.
+   */
+  secrets: string[];
+  /** The kind: `webhook`. */
+  type: DestinationType;
+  /** `http://` or `https://` URL. */
+  url: string;
+}
+
+/** The kinds of destination. */
+export type DestinationType = "webhook";
+
+/**
+ * A destination as `GET` shows it: no secrets, header values masked, a password in the
+ * URL masked.
+ */
+export interface DestinationView {
+  /** The requests' `content-type`. */
+  content_type: string;
+  /** The extra headers' names, each value `***`. */
+  headers: Record<string, string>;
+  /** The most requests in flight from one server. */
+  max_concurrency: number;
+  /** How many signing secrets it has. */
+  secret_count: number;
+  /** The kind: `webhook`. */
+  type: DestinationType;
+  /** The URL (a password in it as `***`). */
+  url: string;
+}
+
 /** How a body is written in JSON. */
 export type Encoding = "utf8" | "base64";
 
@@ -783,6 +835,15 @@ export interface Operations {
     };
     answer: CountResponse;
   };
+  /** Remove a topic's destination: its jobs stay and wait for workers. */
+  "DELETE /v1/topics/{topic}/destination": {
+    args: {
+      path: {
+        topic: string;
+      };
+    };
+    answer: undefined;
+  };
   /** Delete (cancel) a job in any state; a reserved job's lease is lost. */
   "DELETE /v1/topics/{topic}/jobs/{id}": {
     args: {
@@ -829,6 +890,15 @@ export interface Operations {
       };
     };
     answer: TopicConfigDto;
+  };
+  /** Read a topic's destination, without its secrets. */
+  "GET /v1/topics/{topic}/destination": {
+    args: {
+      path: {
+        topic: string;
+      };
+    };
+    answer: DestinationView;
   };
   /** List the jobs of a topic in one state, page by page. */
   "GET /v1/topics/{topic}/jobs": {
@@ -1042,6 +1112,16 @@ export interface Operations {
       body: TopicConfigDto;
     };
     answer: TopicConfigDto;
+  };
+  /** Give a topic a destination (replacing the one it had), for every server of the engine. */
+  "PUT /v1/topics/{topic}/destination": {
+    args: {
+      path: {
+        topic: string;
+      };
+      body: DestinationDoc;
+    };
+    answer: DestinationView;
   };
 }
 

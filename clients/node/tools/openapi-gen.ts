@@ -20,6 +20,8 @@ export interface Schema {
   readonly oneOf?: readonly Schema[];
   readonly items?: Schema;
   readonly properties?: Readonly<Record<string, Schema>>;
+  /** A map's values (an object without properties: a header map). */
+  readonly additionalProperties?: Schema;
   readonly required?: readonly string[];
   readonly description?: string;
 }
@@ -206,6 +208,9 @@ function primitive(type: string, schema: Schema, indent: string): string {
       return item.includes(" ") ? `Array<${item}>` : `${item}[]`;
     }
     case "object":
+      if (schema.properties === undefined && schema.additionalProperties !== undefined) {
+        return `Record<string, ${typeOf(schema.additionalProperties, indent)}>`;
+      }
       if (schema.properties === undefined) {
         throw new Error("an object without properties");
       }

@@ -27,7 +27,7 @@ Do not edit: ``python tools/gen_wire.py URL > src/delayq/_wire.py`` writes it ag
 
 from __future__ import annotations
 
-from typing import List, Literal, NamedTuple, Optional, TypedDict
+from typing import Dict, List, Literal, NamedTuple, Optional, TypedDict
 
 
 class Route(NamedTuple):
@@ -75,6 +75,8 @@ def py_type(schema: Doc) -> str:
         return f"Optional[{inner}]" if "null" in kind else inner
     if kind == "array":
         return f"List[{py_type(schema['items'])}]"
+    if kind == "object" and "properties" not in schema and "additionalProperties" in schema:
+        return f"Dict[str, {py_type(schema['additionalProperties'])}]"
     simple = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
     if kind in simple:
         return simple[kind]

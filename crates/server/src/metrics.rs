@@ -65,6 +65,8 @@ const MAX_TRACKED_LEASES: usize = 1_000_000;
 /// The server's metrics.
 pub struct Metrics {
     registry: Registry,
+    /// The forwarder's (`delayq-push`), in the same registry.
+    push: delayq_push::PushMetrics,
     /// The process metrics, whose standard names carry no `delayq_` prefix.
     process: Registry,
     http_requests: Family<HttpLabel, Counter>,
@@ -125,9 +127,16 @@ pub enum LeaseEnd {
 }
 
 impl Metrics {
+    /// The forwarder's metrics, for it to count into.
+    pub fn push(&self) -> &delayq_push::PushMetrics {
+        &self.push
+    }
+
     /// Empty metrics in their own registry.
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("delayq");
+        let push = delayq_push::PushMetrics::new();
+        push.register(&mut registry);
         let pushed = Family::default();
         let delivered = Family::default();
         let acked = Family::default();
@@ -233,6 +242,7 @@ impl Metrics {
         );
         Metrics {
             registry,
+            push,
             process,
             http_requests,
             http_seconds,

@@ -48,6 +48,14 @@ impl AppState {
         let metrics = Arc::new(Metrics::new());
         let (sampled, stop) = (metrics.clone(), shutdown.clone());
         tokio::spawn(async move { sampled.series().run(stop).await });
+        match delayq_push::Forwarder::new(engine.clone(), metrics.push().clone()) {
+            Ok(forwarder) => {
+                tokio::spawn(forwarder.run(shutdown.clone()));
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "push delivery is off: cannot start the forwarder")
+            }
+        }
         AppState {
             acker,
             engine,

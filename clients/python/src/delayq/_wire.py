@@ -6,7 +6,7 @@ Do not edit: ``python tools/gen_wire.py URL > src/delayq/_wire.py`` writes it ag
 
 from __future__ import annotations
 
-from typing import List, Literal, NamedTuple, Optional, TypedDict
+from typing import Dict, List, Literal, NamedTuple, Optional, TypedDict
 
 
 class Route(NamedTuple):
@@ -22,6 +22,10 @@ BackoffKind = Literal["fixed", "exponential"]
 
 BulkAction = Literal["kick", "delete", "run_now", "bury"]
 """What a bulk request does to each job."""
+
+
+DestinationType = Literal["webhook"]
+"""The kinds of destination."""
 
 
 Encoding = Literal["utf8", "base64"]
@@ -154,6 +158,31 @@ class DeliveryDto(_DeliveryDtoRequired, total=False):
 
     receipt: Optional[str]
     token: Optional[int]
+
+
+class _DestinationDocRequired(TypedDict):
+    secrets: List[str]
+    type: DestinationType
+    url: str
+
+
+class DestinationDoc(_DestinationDocRequired, total=False):
+    """Where a topic's due jobs go."""
+
+    content_type: Optional[str]
+    headers: Optional[Dict[str, str]]
+    max_concurrency: Optional[int]
+
+
+class DestinationView(TypedDict):
+    """A destination as `GET` shows it: no secrets, header values masked, a password in the"""
+
+    content_type: str
+    headers: Dict[str, str]
+    max_concurrency: int
+    secret_count: int
+    type: DestinationType
+    url: str
 
 
 class ErrorBody(TypedDict):
@@ -559,6 +588,9 @@ GET_TOPICS_TOPIC = Route("GET", "/v1/topics/{topic}")
 PUT_TOPICS_TOPIC = Route("PUT", "/v1/topics/{topic}")
 POST_TOPICS_TOPIC_BATCH = Route("POST", "/v1/topics/{topic}/batch")
 POST_TOPICS_TOPIC_BULK = Route("POST", "/v1/topics/{topic}/bulk")
+DELETE_TOPICS_TOPIC_DESTINATION = Route("DELETE", "/v1/topics/{topic}/destination")
+GET_TOPICS_TOPIC_DESTINATION = Route("GET", "/v1/topics/{topic}/destination")
+PUT_TOPICS_TOPIC_DESTINATION = Route("PUT", "/v1/topics/{topic}/destination")
 GET_TOPICS_TOPIC_JOBS = Route("GET", "/v1/topics/{topic}/jobs")
 POST_TOPICS_TOPIC_JOBS = Route("POST", "/v1/topics/{topic}/jobs")
 DELETE_TOPICS_TOPIC_JOBS_ID = Route("DELETE", "/v1/topics/{topic}/jobs/{id}")
@@ -591,6 +623,9 @@ ROUTES = (
     PUT_TOPICS_TOPIC,
     POST_TOPICS_TOPIC_BATCH,
     POST_TOPICS_TOPIC_BULK,
+    DELETE_TOPICS_TOPIC_DESTINATION,
+    GET_TOPICS_TOPIC_DESTINATION,
+    PUT_TOPICS_TOPIC_DESTINATION,
     GET_TOPICS_TOPIC_JOBS,
     POST_TOPICS_TOPIC_JOBS,
     DELETE_TOPICS_TOPIC_JOBS_ID,

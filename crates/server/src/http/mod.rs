@@ -1,6 +1,7 @@
 //! The HTTP router: API v1 (documented in the OpenAPI document it serves), health, readiness
 //! and metrics, with auth, limits, timeouts and load shedding as layers.
 
+mod destinations;
 pub mod dto;
 pub mod error;
 pub mod extract;
@@ -97,6 +98,11 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             topics::get_config,
             topics::set_config,
             topics::purge
+        ))
+        .routes(routes!(
+            destinations::get_destination,
+            destinations::put_destination,
+            destinations::delete_destination
         ))
         .routes(routes!(schedules::list))
         .routes(routes!(schedules::get, schedules::put, schedules::delete))

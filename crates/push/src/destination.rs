@@ -1,0 +1,425 @@
+//! What a destination is: its JSON document (what the API takes and the engine stores), the
+//! checks a document passes before it is stored, and the view of it that leaves out secrets.
+//!
+//! ```json
+//! {"type": "webhook", "url": "https://example.com/hooks/delayq",
+//!  "secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+//!  "headers": {"authorization": "Bearer …"}, "content_type": "application/json",
+//!  "max_concurrency": 16}
+//! ```
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use reqwest::Url;
+use reqwest::header::{HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
+
+/// The most requests one server sends to one destination at once, unless set.
+pub const DEFAULT_MAX_CONCURRENCY: u32 = 16;
+/// The largest `max_concurrency`.
+pub const MAX_CONCURRENCY: u32 = 1000;
+/// The most secrets a webhook has at once (rotation keeps two or three).
+pub const MAX_SECRETS: usize = 10;
+/// The most extra headers of a webhook.
+pub const MAX_HEADERS: usize = 32;
+
+/// A destination refused: the field at fault (a JSON pointer-like path, `secrets[1]`) and
+/// what to do.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct DestinationError {
+    /// The field at fault.
+    pub field: String,
+    /// What is wrong and what to send instead.
+    pub message: String,
+}
+
+impl DestinationError {
+    /// The field as a JSON pointer into the document (`/secrets/1`, `/headers/x-tenant`),
+    /// `None` for the whole document.
+    pub fn pointer(&self) -> Option<String> {
+        if self.field == "destination" {
+            return None;
+        }
+        let mut p = String::new();
+        let (head, rest) = match self.field.split_once('.') {
+            Some((h, r)) => (h, Some(r)),
+            None => (self.field.as_str(), None),
+        };
+        for part in head.split(['[', ']']).filter(|s| !s.is_empty()) {
+            p.push('/');
+            p.push_str(&part.replace('~', "~0").replace('/', "~1"));
+        }
+        if let Some(r) = rest {
+            p.push('/');
+            p.push_str(&r.replace('~', "~0").replace('/', "~1"));
+        }
+        Some(p)
+    }
+
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        DestinationError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Where a topic's due jobs go.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Destination {
+    /// An HTTP POST of each job's body, signed as Standard Webhooks says.
+    Webhook(Webhook),
+}
+
+/// An HTTP endpoint that takes a POST per job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Webhook {
+    /// `http://` or `https://`, with a host.
+    pub url: String,
+    /// The signing secrets, `whsec_` and the base64 of 24 to 64 random bytes; every request
+    /// carries one signature per secret, so a receiver that knows either the old or the new
+    /// secret verifies during a rotation.
+    pub secrets: Vec<String>,
+    /// Extra headers sent with every request (an `authorization` header, a tenant id).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// The requests' `content-type` (default `application/octet-stream`: the body is the
+    /// job's bytes as pushed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// The most requests in flight from one server (default 16, at most 1,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+}
+
+/// Headers a webhook's `headers` may not set: delayq sets them.
+const RESERVED: &[&str] = &[
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+    "content-type",
+    "content-length",
+    "host",
+    "transfer-encoding",
+    "connection",
+];
+
+impl Destination {
+    /// Reads and checks a document (as the API receives it or the engine hands it back).
+    pub fn from_json(doc: &str) -> Result<Destination, DestinationError> {
+        let v: serde_json::Value = serde_json::from_str(doc).map_err(|e| {
+            DestinationError::new("destination", format!("not JSON ({e}); send a JSON object"))
+        })?;
+        let serde_json::Value::Object(mut fields) = v else {
+            return Err(DestinationError::new(
+                "destination",
+                "a destination is a JSON object with a \"type\"; see the README's \"Push delivery\"",
+            ));
+        };
+        // The type is read apart (not with serde's internal tagging), so that an error in a
+        // field names that field.
+        let d = match fields.remove("type") {
+            Some(serde_json::Value::String(t)) if t == "webhook" => {
+                let w: Webhook = serde_path_to_error::deserialize(serde_json::Value::Object(
+                    fields,
+                ))
+                .map_err(|e| {
+                    let path = e.path().to_string();
+                    let field = if path == "." {
+                        "destination".to_string()
+                    } else {
+                        path
+                    };
+                    DestinationError::new(field, e.inner().to_string())
+                })?;
+                Destination::Webhook(w)
+            }
+            Some(other) => {
+                return Err(DestinationError::new(
+                    "type",
+                    format!("{other} is not a destination type; use \"webhook\""),
+                ));
+            }
+            None => {
+                return Err(DestinationError::new(
+                    "type",
+                    "missing; say where jobs go: \"webhook\"",
+                ));
+            }
+        };
+        d.validate()?;
+        Ok(d)
+    }
+
+    /// The document the engine stores.
+    pub fn to_json(&self) -> String {
+        // A plain struct of strings and numbers always serialises.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The most requests in flight from one server.
+    pub fn max_concurrency(&self) -> u32 {
+        match self {
+            Destination::Webhook(w) => w.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY),
+        }
+    }
+
+    /// Its kind, for metrics and logs: `webhook`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Destination::Webhook(_) => "webhook",
+        }
+    }
+
+    /// Checks every field; the first fault is the error.
+    pub fn validate(&self) -> Result<(), DestinationError> {
+        match self {
+            Destination::Webhook(w) => w.validate(),
+        }
+    }
+
+    /// What `GET` shows: the document without its secrets (their count instead), header
+    /// values and a password in the URL masked.
+    pub fn public_view(&self) -> serde_json::Value {
+        match self {
+            Destination::Webhook(w) => {
+                let headers: BTreeMap<&str, &str> =
+                    w.headers.keys().map(|k| (k.as_str(), "***")).collect();
+                serde_json::json!({
+                    "type": "webhook",
+                    "url": masked_url(&w.url),
+                    "secret_count": w.secrets.len(),
+                    "headers": headers,
+                    "content_type": w.content_type(),
+                    "max_concurrency": self.max_concurrency(),
+                })
+            }
+        }
+    }
+}
+
+/// `url` with the password of its user part replaced by `***`.
+pub fn masked_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+impl Webhook {
+    /// The requests' content type.
+    pub fn content_type(&self) -> &str {
+        self.content_type
+            .as_deref()
+            .unwrap_or("application/octet-stream")
+    }
+
+    fn validate(&self) -> Result<(), DestinationError> {
+        let url = Url::parse(&self.url).map_err(|e| {
+            DestinationError::new(
+                "url",
+                format!("{e}; send an absolute http:// or https:// URL"),
+            )
+        })?;
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(DestinationError::new(
+                "url",
+                format!(
+                    "{:?} is not an http:// or https:// URL with a host; send one",
+                    masked_url(&self.url)
+                ),
+            ));
+        }
+        if self.secrets.is_empty() || self.secrets.len() > MAX_SECRETS {
+            return Err(DestinationError::new(
+                "secrets",
+                format!(
+                    "{} secrets is outside 1 to {MAX_SECRETS}; send the current one (and the next while rotating)",
+                    self.secrets.len()
+                ),
+            ));
+        }
+        for (i, s) in self.secrets.iter().enumerate() {
+            secret_key(s).map_err(|m| DestinationError::new(format!("secrets[{i}]"), m))?;
+        }
+        if self.headers.len() > MAX_HEADERS {
+            return Err(DestinationError::new(
+                "headers",
+                format!(
+                    "{} headers is more than {MAX_HEADERS}; send fewer",
+                    self.headers.len()
+                ),
+            ));
+        }
+        for (name, value) in &self.headers {
+            let field = format!("headers.{name}");
+            let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                DestinationError::new(
+                    &field,
+                    "not a valid header name; use letters, digits and '-'",
+                )
+            })?;
+            if RESERVED.contains(&n.as_str()) {
+                return Err(DestinationError::new(
+                    &field,
+                    "delayq sets this header itself; leave it out",
+                ));
+            }
+            HeaderValue::from_str(value).map_err(|_| {
+                DestinationError::new(&field, "not a valid header value; use visible ASCII")
+            })?;
+        }
+        if let Some(ct) = &self.content_type {
+            HeaderValue::from_str(ct).map_err(|_| {
+                DestinationError::new(
+                    "content_type",
+                    "not a valid header value; e.g. application/json",
+                )
+            })?;
+        }
+        if let Some(n) = self.max_concurrency
+            && !(1..=MAX_CONCURRENCY).contains(&n)
+        {
+            return Err(DestinationError::new(
+                "max_concurrency",
+                format!("{n} is outside 1 to {MAX_CONCURRENCY}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The key of a `whsec_…` secret: the bytes its base64 part decodes to (24 to 64).
+pub fn secret_key(secret: &str) -> Result<Vec<u8>, String> {
+    let b64 = secret.strip_prefix("whsec_").ok_or_else(|| {
+        "a secret starts with \"whsec_\" and then the base64 of 24 to 64 random bytes (e.g. \"whsec_\" + `openssl rand -base64 32`)".to_string()
+    })?;
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|e| format!("the part after \"whsec_\" is not base64 ({e})"))?;
+    if !(24..=64).contains(&key.len()) {
+        return Err(format!(
+            "the secret's key is {} bytes; use 24 to 64 random bytes (e.g. `openssl rand -base64 32`)",
+            key.len()
+        ));
+    }
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+    fn refused(doc: &str) -> DestinationError {
+        match Destination::from_json(doc) {
+            Err(e) => e,
+            Ok(d) => panic!("{doc} was taken: {d:?}"),
+        }
+    }
+
+    #[test]
+    fn a_webhook_round_trips_and_its_view_hides_secrets() {
+        let doc = format!(
+            r#"{{"type":"webhook","url":"https://u:pw@example.com/h","secrets":["{SECRET}"],"headers":{{"authorization":"Bearer x"}},"max_concurrency":4}}"#
+        );
+        let d = Destination::from_json(&doc).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(Destination::from_json(&d.to_json()), Ok(d.clone()));
+        assert_eq!(d.max_concurrency(), 4);
+        let view = d.public_view().to_string();
+        assert!(
+            !view.contains("whsec_") && !view.contains("Bearer") && !view.contains("pw@"),
+            "{view}"
+        );
+        assert!(view.contains(r#""secret_count":1"#), "{view}");
+        assert!(view.contains("https://u:***@example.com/h"), "{view}");
+    }
+
+    #[test]
+    fn fields_as_pointers() {
+        let p = |f: &str| DestinationError::new(f, "m").pointer();
+        assert_eq!(p("destination"), None);
+        assert_eq!(p("url"), Some("/url".into()));
+        assert_eq!(p("secrets[1]"), Some("/secrets/1".into()));
+        assert_eq!(p("headers.x-a/b"), Some("/headers/x-a~1b".into()));
+    }
+
+    #[test]
+    fn bad_documents_name_the_field() {
+        let cases = [
+            (r#"{"type":"smtp"}"#.to_string(), "type"),
+            (r#"{"url":"https://x"}"#.to_string(), "type"),
+            ("[1]".to_string(), "destination"),
+            ("{".to_string(), "destination"),
+            (
+                format!(r#"{{"type":"webhook","url":"ftp://x","secrets":["{SECRET}"]}}"#),
+                "url",
+            ),
+            (
+                format!(r#"{{"type":"webhook","url":"not a url","secrets":["{SECRET}"]}}"#),
+                "url",
+            ),
+            (
+                r#"{"type":"webhook","url":"https://x","secrets":[]}"#.to_string(),
+                "secrets",
+            ),
+            (
+                format!(r#"{{"type":"webhook","url":"https://x","secrets":["{SECRET}","abc"]}}"#),
+                "secrets[1]",
+            ),
+            (
+                r#"{"type":"webhook","url":"https://x","secrets":["whsec_c2hvcnQ="]}"#.to_string(),
+                "secrets[0]",
+            ),
+            (
+                r#"{"type":"webhook","url":"https://x","secrets":["whsec_!!"]}"#.to_string(),
+                "secrets[0]",
+            ),
+            (
+                format!(
+                    r#"{{"type":"webhook","url":"https://x","secrets":["{SECRET}"],"headers":{{"webhook-id":"x"}}}}"#
+                ),
+                "headers.webhook-id",
+            ),
+            (
+                format!(
+                    r#"{{"type":"webhook","url":"https://x","secrets":["{SECRET}"],"headers":{{"bad name":"x"}}}}"#
+                ),
+                "headers.bad name",
+            ),
+            (
+                format!(
+                    r#"{{"type":"webhook","url":"https://x","secrets":["{SECRET}"],"max_concurrency":0}}"#
+                ),
+                "max_concurrency",
+            ),
+            (
+                format!(
+                    r#"{{"type":"webhook","url":"https://x","secrets":["{SECRET}"],"extra":1}}"#
+                ),
+                "extra",
+            ),
+            (
+                format!(
+                    r#"{{"type":"webhook","url":"https://x","secrets":["{SECRET}"],"max_concurrency":"a"}}"#
+                ),
+                "max_concurrency",
+            ),
+        ];
+        let wrong: Vec<String> = cases
+            .iter()
+            .map(|(doc, field)| (doc, field, refused(doc)))
+            .filter(|(_, field, e)| e.field != **field)
+            .map(|(doc, field, e)| format!("{doc}: wanted {field}, got {e}"))
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+}

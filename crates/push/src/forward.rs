@@ -1,0 +1,237 @@
+//! The forwarder: every server runs one. It reads the engine's destinations every second
+//! and runs one worker ([`delayq_worker::Worker`]) per topic that has one, whose handler
+//! sends each due job there. So forwarding takes the contract as it is: leases (a send may
+//! take the job's ttr), attempts, back-off, dead letters, and any number of servers
+//! forwarding one topic without sending a job twice, except after a lease expired
+//! (at-least-once: each send carries the job id and attempt).
+//!
+//! A changed destination replaces its worker (the old one gives its buffered jobs back and
+//! finishes what it sends); a removed one stops it. A document that does not read is logged
+//! once and skipped.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use delayq_core::{Engine, Topic};
+use delayq_worker::{Job, JobError, Worker, WorkerConfig};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::destination::{Destination, Webhook, masked_url};
+use crate::metrics::PushMetrics;
+use crate::webhook::{Message, Outcome, Sender};
+
+/// How often the destinations are read again.
+pub const REFRESH: Duration = Duration::from_secs(1);
+
+/// Forwards the due jobs of every topic with a destination.
+pub struct Forwarder {
+    engine: Arc<dyn Engine>,
+    metrics: PushMetrics,
+    sender: Sender,
+    refresh: Duration,
+}
+
+/// A destination's running worker.
+struct Running {
+    doc: String,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Forwarder {
+    /// A forwarder over `engine`, counting into `metrics`.
+    pub fn new(engine: Arc<dyn Engine>, metrics: PushMetrics) -> Result<Self, String> {
+        Ok(Forwarder {
+            engine,
+            metrics,
+            sender: Sender::new()?,
+            refresh: REFRESH,
+        })
+    }
+
+    /// Reads the destinations every `refresh` instead of every second (tests).
+    pub fn with_refresh(mut self, refresh: Duration) -> Self {
+        self.refresh = refresh;
+        self
+    }
+
+    /// Runs until `shutdown` is cancelled, then stops every worker (each gives back what it
+    /// buffered and finishes its sends within its grace period).
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut running: HashMap<Topic, Running> = HashMap::new();
+        let mut unreadable: HashMap<Topic, String> = HashMap::new();
+        let mut failing = false;
+        loop {
+            match self.engine.destinations().await {
+                Ok(list) => {
+                    if failing {
+                        tracing::info!("push: destinations readable again");
+                        failing = false;
+                    }
+                    let mut seen = HashMap::with_capacity(list.len());
+                    for stored in list {
+                        seen.insert(stored.topic.clone(), ());
+                        if running
+                            .get(&stored.topic)
+                            .is_some_and(|r| r.doc == stored.doc)
+                        {
+                            continue;
+                        }
+                        let destination = match Destination::from_json(&stored.doc) {
+                            Ok(d) => d,
+                            Err(e) => {
+                                if unreadable.get(&stored.topic) != Some(&stored.doc) {
+                                    tracing::warn!(topic = %stored.topic, error = %e, "push: a stored destination does not read; its jobs wait");
+                                    unreadable.insert(stored.topic.clone(), stored.doc);
+                                }
+                                continue;
+                            }
+                        };
+                        unreadable.remove(&stored.topic);
+                        if let Some(old) = running.remove(&stored.topic) {
+                            old.stop.cancel();
+                        }
+                        match self.start(&stored.topic, destination, &shutdown) {
+                            Ok((stop, task)) => {
+                                running.insert(
+                                    stored.topic,
+                                    Running {
+                                        doc: stored.doc,
+                                        stop,
+                                        task,
+                                    },
+                                );
+                            }
+                            Err(e) => {
+                                tracing::warn!(topic = %stored.topic, error = %e, "push: cannot start forwarding");
+                            }
+                        }
+                    }
+                    running.retain(|topic, r| {
+                        let keep = seen.contains_key(topic);
+                        if !keep {
+                            tracing::info!(%topic, "push: destination removed; forwarding stops");
+                            r.stop.cancel();
+                        }
+                        keep
+                    });
+                    unreadable.retain(|topic, _| seen.contains_key(topic));
+                }
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(error = %e, "push: cannot read the destinations; retrying");
+                        failing = true;
+                    }
+                }
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(self.refresh) => {}
+            }
+        }
+        for (_, r) in running.drain() {
+            r.stop.cancel();
+            let _ = r.task.await;
+        }
+    }
+
+    /// Starts the worker of one destination.
+    fn start(
+        &self,
+        topic: &Topic,
+        destination: Destination,
+        shutdown: &CancellationToken,
+    ) -> Result<(CancellationToken, JoinHandle<()>), String> {
+        let n = destination.max_concurrency() as usize;
+        let config = WorkerConfig::default()
+            .with_concurrency(n)
+            .with_prefetch(n)
+            // A send may take the job's ttr, no more: no renewal.
+            .with_max_extension(Duration::ZERO);
+        let Destination::Webhook(hook) = destination;
+        tracing::info!(%topic, url = %masked_url(&hook.url), concurrency = n, "push: forwarding to a webhook");
+        let ctx = Arc::new(Context {
+            hook,
+            sender: self.sender.clone(),
+            metrics: self.metrics.clone(),
+        });
+        let handler = move |job: Job<Bytes>| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.deliver(job).await }
+        };
+        let worker =
+            Worker::with_config(Arc::clone(&self.engine), [topic.clone()], config, handler)
+                .map_err(|e| e.to_string())?;
+        let stop = shutdown.child_token();
+        let until = stop.clone();
+        let task = tokio::spawn(async move {
+            worker.run(until.cancelled_owned()).await;
+        });
+        Ok((stop, task))
+    }
+}
+
+/// What one webhook's handler shares.
+struct Context {
+    hook: Webhook,
+    sender: Sender,
+    metrics: PushMetrics,
+}
+
+impl Context {
+    async fn deliver(&self, job: Job<Bytes>) -> Result<(), JobError> {
+        let meta = job.meta();
+        let topic = job.topic().as_str();
+        let id = format!(
+            "{topic}/{}/{}",
+            job.id().as_str(),
+            meta.created_at.as_millis()
+        );
+        let msg = Message {
+            id: &id,
+            topic,
+            job_id: job.id().as_str(),
+            attempt: job.attempt(),
+            due_at_ms: meta.ready_at.as_millis(),
+            body: job.body(),
+        };
+        let started = Instant::now();
+        let outcome = tokio::select! {
+            o = self.sender.send(&self.hook, &msg, meta.ttr) => o,
+            () = job.cancelled() => Outcome::Retry {
+                after: None,
+                cause: "lease_lost",
+                reason: "the lease ended before the webhook answered".into(),
+            },
+        };
+        let took = started.elapsed();
+        match outcome {
+            Outcome::Delivered => {
+                self.metrics
+                    .delivered(topic, "webhook", took, job.lateness() + took);
+                Ok(())
+            }
+            Outcome::Retry {
+                after,
+                cause,
+                reason,
+            } => {
+                self.metrics.failed(topic, "webhook", cause, Some(took));
+                tracing::debug!(%topic, id = %job.id(), attempt = job.attempt(), %reason, "push: send failed; retrying");
+                Err(match after {
+                    Some(d) => JobError::retry_after(d, reason),
+                    None => JobError::retry(reason),
+                })
+            }
+            Outcome::Refused { reason, .. } => {
+                self.metrics
+                    .failed(topic, "webhook", "status_4xx", Some(took));
+                tracing::warn!(%topic, id = %job.id(), %reason, "push: the webhook refused a job; it goes to dead");
+                Err(JobError::permanent(reason))
+            }
+        }
+    }
+}

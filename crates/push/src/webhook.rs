@@ -1,0 +1,262 @@
+//! The webhook destination: one signed POST per job, and what its answer means.
+//!
+//! Signatures follow Standard Webhooks (<https://www.standardwebhooks.com>): the headers
+//! `webhook-id` (the same for every attempt of one job), `webhook-timestamp` (Unix seconds
+//! at sending) and `webhook-signature`, a space-separated list of `v1,<base64>`, one per
+//! secret, each the HMAC-SHA256 of `<id>.<timestamp>.<body>` under the secret's key.
+//! Beside them: `delayq-topic`, `delayq-job-id`, `delayq-attempt` (1 for the first),
+//! `delayq-due-at` (the due time, Unix milliseconds) and the destination's own headers.
+//!
+//! A `2xx` answer acks the job. `429` and `5xx` retry it with its back-off, or after the
+//! answer's `Retry-After` when that is later; a timeout or a connection error retries too.
+//! Any other status sends it to dead with the status and the start of the answer's body as
+//! the reason.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use hmac::{Hmac, Mac};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use sha2::Sha256;
+
+use crate::destination::{Webhook, secret_key};
+
+/// How much of an answer's body a dead job's reason keeps.
+const EXCERPT: usize = 512;
+
+/// One job to send.
+#[derive(Clone, Debug)]
+pub struct Message<'a> {
+    /// `webhook-id`: the same for every attempt of one job.
+    pub id: &'a str,
+    /// The topic.
+    pub topic: &'a str,
+    /// The job's id.
+    pub job_id: &'a str,
+    /// Its attempt, 1 for the first.
+    pub attempt: u32,
+    /// Its due time, Unix milliseconds.
+    pub due_at_ms: u64,
+    /// Its body.
+    pub body: &'a Bytes,
+}
+
+/// What one send came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A `2xx`: ack.
+    Delivered,
+    /// Try again: after `after` when the receiver said so (`Retry-After`), else with the
+    /// job's back-off. `cause` is the metric label (`status_429`, `status_5xx`, `timeout`,
+    /// `connect`, `other`), `reason` what the job records.
+    Retry {
+        /// The receiver's `Retry-After`, if it gave one.
+        after: Option<Duration>,
+        /// The metric label.
+        cause: &'static str,
+        /// What the job records.
+        reason: String,
+    },
+    /// Any other status: dead, with `reason`.
+    Refused {
+        /// The status.
+        status: u16,
+        /// What the job records: the status and the start of the answer's body.
+        reason: String,
+    },
+}
+
+/// The `webhook-signature` value of `msg` at `timestamp` under each of `secrets`.
+pub fn signature(
+    secrets: &[String],
+    id: &str,
+    timestamp: u64,
+    body: &[u8],
+) -> Result<String, String> {
+    let mut out = Vec::with_capacity(secrets.len());
+    for s in secrets {
+        let key = secret_key(s)?;
+        let mut mac = Hmac::<Sha256>::new_from_slice(&key).map_err(|e| e.to_string())?;
+        mac.update(id.as_bytes());
+        mac.update(b".");
+        mac.update(timestamp.to_string().as_bytes());
+        mac.update(b".");
+        mac.update(body);
+        let sig = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+        out.push(format!("v1,{sig}"));
+    }
+    Ok(out.join(" "))
+}
+
+/// Sends webhooks with one shared HTTP client.
+#[derive(Clone, Debug)]
+pub struct Sender {
+    client: reqwest::Client,
+}
+
+impl Sender {
+    /// A sender whose connections are reused across jobs.
+    pub fn new() -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("delayq/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Sender { client })
+    }
+
+    /// POSTs `msg` to `hook`, waiting at most `timeout` for the whole answer.
+    pub async fn send(&self, hook: &Webhook, msg: &Message<'_>, timeout: Duration) -> Outcome {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let headers = match headers(hook, msg, now) {
+            Ok(h) => h,
+            Err(reason) => {
+                return Outcome::Retry {
+                    after: None,
+                    cause: "other",
+                    reason,
+                };
+            }
+        };
+        let sent = self
+            .client
+            .post(&hook.url)
+            .headers(headers)
+            .body(msg.body.clone())
+            .timeout(timeout)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) => return failed(&e),
+        };
+        let status = response.status();
+        if status.is_success() {
+            // Read the answer so the connection can be reused; its content does not matter.
+            let _ = response.bytes().await;
+            return Outcome::Delivered;
+        }
+        let after = retry_after(response.headers());
+        let body = response.bytes().await.unwrap_or_default();
+        let excerpt = String::from_utf8_lossy(&body[..body.len().min(EXCERPT)]).into_owned();
+        let reason = format!("webhook answered {}: {excerpt}", status.as_u16());
+        if status.as_u16() == 429 || status.is_server_error() {
+            Outcome::Retry {
+                after,
+                cause: if status.as_u16() == 429 {
+                    "status_429"
+                } else {
+                    "status_5xx"
+                },
+                reason,
+            }
+        } else {
+            Outcome::Refused {
+                status: status.as_u16(),
+                reason,
+            }
+        }
+    }
+}
+
+fn failed(e: &reqwest::Error) -> Outcome {
+    let (cause, what) = if e.is_timeout() {
+        ("timeout", "timed out")
+    } else if e.is_connect() {
+        ("connect", "cannot connect")
+    } else {
+        ("other", "failed")
+    };
+    let mut reason = format!("webhook {what}: {e}");
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        reason.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    Outcome::Retry {
+        after: None,
+        cause,
+        reason,
+    }
+}
+
+/// The headers of one request.
+fn headers(hook: &Webhook, msg: &Message<'_>, now: u64) -> Result<HeaderMap, String> {
+    let mut h = HeaderMap::new();
+    let value = |v: &str| HeaderValue::from_str(v).map_err(|e| format!("header value {v:?}: {e}"));
+    for (k, v) in &hook.headers {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k}: {e}"))?;
+        h.insert(name, value(v)?);
+    }
+    h.insert("content-type", value(hook.content_type())?);
+    h.insert("webhook-id", value(msg.id)?);
+    h.insert("webhook-timestamp", HeaderValue::from(now));
+    h.insert(
+        "webhook-signature",
+        value(&signature(&hook.secrets, msg.id, now, msg.body)?)?,
+    );
+    h.insert("delayq-topic", value(msg.topic)?);
+    h.insert("delayq-job-id", value(msg.job_id)?);
+    h.insert("delayq-attempt", HeaderValue::from(msg.attempt));
+    h.insert("delayq-due-at", HeaderValue::from(msg.due_at_ms));
+    Ok(h)
+}
+
+/// A `Retry-After` of whole seconds (the HTTP-date form is not used by the receivers this
+/// talks to and is ignored), at most a day.
+fn retry_after(h: &HeaderMap) -> Option<Duration> {
+    let secs: u64 = h.get("retry-after")?.to_str().ok()?.trim().parse().ok()?;
+    Some(Duration::from_secs(secs.min(86_400)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example of the Standard Webhooks specification's reference libraries.
+    #[test]
+    fn signature_matches_the_reference_example() {
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_string();
+        let sig = signature(
+            &[secret],
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1_614_265_330,
+            br#"{"test": 2432232314}"#,
+        );
+        assert_eq!(
+            sig.as_deref(),
+            Ok("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+        );
+    }
+
+    #[test]
+    fn each_secret_signs() {
+        let a = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_string();
+        let b = format!(
+            "whsec_{}",
+            base64::engine::general_purpose::STANDARD.encode([7u8; 32])
+        );
+        let both = signature(&[a.clone(), b.clone()], "i", 1, b"x").unwrap_or_default();
+        let (one, two) = (
+            signature(&[a], "i", 1, b"x").unwrap_or_default(),
+            signature(&[b], "i", 1, b"x").unwrap_or_default(),
+        );
+        assert_eq!(both, format!("{one} {two}"));
+    }
+
+    #[test]
+    fn retry_after_in_seconds() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), None);
+    }
+}

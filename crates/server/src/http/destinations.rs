@@ -1,0 +1,181 @@
+//! A topic's push destination (issue 20): put, read (without its secrets), delete. The
+//! server's forwarder (`delayq-push`) picks a change up within a second on every server.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use delayq_push::Destination;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::error::ApiError;
+use super::extract::{Json, Path};
+use super::params::{CommonErrors, TopicPath, topic};
+use crate::AppState;
+
+/// The kinds of destination.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // Only read by the OpenAPI document.
+pub enum DestinationType {
+    /// An HTTP POST per job, signed as Standard Webhooks says.
+    Webhook,
+}
+
+/// Where a topic's due jobs go.
+///
+/// Each due job is sent as a `POST` of its body with the headers `webhook-id` (the same for
+/// every attempt of one job), `webhook-timestamp`, `webhook-signature` (Standard Webhooks:
+/// `v1,<base64 HMAC-SHA256 of id.timestamp.body>`, one per secret), `delayq-topic`,
+/// `delayq-job-id`, `delayq-attempt` and `delayq-due-at` (Unix ms). A `2xx` answer acks
+/// the job; `429` and `5xx` retry it with its back-off (or after `Retry-After`); any other
+/// status sends it to dead with the status and the start of the answer as the reason. A
+/// send may take the job's ttr.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)] // Read as JSON by `delayq-push`; this type documents it.
+pub struct DestinationDoc {
+    /// The kind: `webhook`.
+    #[serde(rename = "type")]
+    kind: DestinationType,
+    /// `http://` or `https://` URL.
+    #[schema(example = "https://example.com/hooks/delayq")]
+    url: String,
+    /// Signing secrets (1 to 10): `whsec_` and the base64 of 24 to 64 random bytes. Each
+    /// request carries one signature per secret; rotate by adding the new secret, moving
+    /// the receiver to it, then removing the old one. Never returned.
+    #[schema(example = json!(["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]))]
+    secrets: Vec<String>,
+    /// Extra headers (at most 32), e.g. `authorization`; their values are never returned.
+    #[serde(default)]
+    headers: Option<BTreeMap<String, String>>,
+    /// The requests' `content-type` (default `application/octet-stream`).
+    #[serde(default)]
+    content_type: Option<String>,
+    /// The most requests in flight from one server (1 to 1,000; default 16).
+    #[serde(default)]
+    max_concurrency: Option<u32>,
+}
+
+/// A destination as `GET` shows it: no secrets, header values masked, a password in the
+/// URL masked.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // Only read by the OpenAPI document; the body is `public_view`.
+pub struct DestinationView {
+    /// The kind: `webhook`.
+    #[serde(rename = "type")]
+    kind: DestinationType,
+    /// The URL (a password in it as `***`).
+    url: String,
+    /// How many signing secrets it has.
+    secret_count: usize,
+    /// The extra headers' names, each value `***`.
+    headers: BTreeMap<String, String>,
+    /// The requests' `content-type`.
+    content_type: String,
+    /// The most requests in flight from one server.
+    max_concurrency: u32,
+}
+
+/// The topic has no destination.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // Only read by the OpenAPI document.
+pub enum NoDestination {
+    /// The topic has no destination (`not_found`).
+    #[response(status = 404)]
+    NotFound(super::error::ErrorBody),
+}
+
+fn no_destination(t: &delayq_core::Topic) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("topic {t} has no destination; PUT one to /v1/topics/{t}/destination"),
+    )
+}
+
+/// Read a topic's destination, without its secrets.
+#[utoipa::path(
+    get,
+    path = "/v1/topics/{topic}/destination",
+    tag = "topics",
+    params(TopicPath),
+    responses(
+        (status = 200, description = "The destination", body = DestinationView),
+        NoDestination,
+        CommonErrors
+    )
+)]
+pub async fn get_destination(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    let t = topic(&path.topic)?;
+    let stored = state
+        .engine
+        .destination(&t)
+        .await?
+        .ok_or_else(|| no_destination(&t))?;
+    let d = Destination::from_json(&stored.doc).map_err(|e| {
+        tracing::error!(topic = %t, error = %e, "a stored destination does not read");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the stored destination does not read; PUT it again",
+        )
+    })?;
+    Ok(axum::Json(d.public_view()))
+}
+
+/// Give a topic a destination (replacing the one it had), for every server of the engine.
+///
+/// Every server then sends the topic's due jobs there, within a second, and acks each one
+/// once the destination confirmed it (at-least-once: a job is sent again only after a lease
+/// expired, e.g. a server killed mid-send). Workers may still reserve from the topic too.
+#[utoipa::path(
+    put,
+    path = "/v1/topics/{topic}/destination",
+    tag = "topics",
+    params(TopicPath),
+    request_body = DestinationDoc,
+    responses(
+        (status = 200, description = "The destination now in force, without its secrets", body = DestinationView),
+        CommonErrors
+    )
+)]
+pub async fn put_destination(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+    Json(doc): Json<serde_json::Value>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    let t = topic(&path.topic)?;
+    let d = Destination::from_json(&doc.to_string()).map_err(|e| {
+        let err = ApiError::invalid_argument(e.message.clone());
+        match e.pointer() {
+            Some(p) => err.at(p),
+            None => err,
+        }
+    })?;
+    state.engine.put_destination(&t, &d.to_json()).await?;
+    Ok(axum::Json(d.public_view()))
+}
+
+/// Remove a topic's destination: its jobs stay and wait for workers.
+#[utoipa::path(
+    delete,
+    path = "/v1/topics/{topic}/destination",
+    tag = "topics",
+    params(TopicPath),
+    responses((status = 204, description = "Removed"), NoDestination, CommonErrors)
+)]
+pub async fn delete_destination(
+    State(state): State<AppState>,
+    Path(path): Path<TopicPath>,
+) -> Result<StatusCode, ApiError> {
+    let t = topic(&path.topic)?;
+    if state.engine.delete_destination(&t).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(no_destination(&t))
+    }
+}
