@@ -38,6 +38,7 @@ async fn main() {
         Command::Purge(a) => cmd::topics::purge(a).await,
         Command::Topic(a) => cmd::topic::run(a).await,
         Command::Schedule(a) => cmd::schedule::run(a).await,
+        Command::Destination(a) => cmd::destination::run(a).await,
         Command::Pause(a) => cmd::pause::pause(a).await,
         Command::Resume(a) => cmd::pause::resume(a).await,
         Command::Bench(a) => cmd::bench::run(a).await,

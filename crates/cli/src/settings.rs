@@ -37,6 +37,9 @@ pub struct FileConfig {
     beanstalk_max_job_size: Option<usize>,
     log: Option<String>,
     log_format: Option<LogFormat>,
+    /// Push destinations by topic (`[destinations."orders.cancel"]`), put into the engine
+    /// at start, replacing what it holds for those topics.
+    destinations: Option<std::collections::BTreeMap<String, toml::Value>>,
     /// The file this was read from, for error messages.
     #[serde(skip)]
     path: Option<PathBuf>,
@@ -69,6 +72,8 @@ pub struct Settings {
     pub beanstalk_max_job_size: usize,
     pub log: String,
     pub log_format: LogFormat,
+    /// The config file's push destinations, checked.
+    pub destinations: Vec<(delayq::Topic, delayq_push::Destination)>,
 }
 
 impl FileConfig {
@@ -82,6 +87,25 @@ impl FileConfig {
             path: Some(path.to_path_buf()),
             ..file
         })
+    }
+
+    /// The `[destinations.<topic>]` tables, each checked as the API checks a destination.
+    fn destinations(&self) -> anyhow::Result<Vec<(delayq::Topic, delayq_push::Destination)>> {
+        let file = match &self.path {
+            Some(p) => format!("the config file {}", p.display()),
+            None => "the config file".to_string(),
+        };
+        let mut out = Vec::new();
+        for (name, table) in self.destinations.iter().flatten() {
+            let topic = delayq::Topic::new(name.as_str())
+                .map_err(|e| anyhow::anyhow!("[destinations.\"{name}\"] in {file}: {e}"))?;
+            let doc = serde_json::to_string(table)
+                .with_context(|| format!("[destinations.\"{name}\"] in {file}"))?;
+            let d = delayq_push::Destination::from_json(&doc)
+                .map_err(|e| anyhow::anyhow!("[destinations.\"{name}\"] in {file}: {e}"))?;
+            out.push((topic, d));
+        }
+        Ok(out)
     }
 
     /// The duration under `key`: a string with a unit (`"30s"`); a number is refused with
@@ -145,6 +169,7 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             "--beanstalk-max-job-size {beanstalk_max_job_size} is outside 1 to --max-body ({max_body}); lower it or raise --max-body"
         );
     }
+    let destinations = file.destinations()?;
     Ok(Settings {
         listen: args
             .listen
@@ -200,6 +225,7 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .log_format
             .or(file.log_format)
             .unwrap_or(LogFormat::Text),
+        destinations,
     })
 }
 
@@ -261,17 +287,28 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_config_example_is_valid() {
+    fn the_readme_config_examples_are_valid() {
         let readme = include_str!("../../../README.md");
-        let block = readme
+        let blocks: Vec<&str> = readme
             .split("```toml\n")
-            .nth(1)
-            .and_then(|rest| rest.split("```").next())
-            .expect("README.md has a toml example");
-        let file: FileConfig = toml::from_str(block).expect("the README's example parses");
-        let s = resolve(ServeArgs::default(), file).expect("resolves");
-        assert_eq!(s.max_wait, Duration::from_secs(20));
-        assert_eq!(s.tokens.len(), 1);
+            .skip(1)
+            .filter_map(|rest| rest.split("```").next())
+            .collect();
+        assert!(blocks.len() >= 2, "README.md has its toml examples");
+        for block in blocks {
+            let file: FileConfig = toml::from_str(block)
+                .unwrap_or_else(|e| panic!("the README's example parses: {e}\n{block}"));
+            let s = resolve(ServeArgs::default(), file)
+                .unwrap_or_else(|e| panic!("the README's example resolves: {e}\n{block}"));
+            if block.contains("max_wait") {
+                assert_eq!(s.max_wait, Duration::from_secs(20));
+                assert_eq!(s.tokens.len(), 1);
+            }
+            if block.contains("[destinations.") {
+                assert_eq!(s.destinations.len(), 1);
+                assert_eq!(s.destinations[0].0.as_str(), "orders.cancel");
+            }
+        }
     }
 
     /// packaging/delayq.toml (the Debian package's /etc/delayq/delayq.toml) resolves, and so

@@ -1127,7 +1127,7 @@ fn a_bare_number_is_not_a_duration_issue_12() {
 }
 
 /// Every subcommand, as `--help`, the completions and the manual page must show them.
-const SUBCOMMANDS: [&str; 22] = [
+const SUBCOMMANDS: [&str; 23] = [
     "serve",
     "push",
     "get",
@@ -1150,6 +1150,7 @@ const SUBCOMMANDS: [&str; 22] = [
     "completions",
     "man",
     "topic",
+    "destination",
 ];
 
 /// `delayq completions` prints a script for each shell, and bash takes it; `delayq man`

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod dead;
+pub mod destination;
 pub mod docs;
 pub mod job;
 pub mod lease;

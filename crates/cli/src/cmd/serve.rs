@@ -88,6 +88,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         None => None,
     };
     let engine = open_engine(&s, &url, &described, &options).await?;
+    for (topic, destination) in &s.destinations {
+        engine
+            .put_destination(topic, &destination.to_json())
+            .await
+            .with_context(|| format!("putting the config file's destination of {topic}"))?;
+        tracing::info!(%topic, kind = destination.kind(), "push destination from the config file");
+    }
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(
         listen = %addr,

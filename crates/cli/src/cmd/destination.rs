@@ -1,0 +1,178 @@
+//! `delayq destination set | get | delete`: a topic's push destination (`PUT`, `GET` and
+//! `DELETE /v1/topics/{topic}/destination`), where every server sends the topic's due jobs.
+//! The clap types live here; `cli.rs` only names the subcommand.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::cli::ClientArgs;
+use crate::client::{Client, seg};
+
+/// `delayq destination`.
+#[derive(Args, Debug)]
+pub struct DestinationArgs {
+    #[command(subcommand)]
+    pub command: DestinationCommand,
+}
+
+/// Subcommands of `delayq destination`.
+#[derive(Subcommand, Debug)]
+pub enum DestinationCommand {
+    /// Send a topic's due jobs to a webhook, from every server (replacing the destination
+    /// it had). Each job is a signed POST (Standard Webhooks), acked on a 2xx answer.
+    ///
+    /// Example: `delayq destination set orders.cancel --webhook https://billing/hooks/cancel
+    /// --secret "whsec_$(openssl rand -base64 32)"`. A secret given as a flag is visible to
+    /// other users of the machine (`ps`) and kept in shell history: prefer
+    /// DELAYQ_WEBHOOK_SECRETS or --file.
+    Set(DestinationSetArgs),
+    /// Show a topic's destination (without its secrets).
+    Get(DestinationTopicArgs),
+    /// Remove a topic's destination: its jobs stay and wait for workers.
+    Delete(DestinationTopicArgs),
+}
+
+/// `delayq destination get` and `delete`.
+#[derive(Args, Debug)]
+pub struct DestinationTopicArgs {
+    /// The topic.
+    pub topic: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `delayq destination set`.
+#[derive(Args, Debug)]
+pub struct DestinationSetArgs {
+    /// The topic.
+    pub topic: String,
+    /// The webhook's URL (http:// or https://).
+    #[arg(long, required_unless_present = "file", conflicts_with = "file")]
+    pub webhook: Option<String>,
+    /// A signing secret, `whsec_` and the base64 of 24 to 64 random bytes (repeat it while
+    /// rotating: every request carries one signature per secret).
+    #[arg(
+        long = "secret",
+        env = "DELAYQ_WEBHOOK_SECRETS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub secrets: Vec<String>,
+    /// An extra header sent with every request, NAME=VALUE (repeatable).
+    #[arg(long = "header", value_parser = header)]
+    pub headers: Vec<(String, String)>,
+    /// The requests' content type [default: application/octet-stream].
+    #[arg(long)]
+    pub content_type: Option<String>,
+    /// The most requests in flight from one server (1 to 1000) [default: 16].
+    #[arg(long)]
+    pub max_concurrency: Option<u32>,
+    /// The whole destination as a JSON file (the API's document), instead of the flags.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+fn header(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| format!("{s:?} is not NAME=VALUE"))
+}
+
+fn path(topic: &str) -> String {
+    format!("/v1/topics/{}/destination", seg(topic))
+}
+
+/// The document `set` sends.
+fn document(a: &DestinationSetArgs) -> anyhow::Result<Value> {
+    if let Some(file) = &a.file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("--file {}: cannot read it", file.display()))?;
+        return serde_json::from_str(&text)
+            .with_context(|| format!("--file {}: not JSON", file.display()));
+    }
+    let mut doc = json!({"type": "webhook", "url": a.webhook, "secrets": a.secrets});
+    if !a.headers.is_empty() {
+        let map: serde_json::Map<String, Value> = a
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+            .collect();
+        doc["headers"] = Value::Object(map);
+    }
+    if let Some(ct) = &a.content_type {
+        doc["content_type"] = ct.clone().into();
+    }
+    if let Some(n) = a.max_concurrency {
+        doc["max_concurrency"] = n.into();
+    }
+    Ok(doc)
+}
+
+pub async fn run(a: DestinationArgs) -> anyhow::Result<()> {
+    match a.command {
+        DestinationCommand::Set(a) => {
+            let doc = document(&a)?;
+            let v = Client::new(&a.client)?
+                .call(Method::PUT, &path(&a.topic), Some(&doc))
+                .await?;
+            show(&a.topic, &v, a.client.json);
+        }
+        DestinationCommand::Get(a) => {
+            let v = Client::new(&a.client)?
+                .call(Method::GET, &path(&a.topic), None)
+                .await?;
+            show(&a.topic, &v, a.client.json);
+        }
+        DestinationCommand::Delete(a) => {
+            Client::new(&a.client)?
+                .call(Method::DELETE, &path(&a.topic), None)
+                .await?;
+            if a.client.json {
+                println!("{}", json!({"topic": a.topic, "deleted": true}));
+            } else {
+                println!("{}: no destination now; its jobs wait for workers", a.topic);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One destination as one line.
+fn show(topic: &str, v: &Value, json: bool) {
+    if json {
+        println!("{v}");
+        return;
+    }
+    let headers: Vec<&str> = v["headers"]
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    println!(
+        "{topic} -> {} {}  secrets {}  headers [{}]  content-type {}  max-concurrency {}",
+        v["type"].as_str().unwrap_or(""),
+        v["url"].as_str().unwrap_or(""),
+        v["secret_count"],
+        headers.join(", "),
+        v["content_type"].as_str().unwrap_or(""),
+        v["max_concurrency"],
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_parse_as_name_equals_value() {
+        assert_eq!(header("x-a=b=c"), Ok(("x-a".into(), "b=c".into())));
+        assert!(header("x-a").is_err());
+        assert!(header("=v").is_err());
+    }
+}
