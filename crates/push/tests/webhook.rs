@@ -131,6 +131,11 @@ async fn hook(State(r): State<Arc<Receiver>>, headers: HeaderMap, body: Bytes) -
 /// Serves `r` on a free loopback port.
 async fn receive(r: Arc<Receiver>) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_on(r, listener)
+}
+
+/// Serves `r` on `listener`.
+fn serve_on(r: Arc<Receiver>, listener: tokio::net::TcpListener) -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     let app = axum::Router::new()
         .route("/hook", axum::routing::post(hook))
@@ -451,5 +456,65 @@ async fn a_send_longer_than_the_ttr_is_retried() {
     assert!(
         r.got.lock().unwrap().len() <= 2,
         "sent more than its attempts"
+    );
+}
+
+/// A receiver that is down (nothing listens on its port) when the jobs fall due gets every
+/// one of them once it comes up, each retried with its back-off meanwhile (counted as
+/// `connect` failures), none lost and none sent twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_down_for_a_while_gets_everything_when_it_comes_back() {
+    let (engine, _dir) = sqlite();
+    // Take a free port and leave it closed for now.
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let t = topic("down");
+    engine
+        .put_destination(&t, &webhook_doc(addr, &[OLD], 4))
+        .await
+        .unwrap();
+    let f = forward(engine.clone());
+    let backoff = Backoff::exponential(Duration::from_millis(100), Duration::from_millis(500));
+    let jobs = (0..20)
+        .map(|i| {
+            NewJob::new(t.clone(), "x")
+                .with_id(JobId::new(format!("d{i}")).unwrap())
+                .with_max_attempts(50)
+                .with_backoff(backoff)
+        })
+        .collect();
+    engine.push_batch(jobs).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut registry = prometheus_client::registry::Registry::with_prefix("delayq");
+    f.metrics.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(text.contains(r#"cause="connect"} "#), "{text}");
+
+    let r = Arc::new(Receiver {
+        secrets: vec![OLD.into()],
+        ..Receiver::default()
+    });
+    serve_on(
+        r.clone(),
+        tokio::net::TcpListener::bind(addr).await.unwrap(),
+    );
+    until(
+        "every job after the receiver came up",
+        Duration::from_secs(20),
+        || r.got.lock().unwrap().len() >= 20,
+    )
+    .await;
+    all_acked(&engine, &t).await;
+    let got = r.got.lock().unwrap().clone();
+    let mut ids: Vec<&str> = got.iter().map(|g| g.job.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!((ids.len(), got.len()), (20, 20), "each job once");
+    assert!(
+        got.iter().all(|g| g.attempt > 1),
+        "every job was retried meanwhile"
     );
 }
