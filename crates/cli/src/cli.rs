@@ -91,8 +91,8 @@ pub enum Command {
     /// Recurring jobs: create, show, list or delete a schedule (a cron expression in a time
     /// zone, run by every server; each fire pushes one job).
     Schedule(crate::cmd::schedule::ScheduleArgs),
-    /// Push delivery: send a topic's due jobs to a webhook from every server, acked when
-    /// it answers 2xx; show or remove that destination.
+    /// Push delivery: send a topic's due jobs to a webhook or NATS JetStream from every
+    /// server, acked once the destination confirmed; show or remove that destination.
     Destination(crate::cmd::destination::DestinationArgs),
     /// Measure an engine directly (your Redis, or an embedded data directory): push a
     /// backlog and drain it, then deliver delayed jobs and report how late they came.

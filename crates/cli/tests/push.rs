@@ -273,6 +273,22 @@ fn destinations_from_the_command_line_and_the_config_file_issue_20() {
         s.run(&["destination", "delete", "cli"]).status.code(),
         Some(3)
     );
+
+    // A NATS JetStream subject (its sends: crates/push/tests/nats.rs).
+    s.ok(&[
+        "destination",
+        "set",
+        "to-nats",
+        "--nats",
+        "nats://127.0.0.1:1",
+        "--subject",
+        "orders.cancel",
+    ]);
+    let shown = s.ok(&["destination", "get", "to-nats"]);
+    assert!(
+        shown.contains("nats nats://127.0.0.1:1 subject orders.cancel"),
+        "{shown}"
+    );
     drop(s);
 
     // A config file with a bad destination stops `serve` before it serves, naming it.

@@ -72,6 +72,71 @@ impl DestinationError {
 pub enum Destination {
     /// An HTTP POST of each job's body, signed as Standard Webhooks says.
     Webhook(Webhook),
+    /// A publish to a NATS JetStream subject, acked after the `PubAck`.
+    Nats(Nats),
+}
+
+/// A NATS JetStream subject that a stream takes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nats {
+    /// `nats://` (or `tls://`) with a host, optionally `user:password@` or `token@`.
+    pub url: String,
+    /// The subject to publish to: no wildcards, no spaces.
+    pub subject: String,
+    /// The most publishes awaiting their `PubAck` from one server (default 16, at most
+    /// 1,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+}
+
+impl Nats {
+    fn validate(&self) -> Result<(), DestinationError> {
+        let url = Url::parse(&self.url)
+            .map_err(|e| DestinationError::new("url", format!("{e}; send nats://host:4222")))?;
+        if !matches!(url.scheme(), "nats" | "tls") || url.host().is_none() {
+            return Err(DestinationError::new(
+                "url",
+                format!(
+                    "{:?} is not a nats:// or tls:// URL with a host; send one",
+                    masked_url(&self.url)
+                ),
+            ));
+        }
+        let bad_token = self
+            .subject
+            .split('.')
+            .any(|t| t.is_empty() || t == "*" || t == ">");
+        if self.subject.is_empty()
+            || self.subject.len() > 256
+            || bad_token
+            || self
+                .subject
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(DestinationError::new(
+                "subject",
+                format!(
+                    "{:?} is not a subject to publish to: dot-separated tokens, no wildcards or spaces, at most 256 bytes",
+                    self.subject
+                ),
+            ));
+        }
+        check_concurrency(self.max_concurrency)
+    }
+}
+
+fn check_concurrency(n: Option<u32>) -> Result<(), DestinationError> {
+    if let Some(n) = n
+        && !(1..=MAX_CONCURRENCY).contains(&n)
+    {
+        return Err(DestinationError::new(
+            "max_concurrency",
+            format!("{n} is outside 1 to {MAX_CONCURRENCY}"),
+        ));
+    }
+    Ok(())
 }
 
 /// An HTTP endpoint that takes a POST per job.
@@ -124,30 +189,21 @@ impl Destination {
         // field names that field.
         let d = match fields.remove("type") {
             Some(serde_json::Value::String(t)) if t == "webhook" => {
-                let w: Webhook = serde_path_to_error::deserialize(serde_json::Value::Object(
-                    fields,
-                ))
-                .map_err(|e| {
-                    let path = e.path().to_string();
-                    let field = if path == "." {
-                        "destination".to_string()
-                    } else {
-                        path
-                    };
-                    DestinationError::new(field, e.inner().to_string())
-                })?;
-                Destination::Webhook(w)
+                Destination::Webhook(fields_of(fields)?)
+            }
+            Some(serde_json::Value::String(t)) if t == "nats" => {
+                Destination::Nats(fields_of(fields)?)
             }
             Some(other) => {
                 return Err(DestinationError::new(
                     "type",
-                    format!("{other} is not a destination type; use \"webhook\""),
+                    format!("{other} is not a destination type; use \"webhook\" or \"nats\""),
                 ));
             }
             None => {
                 return Err(DestinationError::new(
                     "type",
-                    "missing; say where jobs go: \"webhook\"",
+                    "missing; say where jobs go: \"webhook\" or \"nats\"",
                 ));
             }
         };
@@ -164,14 +220,17 @@ impl Destination {
     /// The most requests in flight from one server.
     pub fn max_concurrency(&self) -> u32 {
         match self {
-            Destination::Webhook(w) => w.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY),
+            Destination::Webhook(w) => w.max_concurrency,
+            Destination::Nats(n) => n.max_concurrency,
         }
+        .unwrap_or(DEFAULT_MAX_CONCURRENCY)
     }
 
-    /// Its kind, for metrics and logs: `webhook`.
+    /// Its kind, for metrics and logs: `webhook`, `nats`.
     pub fn kind(&self) -> &'static str {
         match self {
             Destination::Webhook(_) => "webhook",
+            Destination::Nats(_) => "nats",
         }
     }
 
@@ -179,6 +238,7 @@ impl Destination {
     pub fn validate(&self) -> Result<(), DestinationError> {
         match self {
             Destination::Webhook(w) => w.validate(),
+            Destination::Nats(n) => n.validate(),
         }
     }
 
@@ -198,8 +258,29 @@ impl Destination {
                     "max_concurrency": self.max_concurrency(),
                 })
             }
+            Destination::Nats(n) => serde_json::json!({
+                "type": "nats",
+                "url": masked_url(&n.url),
+                "subject": n.subject,
+                "max_concurrency": self.max_concurrency(),
+            }),
         }
     }
+}
+
+/// A destination's fields (all but `type`) as `T`, an error naming the field.
+fn fields_of<T: serde::de::DeserializeOwned>(
+    fields: serde_json::Map<String, serde_json::Value>,
+) -> Result<T, DestinationError> {
+    serde_path_to_error::deserialize(serde_json::Value::Object(fields)).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "destination".to_string()
+        } else {
+            path
+        };
+        DestinationError::new(field, e.inner().to_string())
+    })
 }
 
 /// `url` with the password of its user part replaced by `***`.
@@ -284,15 +365,7 @@ impl Webhook {
                 )
             })?;
         }
-        if let Some(n) = self.max_concurrency
-            && !(1..=MAX_CONCURRENCY).contains(&n)
-        {
-            return Err(DestinationError::new(
-                "max_concurrency",
-                format!("{n} is outside 1 to {MAX_CONCURRENCY}"),
-            ));
-        }
-        Ok(())
+        check_concurrency(self.max_concurrency)
     }
 }
 
@@ -344,6 +417,22 @@ mod tests {
     }
 
     #[test]
+    fn a_nats_destination_round_trips_and_hides_its_password() {
+        let doc = r#"{"type":"nats","url":"nats://u:pw@127.0.0.1:4222","subject":"orders.cancel"}"#;
+        let d = Destination::from_json(doc).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(Destination::from_json(&d.to_json()), Ok(d.clone()));
+        assert_eq!(
+            (d.kind(), d.max_concurrency()),
+            ("nats", DEFAULT_MAX_CONCURRENCY)
+        );
+        let view = d.public_view().to_string();
+        assert!(
+            !view.contains("pw@") && view.contains("orders.cancel"),
+            "{view}"
+        );
+    }
+
+    #[test]
     fn fields_as_pointers() {
         let p = |f: &str| DestinationError::new(f, "m").pointer();
         assert_eq!(p("destination"), None);
@@ -359,6 +448,26 @@ mod tests {
             (r#"{"url":"https://x"}"#.to_string(), "type"),
             ("[1]".to_string(), "destination"),
             ("{".to_string(), "destination"),
+            (
+                r#"{"type":"nats","url":"http://x","subject":"a"}"#.to_string(),
+                "url",
+            ),
+            (
+                r#"{"type":"nats","url":"nats://x","subject":"a.*"}"#.to_string(),
+                "subject",
+            ),
+            (
+                r#"{"type":"nats","url":"nats://x","subject":"a..b"}"#.to_string(),
+                "subject",
+            ),
+            (
+                r#"{"type":"nats","url":"nats://x"}"#.to_string(),
+                "destination",
+            ),
+            (
+                r#"{"type":"nats","url":"nats://x","subject":"a","secrets":[]}"#.to_string(),
+                "secrets",
+            ),
             (
                 format!(r#"{{"type":"webhook","url":"ftp://x","secrets":["{SECRET}"]}}"#),
                 "url",

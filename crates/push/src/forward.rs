@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::destination::{Destination, Webhook, masked_url};
 use crate::metrics::PushMetrics;
+use crate::nats::Publisher;
 use crate::webhook::{Message, Outcome, Sender};
 
 /// How often the destinations are read again.
@@ -151,11 +152,23 @@ impl Forwarder {
             .with_prefetch(n)
             // A send may take the job's ttr, no more: no renewal.
             .with_max_extension(Duration::ZERO);
-        let Destination::Webhook(hook) = destination;
-        tracing::info!(%topic, url = %masked_url(&hook.url), concurrency = n, "push: forwarding to a webhook");
+        let kind = destination.kind();
+        let target = match destination {
+            Destination::Webhook(hook) => {
+                tracing::info!(%topic, url = %masked_url(&hook.url), concurrency = n, "push: forwarding to a webhook");
+                Target::Webhook {
+                    hook,
+                    sender: self.sender.clone(),
+                }
+            }
+            Destination::Nats(nats) => {
+                tracing::info!(%topic, url = %masked_url(&nats.url), subject = %nats.subject, concurrency = n, "push: forwarding to NATS JetStream");
+                Target::Nats(Publisher::new(&nats))
+            }
+        };
         let ctx = Arc::new(Context {
-            hook,
-            sender: self.sender.clone(),
+            target,
+            kind,
             metrics: self.metrics.clone(),
         });
         let handler = move |job: Job<Bytes>| {
@@ -174,10 +187,25 @@ impl Forwarder {
     }
 }
 
-/// What one webhook's handler shares.
+/// Where one destination's handler sends.
+enum Target {
+    Webhook { hook: Webhook, sender: Sender },
+    Nats(Publisher),
+}
+
+impl Target {
+    async fn send(&self, msg: &Message<'_>, timeout: Duration) -> Outcome {
+        match self {
+            Target::Webhook { hook, sender } => sender.send(hook, msg, timeout).await,
+            Target::Nats(p) => p.send(msg, timeout).await,
+        }
+    }
+}
+
+/// What one destination's handler shares.
 struct Context {
-    hook: Webhook,
-    sender: Sender,
+    target: Target,
+    kind: &'static str,
     metrics: PushMetrics,
 }
 
@@ -200,7 +228,7 @@ impl Context {
         };
         let started = Instant::now();
         let outcome = tokio::select! {
-            o = self.sender.send(&self.hook, &msg, meta.ttr) => o,
+            o = self.target.send(&msg, meta.ttr) => o,
             () = job.cancelled() => Outcome::Retry {
                 after: None,
                 cause: "lease_lost",
@@ -211,7 +239,7 @@ impl Context {
         match outcome {
             Outcome::Delivered => {
                 self.metrics
-                    .delivered(topic, "webhook", took, job.lateness() + took);
+                    .delivered(topic, self.kind, took, job.lateness() + took);
                 Ok(())
             }
             Outcome::Retry {
@@ -219,7 +247,7 @@ impl Context {
                 cause,
                 reason,
             } => {
-                self.metrics.failed(topic, "webhook", cause, Some(took));
+                self.metrics.failed(topic, self.kind, cause, Some(took));
                 tracing::debug!(%topic, id = %job.id(), attempt = job.attempt(), %reason, "push: send failed; retrying");
                 Err(match after {
                     Some(d) => JobError::retry_after(d, reason),

@@ -1,9 +1,11 @@
-//! Push delivery (issue 20): a topic with a destination has its due jobs sent there by the
-//! server, which acks each job only once the destination confirmed it.
+//! Push delivery (issue 20): a topic with a destination (a webhook, a NATS JetStream subject)
+//! has its due jobs sent there by the server, which acks each job only once the destination
+//! confirmed it.
 //!
 //! - `destination`: the destination's JSON document, its checks, and its public view
 //!   (no secrets).
 //! - `webhook`: a signed POST per job (Standard Webhooks) and what each answer means.
+//! - `nats`: a publish per job to a NATS JetStream subject, acked after the `PubAck`.
 //! - `forward`: the [`Forwarder`] every server runs: one worker per destination, kept in
 //!   step with the engine's destinations.
 //! - `metrics`: deliveries, failures by cause, latency and lateness per topic.
@@ -11,12 +13,14 @@
 mod destination;
 mod forward;
 mod metrics;
+mod nats;
 mod webhook;
 
 pub use destination::{
     DEFAULT_MAX_CONCURRENCY, Destination, DestinationError, MAX_CONCURRENCY, MAX_HEADERS,
-    MAX_SECRETS, Webhook, masked_url, secret_key,
+    MAX_SECRETS, Nats, Webhook, masked_url, secret_key,
 };
 pub use forward::{Forwarder, REFRESH};
 pub use metrics::PushMetrics;
+pub use nats::Publisher;
 pub use webhook::{Message, Outcome, Sender, signature};

@@ -25,7 +25,7 @@ use crate::destination::{Webhook, secret_key};
 /// How much of an answer's body a dead job's reason keeps.
 const EXCERPT: usize = 512;
 
-/// One job to send.
+/// One job to send (to any destination).
 #[derive(Clone, Debug)]
 pub struct Message<'a> {
     /// `webhook-id`: the same for every attempt of one job.
@@ -58,11 +58,12 @@ pub enum Outcome {
         /// What the job records.
         reason: String,
     },
-    /// Any other status: dead, with `reason`.
+    /// A refusal that no retry can change (a webhook's 4xx other than 429, a message too
+    /// large for NATS): dead, with `reason`.
     Refused {
-        /// The status.
-        status: u16,
-        /// What the job records: the status and the start of the answer's body.
+        /// The metric label (`status_4xx`, `too_large`).
+        cause: &'static str,
+        /// What the job records: for a webhook, the status and the start of the answer.
         reason: String,
     },
 }
@@ -155,7 +156,7 @@ impl Sender {
             }
         } else {
             Outcome::Refused {
-                status: status.as_u16(),
+                cause: "status_4xx",
                 reason,
             }
         }

@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
+mod common;
+use common::{Forwarding, forward, sqlite, topic, until_acked};
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -15,10 +18,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use delayq_core::{Backoff, Engine, JobId, JobState, NewJob, Topic};
-use delayq_push::{Forwarder, PushMetrics};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use tokio_util::sync::CancellationToken;
 
 const OLD: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -156,41 +157,6 @@ fn webhook_doc(addr: SocketAddr, secrets: &[&str], max_concurrency: u32) -> Stri
     .to_string()
 }
 
-/// A forwarder over `engine` reading its destinations every 100 ms, until the guard drops.
-struct Forwarding {
-    stop: CancellationToken,
-    metrics: PushMetrics,
-}
-
-impl Drop for Forwarding {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-fn forward(engine: Arc<dyn Engine>) -> Forwarding {
-    let metrics = PushMetrics::new();
-    let stop = CancellationToken::new();
-    let f = Forwarder::new(engine, metrics.clone())
-        .unwrap()
-        .with_refresh(Duration::from_millis(100));
-    tokio::spawn(f.run(stop.clone()));
-    Forwarding { stop, metrics }
-}
-
-fn sqlite() -> (Arc<dyn Engine>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let e = delayq_sqlite::SqliteEngine::open(delayq_sqlite::SqliteConfig::dir(
-        dir.path().join("data"),
-    ))
-    .unwrap();
-    (Arc::new(e), dir)
-}
-
-fn topic(s: &str) -> Topic {
-    Topic::new(s).unwrap()
-}
-
 /// A receiver that accepts `secrets`, scripted by `script`, and topic `name` of `engine`
 /// pointed at it with `signing` secrets and `max_concurrency`, forwarded until the guard
 /// drops.
@@ -234,22 +200,6 @@ async fn dead(
     }
 }
 
-/// Waits (bounded) until `t` holds no job: every one acked.
-async fn all_acked(engine: &Arc<dyn Engine>, t: &Topic) {
-    let start = Instant::now();
-    loop {
-        let s = engine.stats(t).await.unwrap();
-        if s.delayed + s.ready + s.reserved + s.dead == 0 {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "not all acked: {s:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Waits (bounded) until `f` holds.
 async fn until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -275,7 +225,7 @@ async fn delivered_once_each(engine: Arc<dyn Engine>) {
     })
     .await;
     // Acked: nothing left on the topic (the ack follows the answer).
-    all_acked(&engine, &t).await;
+    until_acked(&engine, &t, Duration::from_secs(10)).await;
     let got = r.got.lock().unwrap().clone();
     let mut seen = HashMap::new();
     for g in &got {
@@ -357,7 +307,7 @@ async fn a_failing_receiver_gets_everything_after_it_recovers() {
         got.iter().any(|g| g.attempt > 2),
         "retried with attempts counted"
     );
-    all_acked(&engine, &t).await;
+    until_acked(&engine, &t, Duration::from_secs(10)).await;
 }
 
 /// A 4xx other than 429 sends the job to dead at once, its reason the status and the start
@@ -507,7 +457,7 @@ async fn a_receiver_down_for_a_while_gets_everything_when_it_comes_back() {
         || r.got.lock().unwrap().len() >= 20,
     )
     .await;
-    all_acked(&engine, &t).await;
+    until_acked(&engine, &t, Duration::from_secs(10)).await;
     let got = r.got.lock().unwrap().clone();
     let mut ids: Vec<&str> = got.iter().map(|g| g.job.as_str()).collect();
     ids.sort_unstable();

@@ -12,8 +12,6 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::redis_server::free_port;
-
 /// The environment variable that overrides the `beanstalkd` binary.
 pub const BEANSTALKD_ENV: &str = "DELAYQ_BEANSTALKD";
 
@@ -52,16 +50,12 @@ impl Beanstalkd {
             dir,
             opts,
         };
-        let mut last_log = String::new();
-        // The port is free when probed but may be taken before beanstalkd binds it: retry.
-        for _ in 0..10 {
-            server.port = free_port();
-            match server.spawn_and_wait() {
-                Ok(()) => return server,
-                Err(log) => last_log = log,
-            }
-        }
-        panic!("beanstalkd did not start after 10 attempts; last log:\n{last_log}");
+        // The last attempt's port is the one it listens on.
+        crate::child::on_a_free_port("beanstalkd", |port| {
+            server.port = port;
+            server.spawn_and_wait()
+        });
+        server
     }
 
     /// The port it listens on, on 127.0.0.1.
@@ -100,10 +94,7 @@ impl Beanstalkd {
 
     /// Kills the server with SIGKILL (it keeps nothing: no binlog).
     pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        crate::child::kill(&mut self.child);
     }
 
     fn log_path(&self) -> PathBuf {
@@ -111,11 +102,10 @@ impl Beanstalkd {
     }
 
     fn spawn_and_wait(&mut self) -> Result<(), String> {
-        let bin = binary();
         let log = std::fs::File::create(self.log_path()).unwrap_or_else(|e| {
             panic!("cannot create {}: {e}", self.log_path().display());
         });
-        let mut cmd = Command::new(&bin);
+        let mut cmd = Command::new(crate::child::binary(BEANSTALKD_ENV, "beanstalkd"));
         cmd.arg("-l")
             .arg("127.0.0.1")
             .arg("-p")
@@ -128,17 +118,7 @@ impl Beanstalkd {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log));
-        let child = cmd.spawn().unwrap_or_else(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                panic!(
-                    "beanstalkd is missing: install the Debian package beanstalkd \
-                     (scripts/test.sh does: `sudo apt-get install -y beanstalkd`) or set \
-                     {BEANSTALKD_ENV} to the binary's path (tried {})",
-                    bin.display()
-                )
-            }
-            panic!("cannot start {}: {e}", bin.display())
-        });
+        let child = crate::child::spawn(&mut cmd, "beanstalkd", BEANSTALKD_ENV);
         self.child = Some(child);
         let addr = self.addr();
         if crate::child::wait_until_up(&mut self.child, || {
@@ -162,10 +142,4 @@ impl Drop for Beanstalkd {
         }
         self.kill();
     }
-}
-
-fn binary() -> PathBuf {
-    std::env::var_os(BEANSTALKD_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("beanstalkd"))
 }

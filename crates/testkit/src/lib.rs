@@ -4,6 +4,8 @@
 //!
 //! - `beanstalkd`: [`Beanstalkd`], a real `beanstalkd` on a free loopback port, in memory,
 //!   killed on drop: the reference for the beanstalkd protocol's differential tests.
+//! - `nats_server`: [`NatsServer`], a real `nats-server` with JetStream on a free loopback
+//!   port, its store in a temporary directory: the push delivery tests' JetStream.
 //! - `redis_server`: [`RedisServer`], a `redis-server` on a free loopback port in a temporary
 //!   directory, killed on drop, its log printed when a test panics; optionally with TLS and
 //!   an ACL user ([`AclUser`]).
@@ -26,11 +28,13 @@ mod child;
 pub mod conformance;
 mod harness;
 pub mod model;
+mod nats_server;
 mod redis_cluster;
 mod redis_server;
 
 pub use beanstalkd::{BEANSTALKD_ENV, Beanstalkd, BeanstalkdOptions};
 pub use harness::{Harness, Partitioned};
+pub use nats_server::{NATS_SERVER_ENV, NatsServer};
 pub use redis_cluster::{
     ClusterNode, ClusterOptions, Failover, REDIS_CLI_ENV, RedisCluster, SLOTS, key_slot,
 };

@@ -24,7 +24,7 @@ BulkAction = Literal["kick", "delete", "run_now", "bury"]
 """What a bulk request does to each job."""
 
 
-DestinationType = Literal["webhook"]
+DestinationType = Literal["webhook", "nats"]
 """The kinds of destination."""
 
 
@@ -161,28 +161,33 @@ class DeliveryDto(_DeliveryDtoRequired, total=False):
 
 
 class _DestinationDocRequired(TypedDict):
-    secrets: List[str]
     type: DestinationType
     url: str
 
 
 class DestinationDoc(_DestinationDocRequired, total=False):
-    """Where a topic's due jobs go."""
+    """Where a topic's due jobs go: a webhook (`url`, `secrets`, `headers`, `content_type`) or a"""
 
     content_type: Optional[str]
     headers: Optional[Dict[str, str]]
     max_concurrency: Optional[int]
+    secrets: Optional[List[str]]
+    subject: Optional[str]
 
 
-class DestinationView(TypedDict):
-    """A destination as `GET` shows it: no secrets, header values masked, a password in the"""
-
-    content_type: str
-    headers: Dict[str, str]
+class _DestinationViewRequired(TypedDict):
     max_concurrency: int
-    secret_count: int
     type: DestinationType
     url: str
+
+
+class DestinationView(_DestinationViewRequired, total=False):
+    """A destination as `GET` shows it: no secrets, header values masked, a password in the"""
+
+    content_type: Optional[str]
+    headers: Optional[Dict[str, str]]
+    secret_count: Optional[int]
+    subject: Optional[str]
 
 
 class ErrorBody(TypedDict):

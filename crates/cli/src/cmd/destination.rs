@@ -22,8 +22,9 @@ pub struct DestinationArgs {
 /// Subcommands of `delayq destination`.
 #[derive(Subcommand, Debug)]
 pub enum DestinationCommand {
-    /// Send a topic's due jobs to a webhook, from every server (replacing the destination
-    /// it had). Each job is a signed POST (Standard Webhooks), acked on a 2xx answer.
+    /// Send a topic's due jobs to a webhook or a NATS JetStream subject, from every server
+    /// (replacing the destination it had). To a webhook each job is a signed POST (Standard
+    /// Webhooks), acked on a 2xx answer; to NATS a publish, acked after JetStream's PubAck.
     ///
     /// Example: `delayq destination set orders.cancel --webhook https://billing/hooks/cancel
     /// --secret "whsec_$(openssl rand -base64 32)"`. A secret given as a flag is visible to
@@ -51,8 +52,14 @@ pub struct DestinationSetArgs {
     /// The topic.
     pub topic: String,
     /// The webhook's URL (http:// or https://).
-    #[arg(long, required_unless_present = "file", conflicts_with = "file")]
+    #[arg(long, required_unless_present_any = ["file", "nats"], conflicts_with_all = ["file", "nats"])]
     pub webhook: Option<String>,
+    /// A NATS server's URL (nats://host:4222), to publish to --subject with JetStream.
+    #[arg(long, requires = "subject", conflicts_with = "file")]
+    pub nats: Option<String>,
+    /// The JetStream subject to publish to (with --nats); a stream must take it.
+    #[arg(long, requires = "nats")]
+    pub subject: Option<String>,
     /// A signing secret, `whsec_` and the base64 of 24 to 64 random bytes (repeat it while
     /// rotating: every request carries one signature per secret).
     #[arg(
@@ -96,6 +103,13 @@ fn document(a: &DestinationSetArgs) -> anyhow::Result<Value> {
             .with_context(|| format!("--file {}: cannot read it", file.display()))?;
         return serde_json::from_str(&text)
             .with_context(|| format!("--file {}: not JSON", file.display()));
+    }
+    if let (Some(url), Some(subject)) = (&a.nats, &a.subject) {
+        let mut doc = json!({"type": "nats", "url": url, "subject": subject});
+        if let Some(n) = a.max_concurrency {
+            doc["max_concurrency"] = n.into();
+        }
+        return Ok(doc);
     }
     let mut doc = json!({"type": "webhook", "url": a.webhook, "secrets": a.secrets});
     if !a.headers.is_empty() {
@@ -154,6 +168,15 @@ fn show(topic: &str, v: &Value, json: bool) {
         .as_object()
         .map(|m| m.keys().map(String::as_str).collect())
         .unwrap_or_default();
+    if v["type"] == "nats" {
+        println!(
+            "{topic} -> nats {} subject {}  max-concurrency {}",
+            v["url"].as_str().unwrap_or(""),
+            v["subject"].as_str().unwrap_or(""),
+            v["max_concurrency"],
+        );
+        return;
+    }
     println!(
         "{topic} -> {} {}  secrets {}  headers [{}]  content-type {}  max-concurrency {}",
         v["type"].as_str().unwrap_or(""),

@@ -21,38 +21,51 @@ use crate::AppState;
 pub enum DestinationType {
     /// An HTTP POST per job, signed as Standard Webhooks says.
     Webhook,
+    /// A publish per job to a NATS JetStream subject, acked after the `PubAck`.
+    Nats,
 }
 
-/// Where a topic's due jobs go.
+/// Where a topic's due jobs go: a webhook (`url`, `secrets`, `headers`, `content_type`) or a
+/// NATS JetStream subject (`url`, `subject`).
 ///
-/// Each due job is sent as a `POST` of its body with the headers `webhook-id` (the same for
+/// To a webhook, each due job is sent as a `POST` of its body with the headers `webhook-id` (the same for
 /// every attempt of one job), `webhook-timestamp`, `webhook-signature` (Standard Webhooks:
 /// `v1,<base64 HMAC-SHA256 of id.timestamp.body>`, one per secret), `delayq-topic`,
 /// `delayq-job-id`, `delayq-attempt` and `delayq-due-at` (Unix ms). A `2xx` answer acks
 /// the job; `429` and `5xx` retry it with its back-off (or after `Retry-After`); any other
 /// status sends it to dead with the status and the start of the answer as the reason. A
 /// send may take the job's ttr.
+///
+/// To NATS, each due job is published to `subject` with the headers `Nats-Msg-Id` (the same
+/// for every attempt: JetStream drops a repeat), `delayq-topic`, `delayq-job-id`,
+/// `delayq-attempt` and `delayq-due-at`, and acked once JetStream's `PubAck` came; a stream
+/// must take the subject.
 #[derive(Deserialize, ToSchema)]
 #[allow(dead_code)] // Read as JSON by `delayq-push`; this type documents it.
 pub struct DestinationDoc {
-    /// The kind: `webhook`.
+    /// The kind: `webhook` or `nats`.
     #[serde(rename = "type")]
     kind: DestinationType,
-    /// `http://` or `https://` URL.
+    /// A webhook's `http://` or `https://` URL; a NATS server's `nats://` or `tls://` URL.
     #[schema(example = "https://example.com/hooks/delayq")]
     url: String,
-    /// Signing secrets (1 to 10): `whsec_` and the base64 of 24 to 64 random bytes. Each
-    /// request carries one signature per secret; rotate by adding the new secret, moving
-    /// the receiver to it, then removing the old one. Never returned.
+    /// Webhook: the signing secrets (1 to 10, required): `whsec_` and the base64 of 24 to 64
+    /// random bytes. Each request carries one signature per secret; rotate by adding the
+    /// new secret, moving the receiver to it, then removing the old one. Never returned.
+    #[serde(default)]
     #[schema(example = json!(["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]))]
-    secrets: Vec<String>,
-    /// Extra headers (at most 32), e.g. `authorization`; their values are never returned.
+    secrets: Option<Vec<String>>,
+    /// NATS: the subject to publish to (required; no wildcards).
+    #[serde(default)]
+    subject: Option<String>,
+    /// Webhook: extra headers (at most 32), e.g. `authorization`; their values are never
+    /// returned.
     #[serde(default)]
     headers: Option<BTreeMap<String, String>>,
-    /// The requests' `content-type` (default `application/octet-stream`).
+    /// Webhook: the requests' `content-type` (default `application/octet-stream`).
     #[serde(default)]
     content_type: Option<String>,
-    /// The most requests in flight from one server (1 to 1,000; default 16).
+    /// The most sends in flight from one server (1 to 1,000; default 16).
     #[serde(default)]
     max_concurrency: Option<u32>,
 }
@@ -62,18 +75,20 @@ pub struct DestinationDoc {
 #[derive(Serialize, ToSchema)]
 #[allow(dead_code)] // Only read by the OpenAPI document; the body is `public_view`.
 pub struct DestinationView {
-    /// The kind: `webhook`.
+    /// The kind: `webhook` or `nats`.
     #[serde(rename = "type")]
     kind: DestinationType,
     /// The URL (a password in it as `***`).
     url: String,
-    /// How many signing secrets it has.
-    secret_count: usize,
-    /// The extra headers' names, each value `***`.
-    headers: BTreeMap<String, String>,
-    /// The requests' `content-type`.
-    content_type: String,
-    /// The most requests in flight from one server.
+    /// Webhook: how many signing secrets it has.
+    secret_count: Option<usize>,
+    /// Webhook: the extra headers' names, each value `***`.
+    headers: Option<BTreeMap<String, String>>,
+    /// Webhook: the requests' `content-type`.
+    content_type: Option<String>,
+    /// NATS: the subject.
+    subject: Option<String>,
+    /// The most sends in flight from one server.
     max_concurrency: u32,
 }
 
