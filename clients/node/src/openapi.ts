@@ -140,8 +140,9 @@ export interface DeliveryDto {
 }
 
 /**
- * Where a topic's due jobs go: a webhook (`url`, `secrets`, `headers`, `content_type`) or a
- * NATS JetStream subject (`url`, `subject`).
+ * Where a topic's due jobs go: a webhook (`url`, `secrets`, `headers`, `content_type`), a
+ * RabbitMQ exchange (`url`, `exchange`, `routing_key`, `content_type`) or a NATS JetStream
+ * subject (`url`, `subject`).
  *
  * To a webhook, each due job is sent as a `POST` of its body with the headers `webhook-id` (the same for
  * every attempt of one job), `webhook-timestamp`, `webhook-signature` (Standard Webhooks:
@@ -151,14 +152,28 @@ export interface DeliveryDto {
  * status sends it to dead with the status and the start of the answer as the reason. A
  * send may take the job's ttr.
  *
+ * To RabbitMQ, each due job is published (persistent, mandatory) to `exchange` with
+ * `routing_key`, `message_id` the same for every attempt, and the headers `delayq-topic`,
+ * `delayq-job-id`, `delayq-attempt` and `delayq-due-at`; it is acked once the broker
+ * confirmed it. A message returned unroutable (no queue bound), a `nack`, a missing
+ * exchange or a broker down retry it with its back-off.
+ *
  * To NATS, each due job is published to `subject` with the headers `Nats-Msg-Id` (the same
  * for every attempt: JetStream drops a repeat), `delayq-topic`, `delayq-job-id`,
  * `delayq-attempt` and `delayq-due-at`, and acked once JetStream's `PubAck` came; a stream
  * must take the subject.
  */
 export interface DestinationDoc {
-  /** Webhook: the requests' `content-type` (default `application/octet-stream`). */
+  /**
+   * Webhook: the requests' `content-type` (default `application/octet-stream`);
+   * RabbitMQ: the messages' `content_type` property (none unless set).
+   */
   content_type?: string | null;
+  /**
+   * RabbitMQ: the exchange (default: the default exchange, which routes to the queue
+   * named by `routing_key`).
+   */
+  exchange?: string | null;
   /**
    * Webhook: extra headers (at most 32), e.g. `authorization`; their values are never
    * returned.
@@ -166,6 +181,8 @@ export interface DestinationDoc {
   headers?: Record<string, string> | null;
   /** The most sends in flight from one server (1 to 1,000; default 16). */
   max_concurrency?: number | null;
+  /** RabbitMQ: the routing key (required; a queue's name for the default exchange). */
+  routing_key?: string | null;
   /**
    * Webhook: the signing secrets (1 to 10, required): `whsec_` and the base64 of 24 to 64
    * random bytes. Each request carries one signature per secret; rotate by adding the
@@ -174,31 +191,38 @@ export interface DestinationDoc {
   secrets?: string[] | null;
   /** NATS: the subject to publish to (required; no wildcards). */
   subject?: string | null;
-  /** The kind: `webhook` or `nats`. */
+  /** The kind: `webhook`, `rabbitmq` or `nats`. */
   type: DestinationType;
-  /** A webhook's `http://` or `https://` URL; a NATS server's `nats://` or `tls://` URL. */
+  /**
+   * A webhook's `http://` or `https://` URL; a RabbitMQ broker's `amqp://` or `amqps://`
+   * URL (`amqp://user:password@host:5672/%2f`); a NATS server's `nats://` or `tls://` URL.
+   */
   url: string;
 }
 
 /** The kinds of destination. */
-export type DestinationType = "webhook" | "nats";
+export type DestinationType = "webhook" | "rabbitmq" | "nats";
 
 /**
  * A destination as `GET` shows it: no secrets, header values masked, a password in the
  * URL masked.
  */
 export interface DestinationView {
-  /** Webhook: the requests' `content-type`. */
+  /** Webhook: the requests' `content-type`; RabbitMQ: the messages' `content_type`. */
   content_type?: string | null;
+  /** RabbitMQ: the exchange (empty: the default exchange). */
+  exchange?: string | null;
   /** Webhook: the extra headers' names, each value `***`. */
   headers?: Record<string, string> | null;
   /** The most sends in flight from one server. */
   max_concurrency: number;
+  /** RabbitMQ: the routing key. */
+  routing_key?: string | null;
   /** Webhook: how many signing secrets it has. */
   secret_count?: number | null;
   /** NATS: the subject. */
   subject?: string | null;
-  /** The kind: `webhook` or `nats`. */
+  /** The kind: `webhook`, `rabbitmq` or `nats`. */
   type: DestinationType;
   /** The URL (a password in it as `***`). */
   url: string;

@@ -274,21 +274,33 @@ fn destinations_from_the_command_line_and_the_config_file_issue_20() {
         Some(3)
     );
 
-    // A NATS JetStream subject (its sends: crates/push/tests/nats.rs).
-    s.ok(&[
-        "destination",
-        "set",
-        "to-nats",
-        "--nats",
-        "nats://127.0.0.1:1",
-        "--subject",
-        "orders.cancel",
-    ]);
-    let shown = s.ok(&["destination", "get", "to-nats"]);
-    assert!(
-        shown.contains("nats nats://127.0.0.1:1 subject orders.cancel"),
-        "{shown}"
-    );
+    // A NATS JetStream subject and a RabbitMQ exchange (their sends: crates/push/tests).
+    let brokers: [(&[&str], &str); 2] = [
+        (
+            &["--nats", "nats://127.0.0.1:1", "--subject", "orders.cancel"],
+            "nats nats://127.0.0.1:1 subject orders.cancel",
+        ),
+        (
+            &[
+                "--rabbitmq",
+                "amqp://127.0.0.1:1/%2f",
+                "--exchange",
+                "orders",
+                "--routing-key",
+                "order.cancel",
+                "--content-type",
+                "application/json",
+            ],
+            r#"rabbitmq amqp://127.0.0.1:1/%2f exchange "orders" routing-key "order.cancel"  content-type application/json"#,
+        ),
+    ];
+    for (flags, line) in brokers {
+        let mut args = vec!["destination", "set", "brokered"];
+        args.extend_from_slice(flags);
+        s.ok(&args);
+        let shown = s.ok(&["destination", "get", "brokered"]);
+        assert!(shown.contains(line), "{shown}");
+    }
     drop(s);
 
     // A config file with a bad destination stops `serve` before it serves, naming it.

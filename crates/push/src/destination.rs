@@ -74,6 +74,82 @@ pub enum Destination {
     Webhook(Webhook),
     /// A publish to a NATS JetStream subject, acked after the `PubAck`.
     Nats(Nats),
+    /// A publish to a RabbitMQ exchange, acked after the publisher confirm.
+    #[serde(rename = "rabbitmq")]
+    RabbitMq(RabbitMq),
+}
+
+/// A RabbitMQ exchange and routing key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RabbitMq {
+    /// `amqp://` or `amqps://` with a host, optionally `user:password@` and a vhost path
+    /// (`/%2f` is the default vhost `/`).
+    pub url: String,
+    /// The exchange; empty (the default) is the default exchange, which routes to the queue
+    /// named by the routing key.
+    #[serde(default)]
+    pub exchange: String,
+    /// The routing key: a queue's name for the default exchange.
+    pub routing_key: String,
+    /// The messages' `content_type` property (none unless set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// The most publishes awaiting their confirm from one server (default 16, at most
+    /// 1,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+}
+
+impl RabbitMq {
+    fn validate(&self) -> Result<(), DestinationError> {
+        check_url(
+            &self.url,
+            &["amqp", "amqps"],
+            "amqp://user:password@host:5672/%2f",
+        )?;
+        self.url.parse::<lapin::uri::AMQPUri>().map_err(|e| {
+            DestinationError::new(
+                "url",
+                format!("{e}; send amqp://user:password@host:5672/%2f"),
+            )
+        })?;
+        // RabbitMQ's names: at most 255 bytes of letters, digits, '-', '_', '.', ':'.
+        let name_chars = |s: &str| {
+            s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+        };
+        if self.exchange.len() > 255 || !name_chars(&self.exchange) {
+            return Err(DestinationError::new(
+                "exchange",
+                format!(
+                    "{:?} is not an exchange name: at most 255 letters, digits, '-', '_', '.' or ':' (empty for the default exchange)",
+                    self.exchange
+                ),
+            ));
+        }
+        if self.routing_key.len() > 255 || self.routing_key.chars().any(char::is_control) {
+            return Err(DestinationError::new(
+                "routing_key",
+                "a routing key is at most 255 bytes, without control characters",
+            ));
+        }
+        if self.exchange.is_empty() && self.routing_key.is_empty() {
+            return Err(DestinationError::new(
+                "routing_key",
+                "empty with the default exchange, which routes by queue name: send the queue's name, or an exchange",
+            ));
+        }
+        if let Some(ct) = &self.content_type
+            && (ct.is_empty() || ct.len() > 255 || ct.chars().any(char::is_control))
+        {
+            return Err(DestinationError::new(
+                "content_type",
+                "not a content type; e.g. application/json",
+            ));
+        }
+        check_concurrency(self.max_concurrency)
+    }
 }
 
 /// A NATS JetStream subject that a stream takes.
@@ -92,17 +168,7 @@ pub struct Nats {
 
 impl Nats {
     fn validate(&self) -> Result<(), DestinationError> {
-        let url = Url::parse(&self.url)
-            .map_err(|e| DestinationError::new("url", format!("{e}; send nats://host:4222")))?;
-        if !matches!(url.scheme(), "nats" | "tls") || url.host().is_none() {
-            return Err(DestinationError::new(
-                "url",
-                format!(
-                    "{:?} is not a nats:// or tls:// URL with a host; send one",
-                    masked_url(&self.url)
-                ),
-            ));
-        }
+        check_url(&self.url, &["nats", "tls"], "nats://host:4222")?;
         let bad_token = self
             .subject
             .split('.')
@@ -125,6 +191,24 @@ impl Nats {
         }
         check_concurrency(self.max_concurrency)
     }
+}
+
+/// `url` as a URL with a host and one of `schemes`; the error shows `example`.
+fn check_url(url: &str, schemes: &[&str], example: &str) -> Result<(), DestinationError> {
+    let parsed = Url::parse(url)
+        .map_err(|e| DestinationError::new("url", format!("{e}; send {example}")))?;
+    if !schemes.contains(&parsed.scheme()) || parsed.host().is_none() {
+        let schemes: Vec<String> = schemes.iter().map(|s| format!("{s}://")).collect();
+        return Err(DestinationError::new(
+            "url",
+            format!(
+                "{:?} is not a {} URL with a host; send one, e.g. {example}",
+                masked_url(url),
+                schemes.join(" or ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn check_concurrency(n: Option<u32>) -> Result<(), DestinationError> {
@@ -194,16 +278,21 @@ impl Destination {
             Some(serde_json::Value::String(t)) if t == "nats" => {
                 Destination::Nats(fields_of(fields)?)
             }
+            Some(serde_json::Value::String(t)) if t == "rabbitmq" => {
+                Destination::RabbitMq(fields_of(fields)?)
+            }
             Some(other) => {
                 return Err(DestinationError::new(
                     "type",
-                    format!("{other} is not a destination type; use \"webhook\" or \"nats\""),
+                    format!(
+                        "{other} is not a destination type; use \"webhook\", \"rabbitmq\" or \"nats\""
+                    ),
                 ));
             }
             None => {
                 return Err(DestinationError::new(
                     "type",
-                    "missing; say where jobs go: \"webhook\" or \"nats\"",
+                    "missing; say where jobs go: \"webhook\", \"rabbitmq\" or \"nats\"",
                 ));
             }
         };
@@ -222,15 +311,17 @@ impl Destination {
         match self {
             Destination::Webhook(w) => w.max_concurrency,
             Destination::Nats(n) => n.max_concurrency,
+            Destination::RabbitMq(r) => r.max_concurrency,
         }
         .unwrap_or(DEFAULT_MAX_CONCURRENCY)
     }
 
-    /// Its kind, for metrics and logs: `webhook`, `nats`.
+    /// Its kind, for metrics and logs: `webhook`, `nats`, `rabbitmq`.
     pub fn kind(&self) -> &'static str {
         match self {
             Destination::Webhook(_) => "webhook",
             Destination::Nats(_) => "nats",
+            Destination::RabbitMq(_) => "rabbitmq",
         }
     }
 
@@ -239,6 +330,7 @@ impl Destination {
         match self {
             Destination::Webhook(w) => w.validate(),
             Destination::Nats(n) => n.validate(),
+            Destination::RabbitMq(r) => r.validate(),
         }
     }
 
@@ -262,6 +354,14 @@ impl Destination {
                 "type": "nats",
                 "url": masked_url(&n.url),
                 "subject": n.subject,
+                "max_concurrency": self.max_concurrency(),
+            }),
+            Destination::RabbitMq(r) => serde_json::json!({
+                "type": "rabbitmq",
+                "url": masked_url(&r.url),
+                "exchange": r.exchange,
+                "routing_key": r.routing_key,
+                "content_type": r.content_type,
                 "max_concurrency": self.max_concurrency(),
             }),
         }
@@ -303,21 +403,11 @@ impl Webhook {
     }
 
     fn validate(&self) -> Result<(), DestinationError> {
-        let url = Url::parse(&self.url).map_err(|e| {
-            DestinationError::new(
-                "url",
-                format!("{e}; send an absolute http:// or https:// URL"),
-            )
-        })?;
-        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-            return Err(DestinationError::new(
-                "url",
-                format!(
-                    "{:?} is not an http:// or https:// URL with a host; send one",
-                    masked_url(&self.url)
-                ),
-            ));
-        }
+        check_url(
+            &self.url,
+            &["http", "https"],
+            "https://example.com/hooks/delayq",
+        )?;
         if self.secrets.is_empty() || self.secrets.len() > MAX_SECRETS {
             return Err(DestinationError::new(
                 "secrets",
@@ -433,6 +523,22 @@ mod tests {
     }
 
     #[test]
+    fn a_rabbitmq_destination_round_trips_and_hides_its_password() {
+        let doc = r#"{"type":"rabbitmq","url":"amqp://u:pw@127.0.0.1:5672/%2f","exchange":"orders","routing_key":"order.cancel"}"#;
+        let d = Destination::from_json(doc).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(Destination::from_json(&d.to_json()), Ok(d.clone()));
+        assert_eq!(d.kind(), "rabbitmq");
+        let view = d.public_view().to_string();
+        assert!(
+            !view.contains("pw@") && view.contains(r#""routing_key":"order.cancel""#),
+            "{view}"
+        );
+        // The default exchange routes by queue name.
+        let default = r#"{"type":"rabbitmq","url":"amqp://h","routing_key":"cancel"}"#;
+        assert!(Destination::from_json(default).is_ok());
+    }
+
+    #[test]
     fn fields_as_pointers() {
         let p = |f: &str| DestinationError::new(f, "m").pointer();
         assert_eq!(p("destination"), None);
@@ -467,6 +573,28 @@ mod tests {
             (
                 r#"{"type":"nats","url":"nats://x","subject":"a","secrets":[]}"#.to_string(),
                 "secrets",
+            ),
+            (
+                r#"{"type":"rabbitmq","url":"nats://x","routing_key":"k"}"#.to_string(),
+                "url",
+            ),
+            (
+                r#"{"type":"rabbitmq","url":"amqp://x","exchange":"a b","routing_key":"k"}"#
+                    .to_string(),
+                "exchange",
+            ),
+            (
+                r#"{"type":"rabbitmq","url":"amqp://x","routing_key":""}"#.to_string(),
+                "routing_key",
+            ),
+            (
+                r#"{"type":"rabbitmq","url":"amqp://x"}"#.to_string(),
+                "destination",
+            ),
+            (
+                r#"{"type":"rabbitmq","url":"amqp://x","routing_key":"k","subject":"s"}"#
+                    .to_string(),
+                "subject",
             ),
             (
                 format!(r#"{{"type":"webhook","url":"ftp://x","secrets":["{SECRET}"]}}"#),

@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::destination::{Destination, Webhook, masked_url};
 use crate::metrics::PushMetrics;
-use crate::nats::Publisher;
+use crate::nats::Publisher as NatsPublisher;
+use crate::rabbitmq::Publisher as RabbitMqPublisher;
 use crate::webhook::{Message, Outcome, Sender};
 
 /// How often the destinations are read again.
@@ -163,7 +164,11 @@ impl Forwarder {
             }
             Destination::Nats(nats) => {
                 tracing::info!(%topic, url = %masked_url(&nats.url), subject = %nats.subject, concurrency = n, "push: forwarding to NATS JetStream");
-                Target::Nats(Publisher::new(&nats))
+                Target::Nats(NatsPublisher::new(&nats))
+            }
+            Destination::RabbitMq(r) => {
+                tracing::info!(%topic, url = %masked_url(&r.url), exchange = %r.exchange, routing_key = %r.routing_key, concurrency = n, "push: forwarding to RabbitMQ");
+                Target::RabbitMq(RabbitMqPublisher::new(&r))
             }
         };
         let ctx = Arc::new(Context {
@@ -190,7 +195,8 @@ impl Forwarder {
 /// Where one destination's handler sends.
 enum Target {
     Webhook { hook: Webhook, sender: Sender },
-    Nats(Publisher),
+    Nats(NatsPublisher),
+    RabbitMq(RabbitMqPublisher),
 }
 
 impl Target {
@@ -198,6 +204,7 @@ impl Target {
         match self {
             Target::Webhook { hook, sender } => sender.send(hook, msg, timeout).await,
             Target::Nats(p) => p.send(msg, timeout).await,
+            Target::RabbitMq(p) => p.send(msg, timeout).await,
         }
     }
 }

@@ -1,10 +1,12 @@
-//! Push delivery (issue 20): a topic with a destination (a webhook, a NATS JetStream subject)
-//! has its due jobs sent there by the server, which acks each job only once the destination
+//! Push delivery (issue 20): a topic with a destination (a webhook, a RabbitMQ exchange, a
+//! NATS JetStream subject) has its due jobs sent there by the server, which acks each job only once the destination
 //! confirmed it.
 //!
 //! - `destination`: the destination's JSON document, its checks, and its public view
 //!   (no secrets).
 //! - `webhook`: a signed POST per job (Standard Webhooks) and what each answer means.
+//! - `rabbitmq`: a publish per job to a RabbitMQ exchange, acked after the publisher
+//!   confirm.
 //! - `nats`: a publish per job to a NATS JetStream subject, acked after the `PubAck`.
 //! - `forward`: the [`Forwarder`] every server runs: one worker per destination, kept in
 //!   step with the engine's destinations.
@@ -14,13 +16,15 @@ mod destination;
 mod forward;
 mod metrics;
 mod nats;
+mod rabbitmq;
 mod webhook;
 
 pub use destination::{
     DEFAULT_MAX_CONCURRENCY, Destination, DestinationError, MAX_CONCURRENCY, MAX_HEADERS,
-    MAX_SECRETS, Nats, Webhook, masked_url, secret_key,
+    MAX_SECRETS, Nats, RabbitMq, Webhook, masked_url, secret_key,
 };
 pub use forward::{Forwarder, REFRESH};
 pub use metrics::PushMetrics;
-pub use nats::Publisher;
+pub use nats::Publisher as NatsPublisher;
+pub use rabbitmq::Publisher as RabbitMqPublisher;
 pub use webhook::{Message, Outcome, Sender, signature};

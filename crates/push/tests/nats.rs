@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
 mod common;
-use common::{first_failure, forward, jobs, sqlite, until_acked};
+use common::{failure_with, forward, jobs, sqlite, until_acked};
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -88,8 +88,7 @@ async fn nats_down_or_without_a_stream_for_a_while_loses_nothing() {
 
     // First: up, but no stream takes the subject.
     engine.push_batch(jobs(&t, 10, 0)).await.unwrap();
-    let reason = first_failure(&engine, &t, "n0").await;
-    assert!(reason.contains("no JetStream stream"), "{reason}");
+    failure_with(&engine, &t, "n0", "no JetStream stream").await;
 
     // Then: down for a while, jobs falling due meanwhile.
     nats.kill();

@@ -3153,29 +3153,37 @@ async fn a_destination_through_the_api_receives_the_topics_jobs_issue_20() {
     assert_eq!(s.get("/v1/topics/hooked/destination").await.0, 404);
     assert_eq!(s.delete("/v1/topics/hooked/destination").await.0, 404);
 
-    // A NATS destination (its sends are tested in crates/push/tests/nats.rs): a wildcard
-    // subject is refused naming it; the view keeps the subject and masks a password.
-    let (st, v) = s
-        .call(
-            "PUT",
-            "/v1/topics/natsy/destination",
-            Some(json!({"type": "nats", "url": "nats://127.0.0.1:1", "subject": "orders.*"})),
-        )
-        .await;
-    assert_eq!(
-        (st, v["error"]["field"].as_str()),
-        (400, Some("/subject")),
-        "{v}"
-    );
-    let (st, v) = s
-        .call(
-            "PUT",
-            "/v1/topics/natsy/destination",
-            Some(json!({"type": "nats", "url": "nats://u:secret@127.0.0.1:1", "subject": "orders.cancel"})),
-        )
-        .await;
-    assert_eq!(st, 200, "{v}");
-    assert_eq!(v["subject"], "orders.cancel");
-    assert!(!v.to_string().contains("secret@"), "{v}");
-    assert_eq!(s.delete("/v1/topics/natsy/destination").await.0, 204);
+    // A NATS and a RabbitMQ destination (their sends are tested in crates/push/tests): a
+    // bad field is refused naming it; the view keeps where it goes and masks a password.
+    let brokers = [
+        (
+            json!({"type": "nats", "url": "nats://127.0.0.1:1", "subject": "orders.*"}),
+            "/subject",
+            json!({"type": "nats", "url": "nats://u:secret@127.0.0.1:1", "subject": "orders.cancel"}),
+            ("subject", "orders.cancel"),
+        ),
+        (
+            json!({"type": "rabbitmq", "url": "amqp://127.0.0.1:1/%2f", "exchange": "bad name", "routing_key": "k"}),
+            "/exchange",
+            json!({"type": "rabbitmq", "url": "amqp://u:secret@127.0.0.1:1/%2f", "exchange": "orders", "routing_key": "order.cancel"}),
+            ("routing_key", "order.cancel"),
+        ),
+    ];
+    for (bad, field, good, (key, value)) in brokers {
+        let (st, v) = s
+            .call("PUT", "/v1/topics/brokered/destination", Some(bad))
+            .await;
+        assert_eq!(
+            (st, v["error"]["field"].as_str()),
+            (400, Some(field)),
+            "{v}"
+        );
+        let (st, v) = s
+            .call("PUT", "/v1/topics/brokered/destination", Some(good))
+            .await;
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v[key], value, "{v}");
+        assert!(!v.to_string().contains("secret@"), "{v}");
+        assert_eq!(s.delete("/v1/topics/brokered/destination").await.0, 204);
+    }
 }

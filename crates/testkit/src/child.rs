@@ -50,6 +50,27 @@ pub(crate) fn on_a_free_port(
     );
 }
 
+/// Calls `attempt` up to `tries` times, `pause` apart, until it succeeds: a server started
+/// again on its old `port` after a kill (the port may linger a moment); panics with the last
+/// log it returned.
+pub(crate) fn again(
+    what: &str,
+    port: u16,
+    tries: usize,
+    pause: Duration,
+    mut attempt: impl FnMut() -> Result<(), String>,
+) {
+    let mut last_log = String::new();
+    for _ in 0..tries {
+        match attempt() {
+            Ok(()) => return,
+            Err(log) => last_log = log,
+        }
+        std::thread::sleep(pause);
+    }
+    panic!("{what} did not restart on port {port}; last log:\n{last_log}");
+}
+
 /// Waits until `up` answers true, for at most 10 s: false when the child exits first or the
 /// time runs out (the caller kills it and reports its log).
 pub(crate) fn wait_until_up(child: &mut Option<Child>, up: impl Fn() -> bool) -> bool {

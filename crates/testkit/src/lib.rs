@@ -6,6 +6,11 @@
 //!   killed on drop: the reference for the beanstalkd protocol's differential tests.
 //! - `nats_server`: [`NatsServer`], a real `nats-server` with JetStream on a free loopback
 //!   port, its store in a temporary directory: the push delivery tests' JetStream.
+//! - `rabbitmq_server`: [`RabbitMqServer`], a real RabbitMQ node on free loopback ports with
+//!   its own `epmd`, node name and files in a temporary directory: the push delivery tests'
+//!   broker.
+//! - `child`: what the harnesses share about their processes (missing binaries, free
+//!   ports, waiting until up, killing).
 //! - `redis_server`: [`RedisServer`], a `redis-server` on a free loopback port in a temporary
 //!   directory, killed on drop, its log printed when a test panics; optionally with TLS and
 //!   an ACL user ([`AclUser`]).
@@ -29,12 +34,14 @@ pub mod conformance;
 mod harness;
 pub mod model;
 mod nats_server;
+mod rabbitmq_server;
 mod redis_cluster;
 mod redis_server;
 
 pub use beanstalkd::{BEANSTALKD_ENV, Beanstalkd, BeanstalkdOptions};
 pub use harness::{Harness, Partitioned};
 pub use nats_server::{NATS_SERVER_ENV, NatsServer};
+pub use rabbitmq_server::{RABBITMQ_SERVER_ENV, RabbitMqServer};
 pub use redis_cluster::{
     ClusterNode, ClusterOptions, Failover, REDIS_CLI_ENV, RedisCluster, SLOTS, key_slot,
 };

@@ -47,19 +47,10 @@ impl NatsServer {
 
     /// Starts it again on the same port and store after [`NatsServer::kill`].
     pub fn restart(&mut self) {
-        let mut last_log = String::new();
-        for _ in 0..50 {
-            match self.spawn_and_wait() {
-                Ok(()) => return,
-                // The port may linger a moment after the kill.
-                Err(log) => last_log = log,
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!(
-            "nats-server did not restart on port {}; last log:\n{last_log}",
-            self.port
-        );
+        let port = self.port;
+        crate::child::again("nats-server", port, 50, Duration::from_millis(100), || {
+            self.spawn_and_wait()
+        });
     }
 
     /// `nats://127.0.0.1:<port>`.

@@ -24,7 +24,7 @@ BulkAction = Literal["kick", "delete", "run_now", "bury"]
 """What a bulk request does to each job."""
 
 
-DestinationType = Literal["webhook", "nats"]
+DestinationType = Literal["webhook", "rabbitmq", "nats"]
 """The kinds of destination."""
 
 
@@ -166,11 +166,13 @@ class _DestinationDocRequired(TypedDict):
 
 
 class DestinationDoc(_DestinationDocRequired, total=False):
-    """Where a topic's due jobs go: a webhook (`url`, `secrets`, `headers`, `content_type`) or a"""
+    """Where a topic's due jobs go: a webhook (`url`, `secrets`, `headers`, `content_type`), a"""
 
     content_type: Optional[str]
+    exchange: Optional[str]
     headers: Optional[Dict[str, str]]
     max_concurrency: Optional[int]
+    routing_key: Optional[str]
     secrets: Optional[List[str]]
     subject: Optional[str]
 
@@ -185,7 +187,9 @@ class DestinationView(_DestinationViewRequired, total=False):
     """A destination as `GET` shows it: no secrets, header values masked, a password in the"""
 
     content_type: Optional[str]
+    exchange: Optional[str]
     headers: Optional[Dict[str, str]]
+    routing_key: Optional[str]
     secret_count: Optional[int]
     subject: Optional[str]
 

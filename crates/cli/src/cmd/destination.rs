@@ -22,15 +22,17 @@ pub struct DestinationArgs {
 /// Subcommands of `delayq destination`.
 #[derive(Subcommand, Debug)]
 pub enum DestinationCommand {
-    /// Send a topic's due jobs to a webhook or a NATS JetStream subject, from every server
-    /// (replacing the destination it had). To a webhook each job is a signed POST (Standard
-    /// Webhooks), acked on a 2xx answer; to NATS a publish, acked after JetStream's PubAck.
+    /// Send a topic's due jobs to a webhook, a RabbitMQ exchange or a NATS JetStream
+    /// subject, from every server (replacing the destination it had). To a webhook each job
+    /// is a signed POST (Standard Webhooks), acked on a 2xx answer; to RabbitMQ a persistent
+    /// publish, acked after the broker's confirm; to NATS a publish, acked after
+    /// JetStream's PubAck.
     ///
     /// Example: `delayq destination set orders.cancel --webhook https://billing/hooks/cancel
     /// --secret "whsec_$(openssl rand -base64 32)"`. A secret given as a flag is visible to
     /// other users of the machine (`ps`) and kept in shell history: prefer
     /// DELAYQ_WEBHOOK_SECRETS or --file.
-    Set(DestinationSetArgs),
+    Set(Box<DestinationSetArgs>),
     /// Show a topic's destination (without its secrets).
     Get(DestinationTopicArgs),
     /// Remove a topic's destination: its jobs stay and wait for workers.
@@ -52,8 +54,19 @@ pub struct DestinationSetArgs {
     /// The topic.
     pub topic: String,
     /// The webhook's URL (http:// or https://).
-    #[arg(long, required_unless_present_any = ["file", "nats"], conflicts_with_all = ["file", "nats"])]
+    #[arg(long, required_unless_present_any = ["file", "nats", "rabbitmq"], conflicts_with_all = ["file", "nats", "rabbitmq"])]
     pub webhook: Option<String>,
+    /// A RabbitMQ broker's URL (amqp://user:password@host:5672/%2f), to publish to
+    /// --exchange with --routing-key and publisher confirms.
+    #[arg(long, requires = "routing_key", conflicts_with_all = ["file", "nats"])]
+    pub rabbitmq: Option<String>,
+    /// The exchange to publish to (with --rabbitmq) [default: the default exchange, which
+    /// routes to the queue named by --routing-key].
+    #[arg(long, requires = "rabbitmq")]
+    pub exchange: Option<String>,
+    /// The routing key (with --rabbitmq): a queue's name for the default exchange.
+    #[arg(long, requires = "rabbitmq")]
+    pub routing_key: Option<String>,
     /// A NATS server's URL (nats://host:4222), to publish to --subject with JetStream.
     #[arg(long, requires = "subject", conflicts_with = "file")]
     pub nats: Option<String>,
@@ -72,7 +85,8 @@ pub struct DestinationSetArgs {
     /// An extra header sent with every request, NAME=VALUE (repeatable).
     #[arg(long = "header", value_parser = header)]
     pub headers: Vec<(String, String)>,
-    /// The requests' content type [default: application/octet-stream].
+    /// The requests' content type [default: application/octet-stream]; with --rabbitmq,
+    /// the messages' content_type property [default: none].
     #[arg(long)]
     pub content_type: Option<String>,
     /// The most requests in flight from one server (1 to 1000) [default: 16].
@@ -104,14 +118,17 @@ fn document(a: &DestinationSetArgs) -> anyhow::Result<Value> {
         return serde_json::from_str(&text)
             .with_context(|| format!("--file {}: not JSON", file.display()));
     }
-    if let (Some(url), Some(subject)) = (&a.nats, &a.subject) {
-        let mut doc = json!({"type": "nats", "url": url, "subject": subject});
-        if let Some(n) = a.max_concurrency {
-            doc["max_concurrency"] = n.into();
+    let mut doc = if let (Some(url), Some(subject)) = (&a.nats, &a.subject) {
+        json!({"type": "nats", "url": url, "subject": subject})
+    } else if let (Some(url), Some(key)) = (&a.rabbitmq, &a.routing_key) {
+        let mut doc = json!({"type": "rabbitmq", "url": url, "routing_key": key});
+        if let Some(e) = &a.exchange {
+            doc["exchange"] = e.clone().into();
         }
-        return Ok(doc);
-    }
-    let mut doc = json!({"type": "webhook", "url": a.webhook, "secrets": a.secrets});
+        doc
+    } else {
+        json!({"type": "webhook", "url": a.webhook, "secrets": a.secrets})
+    };
     if !a.headers.is_empty() {
         let map: serde_json::Map<String, Value> = a
             .headers
@@ -173,6 +190,17 @@ fn show(topic: &str, v: &Value, json: bool) {
             "{topic} -> nats {} subject {}  max-concurrency {}",
             v["url"].as_str().unwrap_or(""),
             v["subject"].as_str().unwrap_or(""),
+            v["max_concurrency"],
+        );
+        return;
+    }
+    if v["type"] == "rabbitmq" {
+        println!(
+            "{topic} -> rabbitmq {} exchange {:?} routing-key {:?}  content-type {}  max-concurrency {}",
+            v["url"].as_str().unwrap_or(""),
+            v["exchange"].as_str().unwrap_or(""),
+            v["routing_key"].as_str().unwrap_or(""),
+            v["content_type"].as_str().unwrap_or(""),
             v["max_concurrency"],
         );
         return;

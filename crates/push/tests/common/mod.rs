@@ -76,8 +76,9 @@ pub async fn until_acked(engine: &Arc<dyn Engine>, t: &Topic, limit: Duration) {
     }
 }
 
-/// Waits (bounded) until job `id` of `t` failed an attempt; its reason.
-pub async fn first_failure(engine: &Arc<dyn Engine>, t: &Topic, id: &str) -> String {
+/// Waits (bounded) until job `id` of `t` failed an attempt with a reason that contains
+/// `needle`; that reason.
+pub async fn failure_with(engine: &Arc<dyn Engine>, t: &Topic, id: &str, needle: &str) -> String {
     let start = Instant::now();
     loop {
         let j = engine
@@ -85,12 +86,12 @@ pub async fn first_failure(engine: &Arc<dyn Engine>, t: &Topic, id: &str) -> Str
             .await
             .unwrap()
             .unwrap();
-        if let Some(r) = j.last_error.clone().filter(|_| j.attempts >= 1) {
+        if let Some(r) = j.last_error.clone().filter(|r| r.contains(needle)) {
             return r;
         }
         assert!(
             start.elapsed() < Duration::from_secs(10),
-            "never tried: {j:?}"
+            "no failure with {needle:?}: {j:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -21,12 +21,15 @@ use crate::AppState;
 pub enum DestinationType {
     /// An HTTP POST per job, signed as Standard Webhooks says.
     Webhook,
+    /// A publish per job to a RabbitMQ exchange, acked after the publisher confirm.
+    Rabbitmq,
     /// A publish per job to a NATS JetStream subject, acked after the `PubAck`.
     Nats,
 }
 
-/// Where a topic's due jobs go: a webhook (`url`, `secrets`, `headers`, `content_type`) or a
-/// NATS JetStream subject (`url`, `subject`).
+/// Where a topic's due jobs go: a webhook (`url`, `secrets`, `headers`, `content_type`), a
+/// RabbitMQ exchange (`url`, `exchange`, `routing_key`, `content_type`) or a NATS JetStream
+/// subject (`url`, `subject`).
 ///
 /// To a webhook, each due job is sent as a `POST` of its body with the headers `webhook-id` (the same for
 /// every attempt of one job), `webhook-timestamp`, `webhook-signature` (Standard Webhooks:
@@ -36,6 +39,12 @@ pub enum DestinationType {
 /// status sends it to dead with the status and the start of the answer as the reason. A
 /// send may take the job's ttr.
 ///
+/// To RabbitMQ, each due job is published (persistent, mandatory) to `exchange` with
+/// `routing_key`, `message_id` the same for every attempt, and the headers `delayq-topic`,
+/// `delayq-job-id`, `delayq-attempt` and `delayq-due-at`; it is acked once the broker
+/// confirmed it. A message returned unroutable (no queue bound), a `nack`, a missing
+/// exchange or a broker down retry it with its back-off.
+///
 /// To NATS, each due job is published to `subject` with the headers `Nats-Msg-Id` (the same
 /// for every attempt: JetStream drops a repeat), `delayq-topic`, `delayq-job-id`,
 /// `delayq-attempt` and `delayq-due-at`, and acked once JetStream's `PubAck` came; a stream
@@ -43,10 +52,11 @@ pub enum DestinationType {
 #[derive(Deserialize, ToSchema)]
 #[allow(dead_code)] // Read as JSON by `delayq-push`; this type documents it.
 pub struct DestinationDoc {
-    /// The kind: `webhook` or `nats`.
+    /// The kind: `webhook`, `rabbitmq` or `nats`.
     #[serde(rename = "type")]
     kind: DestinationType,
-    /// A webhook's `http://` or `https://` URL; a NATS server's `nats://` or `tls://` URL.
+    /// A webhook's `http://` or `https://` URL; a RabbitMQ broker's `amqp://` or `amqps://`
+    /// URL (`amqp://user:password@host:5672/%2f`); a NATS server's `nats://` or `tls://` URL.
     #[schema(example = "https://example.com/hooks/delayq")]
     url: String,
     /// Webhook: the signing secrets (1 to 10, required): `whsec_` and the base64 of 24 to 64
@@ -55,6 +65,13 @@ pub struct DestinationDoc {
     #[serde(default)]
     #[schema(example = json!(["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]))]
     secrets: Option<Vec<String>>,
+    /// RabbitMQ: the exchange (default: the default exchange, which routes to the queue
+    /// named by `routing_key`).
+    #[serde(default)]
+    exchange: Option<String>,
+    /// RabbitMQ: the routing key (required; a queue's name for the default exchange).
+    #[serde(default)]
+    routing_key: Option<String>,
     /// NATS: the subject to publish to (required; no wildcards).
     #[serde(default)]
     subject: Option<String>,
@@ -62,7 +79,8 @@ pub struct DestinationDoc {
     /// returned.
     #[serde(default)]
     headers: Option<BTreeMap<String, String>>,
-    /// Webhook: the requests' `content-type` (default `application/octet-stream`).
+    /// Webhook: the requests' `content-type` (default `application/octet-stream`);
+    /// RabbitMQ: the messages' `content_type` property (none unless set).
     #[serde(default)]
     content_type: Option<String>,
     /// The most sends in flight from one server (1 to 1,000; default 16).
@@ -75,7 +93,7 @@ pub struct DestinationDoc {
 #[derive(Serialize, ToSchema)]
 #[allow(dead_code)] // Only read by the OpenAPI document; the body is `public_view`.
 pub struct DestinationView {
-    /// The kind: `webhook` or `nats`.
+    /// The kind: `webhook`, `rabbitmq` or `nats`.
     #[serde(rename = "type")]
     kind: DestinationType,
     /// The URL (a password in it as `***`).
@@ -84,8 +102,12 @@ pub struct DestinationView {
     secret_count: Option<usize>,
     /// Webhook: the extra headers' names, each value `***`.
     headers: Option<BTreeMap<String, String>>,
-    /// Webhook: the requests' `content-type`.
+    /// Webhook: the requests' `content-type`; RabbitMQ: the messages' `content_type`.
     content_type: Option<String>,
+    /// RabbitMQ: the exchange (empty: the default exchange).
+    exchange: Option<String>,
+    /// RabbitMQ: the routing key.
+    routing_key: Option<String>,
     /// NATS: the subject.
     subject: Option<String>,
     /// The most sends in flight from one server.
