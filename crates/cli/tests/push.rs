@@ -301,6 +301,32 @@ fn destinations_from_the_command_line_and_the_config_file_issue_20() {
         let shown = s.ok(&["destination", "get", "brokered"]);
         assert!(shown.contains(line), "{shown}");
     }
+    // Sends that fail (nothing listens on port 1) log why, with the password masked; no
+    // secret is ever logged.
+    s.ok(&[
+        "destination",
+        "set",
+        "brokered",
+        "--rabbitmq",
+        "amqp://u:hush-hush@127.0.0.1:1/%2f",
+        "--routing-key",
+        "k",
+    ]);
+    s.ok(&["push", "brokered", "x", "--id", "b1"]);
+    let start = std::time::Instant::now();
+    while !s.serving.log().contains("forwarding to RabbitMQ") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{}",
+            s.serving.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = s.serving.log();
+    assert!(log.contains("u:***@127.0.0.1:1"), "{log}");
+    for secret in ["hush-hush", SECRET, &SECRET["whsec_".len()..]] {
+        assert!(!log.contains(secret), "{secret} in the log:\n{log}");
+    }
     drop(s);
 
     // A config file with a bad destination stops `serve` before it serves, naming it.

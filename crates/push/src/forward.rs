@@ -239,7 +239,7 @@ impl Context {
             () = job.cancelled() => Outcome::Retry {
                 after: None,
                 cause: "lease_lost",
-                reason: "the lease ended before the webhook answered".into(),
+                reason: "the lease ended before the destination answered".into(),
             },
         };
         let took = started.elapsed();
@@ -261,10 +261,9 @@ impl Context {
                     None => JobError::retry(reason),
                 })
             }
-            Outcome::Refused { reason, .. } => {
-                self.metrics
-                    .failed(topic, "webhook", "status_4xx", Some(took));
-                tracing::warn!(%topic, id = %job.id(), %reason, "push: the webhook refused a job; it goes to dead");
+            Outcome::Refused { cause, reason } => {
+                self.metrics.failed(topic, self.kind, cause, Some(took));
+                tracing::warn!(%topic, id = %job.id(), destination = self.kind, %reason, "push: the destination refused a job; it goes to dead");
                 Err(JobError::permanent(reason))
             }
         }

@@ -19,8 +19,9 @@ struct Labels {
 struct FailureLabels {
     topic: String,
     destination: String,
-    /// `status_4xx` (sent to dead), `status_429`, `status_5xx`, `timeout`, `connect`,
-    /// `lease_lost`, `other`.
+    /// Webhook: `status_4xx` (sent to dead), `status_429`, `status_5xx`; RabbitMQ:
+    /// `unroutable`, `no_exchange`, `nack`; NATS: `no_stream`; any: `too_large` (sent to
+    /// dead), `timeout`, `connect`, `lease_lost`, `other`.
     cause: String,
 }
 
