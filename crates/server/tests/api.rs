@@ -3148,6 +3148,12 @@ async fn a_destination_through_the_api_receives_the_topics_jobs_issue_20() {
         metrics.contains(r#"delayq_push_deliveries_total{topic="hooked",destination="webhook"} 3"#),
         "{metrics}"
     );
+    for histogram in ["latency", "lateness"] {
+        let count = format!(
+            r#"delayq_push_{histogram}_seconds_count{{topic="hooked",destination="webhook"}} 3"#
+        );
+        assert!(metrics.contains(&count), "no {count} in {metrics}");
+    }
 
     assert_eq!(s.delete("/v1/topics/hooked/destination").await.0, 204);
     assert_eq!(s.get("/v1/topics/hooked/destination").await.0, 404);
