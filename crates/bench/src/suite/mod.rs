@@ -2,13 +2,14 @@
 //! ChasquiMQ, BullMQ, beanstalkd, the seeds' design; the official clients' workers in W1
 //! only, issue 16; the delayq server over its beanstalkd port in W1, W2 and W7, beside
 //! beanstalkd), delayq on a Redis Cluster (W8, issue 13), one hot topic over a cluster's
-//! primaries with and without partitions (W9, issue 18), then the Markdown section of
+//! primaries with and without partitions (W9, issue 18), push delivery to a webhook beside
+//! the HTTP pull on `delayq serve` (W10, issue 20), then the Markdown section of
 //! BENCHMARKS.md, `results.json` and the plots.
 //!
 //! - `plan`: the sizes (full and smoke); `env`: what is installed and its versions.
 //! - `systems`: the systems behind one trait; `procs`, `redis_info`, `profile`: measuring.
 //! - `throughput` (W1, W2, W7), `storage` (W3, W4), `idle` (W5), `table` (W6), `cluster` (W8),
-//!   `partitions` (W9).
+//!   `partitions` (W9), `push` (W10).
 //! - `report`: the Markdown, the goals, and the splice into BENCHMARKS.md.
 //! - `child`: the suite's own child processes (HTTP server, idle workers, W6 consumer).
 
@@ -20,6 +21,7 @@ pub(crate) mod partitions;
 mod plan;
 mod procs;
 mod profile;
+mod push;
 mod redis_info;
 mod report;
 mod storage;
@@ -35,7 +37,7 @@ use anyhow::Context;
 use systems::Kind;
 
 /// The workloads `--only` takes.
-const WORKLOADS: [&str; 9] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9"];
+const WORKLOADS: [&str; 10] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "w10"];
 
 /// Options of `all` and `smoke`.
 #[derive(clap::Args, Debug)]
@@ -50,9 +52,11 @@ pub(crate) struct Args {
     /// Where logs, data directories and results.json go (default: target/bench).
     #[arg(long)]
     work: Option<PathBuf>,
-    /// Only these workloads (w1 … w9; w7 is measured during w1's drains; w8 and w9 are
-    /// delayq on a Redis Cluster and run only with delayq-redis among the systems); all when
-    /// absent.
+    /// Only these workloads (w1 … w10; w7 is measured during w1's drains; w8 and w9 are
+    /// delayq on a Redis Cluster and run only with delayq-redis among the systems; w10,
+    /// push to a webhook beside the HTTP pull on `delayq serve`, runs on the engines of the
+    /// HTTP systems among them: http-redis or http-redis-batch, http-embedded or
+    /// http-embedded-batch); all when absent.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded,
@@ -64,6 +68,29 @@ pub(crate) struct Args {
     /// and the batch consumers in W1, W2 and W7 only.
     #[arg(long, value_delimiter = ',')]
     systems: Vec<String>,
+}
+
+impl Args {
+    /// The options as given after `--` of bench/run.sh (empty when none), for the record.
+    fn shown(&self) -> String {
+        let mut o = Vec::new();
+        if !self.only.is_empty() {
+            o.push(format!("--only {}", self.only.join(",")));
+        }
+        if !self.systems.is_empty() {
+            o.push(format!("--systems {}", self.systems.join(",")));
+        }
+        for (flag, path) in [
+            ("--markdown", &self.markdown),
+            ("--plots", &self.plots),
+            ("--work", &self.work),
+        ] {
+            if let Some(p) = path {
+                o.push(format!("{flag} {}", p.display()));
+            }
+        }
+        o.join(" ")
+    }
 }
 
 /// Options of `report`.
@@ -101,6 +128,11 @@ pub(crate) fn rerender(a: ReportArgs) -> anyhow::Result<()> {
         a.results.display()
     ));
     Ok(())
+}
+
+/// Whether `--only` (empty: every workload) takes workload `w`.
+fn wants_any(only: &[String], w: &str) -> bool {
+    only.is_empty() || only.iter().any(|o| o == w)
 }
 
 /// Prints a progress line on stderr.
@@ -154,14 +186,19 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
             );
         }
     }
-    let env = env::check(&root, &work, &kinds)?;
+    let w10_stores = if wants_any(&args.only, "w10") {
+        push::stores(&kinds)
+    } else {
+        Vec::new()
+    };
+    let env = env::check(&root, &work, &kinds, !w10_stores.is_empty())?;
     let plan = if smoke {
         plan::Plan::smoke()
     } else {
         plan::Plan::full()
     };
-    let wants = |w: &str| args.only.is_empty() || args.only.iter().any(|o| o == w);
-    let meta_start = env::Meta::now(&env, smoke);
+    let wants = |w: &str| wants_any(&args.only, w);
+    let meta_start = env::Meta::now(&env, smoke, &args.shown());
     say(&format!("machine: {}", meta_start.machine_line()));
 
     let mut results = report::Results {
@@ -248,6 +285,10 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
     if wants("w9") && kinds.contains(&Kind::DelayqRedis) {
         results.w9 = partitions::w9(&plan).await?;
         lap(&mut results, "W9");
+    }
+    if !w10_stores.is_empty() {
+        results.w10 = push::w10(&env, &plan, &w10_stores).await?;
+        lap(&mut results, "W10");
     }
     results.beanstalkd_stalls =
         systems::BEANSTALKD_STALLS.load(std::sync::atomic::Ordering::Relaxed);

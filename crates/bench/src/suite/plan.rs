@@ -38,6 +38,17 @@ pub(crate) struct Plan {
     /// W8's failover: how long the producers push before the primary is killed.
     #[serde(default)]
     pub w8_before_kill: Duration,
+    /// W10 (push to a webhook beside the HTTP pull): jobs in W2's shape (W2's spread and
+    /// batch), the backlog of the drain, the webhook's `max_concurrency` (and as many pull
+    /// consumers), and the give-up time of each run.
+    #[serde(default)]
+    pub w10_jobs: usize,
+    #[serde(default)]
+    pub w10_drain: usize,
+    #[serde(default)]
+    pub w10_concurrency: usize,
+    #[serde(default)]
+    pub w10_cap: Duration,
 }
 
 impl Plan {
@@ -77,6 +88,10 @@ impl Plan {
             w6_ttr: Duration::from_secs(1),
             w8_jobs: 100_000,
             w8_before_kill: Duration::from_secs(1),
+            w10_jobs: 100_000,
+            w10_drain: 50_000,
+            w10_concurrency: 50,
+            w10_cap: Duration::from_secs(30),
         }
     }
 
@@ -104,6 +119,10 @@ impl Plan {
             w6_ttr: Duration::from_secs(1),
             w8_jobs: 2_000,
             w8_before_kill: Duration::from_millis(200),
+            w10_jobs: 1_000,
+            w10_drain: 1_000,
+            w10_concurrency: 10,
+            w10_cap: Duration::from_secs(10),
         }
     }
 }

@@ -14,6 +14,7 @@ use super::idle::IdleRow;
 use super::partitions;
 use super::plan::Plan;
 use super::profile::Profile;
+use super::push::{self, PushRow};
 use super::storage::{MemoryRow, ScaleRow};
 use super::systems::{self, Kind};
 use super::table::TableRow;
@@ -42,6 +43,9 @@ pub(crate) struct Results {
     /// W9: one hot topic on a cluster, 1 partition beside 6 (absent from older results).
     #[serde(default)]
     pub w9: Vec<ClusterRow>,
+    /// W10: push to a webhook beside the HTTP pull (absent from older results).
+    #[serde(default)]
+    pub w10: Vec<PushRow>,
     pub profiles: Vec<Profile>,
     pub goals: Vec<Goal>,
     /// Seconds each workload took.
@@ -622,6 +626,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
 
     w8_markdown(&mut s, &r);
     w9_markdown(&mut s, &r);
+    w10_markdown(&mut s, &r);
 
     let _ = writeln!(
         s,
@@ -757,6 +762,70 @@ fn w9_markdown(s: &mut String, r: &Results) {
             node_loads(row),
             pct(partitions::spread_pct(row, |n| n.commands_per_job.median)),
             pct(partitions::spread_pct(row, |n| n.cpu_pct.median)),
+        );
+    }
+}
+
+/// W10's table: push to a webhook beside the HTTP pull, on each engine.
+fn w10_markdown(s: &mut String, r: &Results) {
+    if r.w10.is_empty() {
+        return;
+    }
+    let p = &r.plan;
+    let _ = writeln!(
+        s,
+        "\n### W10 push: webhook delivery beside the HTTP pull (issue 20)\n\nOn `delayq serve` (the `delayq` binary), a fresh server per repetition on each engine, two paths for the same kind of jobs: **push**, the topic's destination a webhook receiver in the benchmark's process (plain HTTP/1.1 on loopback, answering `204` at once; `max_concurrency` {c}), and **pull**, {c} HTTP batch consumers (up to 50 jobs per request, settling them in the next, as W2's batch rows). W2's shape: {} jobs with delays uniform in [0, {}] s, pushed in batches of {} (each awaited) while they are delivered (push: once a probe job came through the new destination); delivered jobs/s = deliveries / (first push to last delivery); lateness in ms on the host clock (receipt minus the due time stamped in the body); \"own p99\" is receipt minus `delayq-due-at` for push, delayq's engine-clock figure for pull. Drain: a backlog of {} ready jobs, pushed first; push then puts the destination and counts from the first delivery to the last (\"pick-up\": from the put to the first delivery; the forwarder reads destinations every second), pull counts as W1 does (from the consumers' start). \"sent twice\" counts repeated `delayq-job-id`s and \"missing\" pushed jobs never received within {} s, over both runs and every repetition. CPU of the drain, per 100,000 jobs and in % of one core: the delayq server, its redis-server and the benchmark's process (the receiver, or the pull consumers; near 100 % it would be what bounds the rate); on Redis, the commands it counted per job of the drain (`INFO commandstats`, calls inside functions included) and the function calls (`FCALL`, a round trip each) among them. The repetitions alternate which path runs first.\n\n| engine | path | W2 delivered jobs/s | p50 | p99 | max | early | own p99 | all delivered | sent twice | missing | drain jobs/s | × pull (drain) | × pull (p99) | pick-up s | CPU-s / 100k: server | redis-server | benchmark process | CPU % of a core: server | benchmark process | Redis commands / job | FCALLs / job |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        fmt_num(p.w10_jobs as f64, 0),
+        p.w2_spread.as_secs_f64(),
+        p.w2_batch,
+        fmt_num(p.w10_drain as f64, 0),
+        p.w10_cap.as_secs(),
+        c = p.w10_concurrency,
+    );
+    let opt = |v: &Option<Spread>, d: usize| v.map(|v| sp(&v, d)).unwrap_or_else(|| "—".into());
+    for row in &r.w10 {
+        let pull = r
+            .w10
+            .iter()
+            .find(|x| x.store == row.store && x.path == push::Path::Pull);
+        let vs = |f: &dyn Fn(&PushRow) -> f64| {
+            pull.map(|b| x(ratio(f(row), f(b))))
+                .unwrap_or_else(|| "—".into())
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.store.name(),
+            row.path.name(),
+            sp(&row.deliver_rate, 0),
+            sp(&row.p50_ms, 2),
+            sp(&row.p99_ms, 2),
+            sp(&row.max_ms, 1),
+            row.early,
+            sp(&row.own_p99_ms, 2),
+            if row.all_delivered { "yes" } else { "**no**" },
+            row.duplicates
+                .map(|d| fmt_num(d as f64, 0))
+                .unwrap_or_else(|| "—".into()),
+            fmt_num(row.missing as f64, 0),
+            sp(&row.drain_rate, 0),
+            vs(&|r| r.drain_rate.median),
+            vs(&|r| r.p99_ms.median),
+            opt(&row.pickup_s, 2),
+            sp(&row.server_cpu_per_100k, 2),
+            opt(&row.store_cpu_per_100k, 2),
+            sp(&row.bench_cpu_per_100k, 2),
+            opt(&row.server_cpu_pct, 0),
+            opt(&row.bench_cpu_pct, 0),
+            opt(&row.store_commands_per_job, 2),
+            opt(&row.store_fcalls_per_job, 2),
+        );
+    }
+    let late: u64 = r.w10.iter().map(|row| row.late_requests).sum();
+    if late > 0 {
+        let _ = writeln!(
+            s,
+            "\nThe receiver also took {late} requests after their run had ended (a job sent after the cap, or sent again after its run), counted in neither \"sent twice\" nor the deliveries."
         );
     }
 }
@@ -971,6 +1040,72 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("beanstalkd left"), "{md}");
+    }
+
+    #[test]
+    fn w10_rows_show_push_against_pull_on_the_same_engine() {
+        // See: issue 20
+        let one = |v: f64| Spread::of([v]);
+        let row = |path, rate: f64, p99: f64| PushRow {
+            store: push::Store::Redis,
+            path,
+            deliver_rate: one(10_000.0),
+            p50_ms: one(1.0),
+            p90_ms: one(2.0),
+            p99_ms: one(p99),
+            max_ms: one(9.0),
+            early: 0,
+            own_p99_ms: one(p99),
+            delivered: one(1000.0),
+            all_delivered: true,
+            duplicates: (path == push::Path::Push).then_some(0),
+            missing: 0,
+            late_requests: 0,
+            drain_rate: one(rate),
+            pickup_s: (path == push::Path::Push).then(|| one(0.5)),
+            server_cpu_per_100k: one(1.0),
+            store_cpu_per_100k: Some(one(0.5)),
+            bench_cpu_per_100k: one(0.2),
+            server_cpu_pct: Some(one(90.0)),
+            bench_cpu_pct: Some(one(30.0)),
+            store_commands_per_job: Some(one(6.0)),
+            store_fcalls_per_job: Some(one(0.25)),
+        };
+        let r = Results {
+            w10: vec![
+                row(push::Path::Push, 5_000.0, 8.0),
+                row(push::Path::Pull, 20_000.0, 4.0),
+            ],
+            ..Results::default()
+        };
+        let md = markdown(&r, std::path::Path::new("."), std::path::Path::new("p"));
+        for line in [
+            "| Redis | push (webhook) | 10,000 (10,000–10,000) |",
+            "| 0 | 0 | 5,000 (5,000–5,000) | 0.25× | 2.00× | 0.50 (0.50–0.50) |",
+            "| Redis | pull (HTTP, batch consumer) |",
+            "| — | 0 | 20,000 (20,000–20,000) | 1.00× | 1.00× | — |",
+            "| 1.00 (1.00–1.00) | 0.50 (0.50–0.50) | 0.20 (0.20–0.20) | 90 (90–90) | 30 (30–30) | 6.00 (6.00–6.00) | 0.25 (0.25–0.25) |",
+        ] {
+            assert!(md.contains(line), "no {line:?} in:\n{md}");
+        }
+        // Requests after a run ended are said, never folded into the figures.
+        assert!(!md.contains("after their run had ended"), "{md}");
+        let mut late = r.clone();
+        late.w10[0].late_requests = 3;
+        let md = markdown(&late, std::path::Path::new("."), std::path::Path::new("p"));
+        assert!(
+            md.contains("The receiver also took 3 requests after their run had ended"),
+            "{md}"
+        );
+        // Older results have no W10: no section.
+        assert!(
+            !markdown(
+                &Results::default(),
+                std::path::Path::new("."),
+                std::path::Path::new("p")
+            )
+            .contains("W10")
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
-//! The delayq server's beanstalkd port: `delayq serve --beanstalk 127.0.0.1:PORT` (the
-//! product's own binary, [`procs::delayq_bin`]) on a fresh redis-server or a fresh data
-//! directory, driven by the same pipelined client as beanstalkd ([`Pipelined`]): batches of
-//! `put`s in one write, `delete` and the next `reserve-with-timeout` in one write. W1, W2 and
-//! W7 only: the server and store are those of the HTTP systems.
+//! The delayq server's beanstalkd port: `delayq serve --beanstalk 127.0.0.1:PORT`
+//! ([`DelayqServe`]) on a fresh redis-server or a fresh data directory, driven by the same
+//! pipelined client as beanstalkd ([`Pipelined`]): batches of `put`s in one write, `delete`
+//! and the next `reserve-with-timeout` in one write. W1, W2 and W7 only: the server and store
+//! are those of the HTTP systems.
 //!
 //! delayq takes delays in whole seconds over this protocol too: a job asked for `d` ms is put
 //! with `ceil(d / 1000)` s, and its lateness is measured against the asked time (`host`) and
@@ -16,9 +16,9 @@ use anyhow::Context;
 use async_trait::async_trait;
 use delayq_bench::driver::{DelayedSpec, Delays, DrainReport};
 use delayq_testkit::RedisServer;
-use tempfile::TempDir;
 
 use super::beanstalk::{BeanstalkClient, Pipelined};
+use super::serve::{DelayqServe, Store};
 use super::{DelayedRun, Env, Footprint, Kind, Pids, System};
 use crate::suite::{procs, redis_info};
 
@@ -33,63 +33,33 @@ pub(crate) static STALLS: AtomicU64 = AtomicU64::new(0);
 /// The delayq server with its beanstalkd port, and its engine.
 pub(crate) struct DelayqBeanstalk {
     kind: Kind,
-    server: procs::Owned,
+    serve: DelayqServe,
     port: u16,
-    redis: Option<RedisServer>,
-    dir: Option<TempDir>,
 }
 
 impl DelayqBeanstalk {
     /// The server on a fresh redis-server (the same binary and options as every Redis-based
     /// system).
     pub(crate) async fn redis(env: &Env, kind: Kind) -> anyhow::Result<Self> {
-        let redis = super::redis_server();
-        let engine = vec!["--redis".to_string(), redis.url()];
-        let mut s = Self::start(env, kind, engine).await?;
-        s.redis = Some(redis);
-        Ok(s)
+        Self::start(env, kind, Store::Redis).await
     }
 
     /// The server on the embedded engine in a fresh data directory.
     pub(crate) async fn embedded(env: &Env, kind: Kind) -> anyhow::Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("delayq-bench-beanstalk-")
-            .tempdir_in(&env.work)?;
-        let engine = vec!["--data-dir".to_string(), dir.path().display().to_string()];
-        let mut s = Self::start(env, kind, engine).await?;
-        s.dir = Some(dir);
-        Ok(s)
+        Self::start(env, kind, Store::Embedded).await
     }
 
-    async fn start(env: &Env, kind: Kind, engine: Vec<String>) -> anyhow::Result<Self> {
+    async fn start(env: &Env, kind: Kind, store: Store) -> anyhow::Result<Self> {
         let (http, port) = (procs::free_port()?, procs::free_port()?);
-        let log = env.work.join(format!("{}-server.log", kind.key()));
-        let mut args = vec![
-            "serve".to_string(),
-            "--listen".into(),
+        let args = vec![
+            "--listen".to_string(),
             format!("127.0.0.1:{http}"),
             "--beanstalk".into(),
             format!("127.0.0.1:{port}"),
             "--beanstalk-max-job-size".into(),
             MAX_JOB_SIZE.to_string(),
         ];
-        args.extend(engine);
-        // Every setting is on the command line: none comes from a DELAYQ_* variable of the
-        // suite's environment (a DELAYQ_REDIS_URL would take the embedded one to Redis).
-        let server = procs::Owned::spawn_with(
-            "delayq serve",
-            &env.delayq,
-            &args,
-            None,
-            Some(&log),
-            |cmd| {
-                for (k, _) in std::env::vars_os() {
-                    if k.to_string_lossy().starts_with("DELAYQ_") {
-                        cmd.env_remove(k);
-                    }
-                }
-            },
-        )?;
+        let serve = DelayqServe::start(env, store, &format!("{}-server.log", kind.key()), args)?;
         procs::wait_for_port(port, Duration::from_secs(20), "delayq serve --beanstalk").await?;
         // The port listens before the engine is open: a first answer says it serves.
         let mut probe = BeanstalkClient::connect(port).await?;
@@ -98,16 +68,10 @@ impl DelayqBeanstalk {
             .with_context(|| {
                 format!(
                     "delayq serve did not answer on its beanstalkd port within 30 s (log: {})",
-                    log.display()
+                    serve.log.display()
                 )
             })??;
-        Ok(DelayqBeanstalk {
-            kind,
-            server,
-            port,
-            redis: None,
-            dir: None,
-        })
+        Ok(DelayqBeanstalk { kind, serve, port })
     }
 
     /// The pipelined client, on this server's beanstalkd port.
@@ -123,20 +87,16 @@ impl System for DelayqBeanstalk {
     }
 
     fn pids(&self) -> Pids {
-        Pids {
-            store: self.redis.as_ref().and_then(RedisServer::pid),
-            queue: self.server.pid(),
-            client: Some(procs::own_pid()),
-        }
+        self.serve.pids()
     }
 
     fn redis(&self) -> Option<&RedisServer> {
-        self.redis.as_ref()
+        self.serve.redis.as_ref()
     }
 
     async fn fill(&mut self, n: usize, delays: Delays, size: usize) -> anyhow::Result<()> {
         self.client().fill(n, delays, size).await?;
-        self.server.check_alive()
+        self.serve.server.check_alive()
     }
 
     async fn drain(
@@ -157,14 +117,14 @@ impl System for DelayqBeanstalk {
     }
 
     async fn footprint(&mut self) -> anyhow::Result<Footprint> {
-        match &self.redis {
+        match &self.serve.redis {
             Some(r) => Ok(Footprint {
                 memory: redis_info::used_memory(r).await?,
                 disk: None,
             }),
             None => Ok(Footprint {
-                memory: procs::rss_bytes(self.server.pid()),
-                disk: self.dir.as_ref().map(|d| procs::disk_bytes(d.path())),
+                memory: procs::rss_bytes(self.serve.server.pid()),
+                disk: self.serve.dir.as_ref().map(|d| procs::disk_bytes(d.path())),
             }),
         }
     }

@@ -1,8 +1,9 @@
 //! The delayq server over HTTP: a child process of this suite (`delayq-bench serve-http`,
 //! which runs `delayq_server::serve` on `delayq::open(url)`, as `delayq serve` does), driven
-//! by HTTP clients in this process: one long-poll loop per consumer, either the simplest one
-//! (reserve one job, ack it: two requests per job) or the batch one (reserve up to
-//! [`BATCH`] jobs and settle the previous batch's in the same request: one request per cycle).
+//! by HTTP clients in this process ([`Client`], which W10 also runs against `delayq serve`):
+//! one long-poll loop per consumer, either the simplest one (reserve one job, ack it: two
+//! requests per job) or the batch one (reserve up to [`BATCH`] jobs and settle the previous
+//! batch's in the same request: one request per cycle).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -120,54 +121,75 @@ impl DelayqHttp {
         })
     }
 
-    async fn push(&self, jobs: Vec<serde_json::Value>) -> anyhow::Result<()> {
-        let r = self
-            .http
-            .post(format!("{}/v1/topics/bench/batch", self.base))
-            .json(&json!({ "jobs": jobs }))
-            .send()
-            .await
-            .context("pushing over HTTP")?;
-        if !r.status().is_success() {
-            anyhow::bail!("push answered {}: {}", r.status(), r.text().await?);
-        }
-        Ok(())
-    }
-
-    fn jobs(n: usize, delays: Delays, body: usize) -> Vec<serde_json::Value> {
-        let now = clock::now_ms();
-        let mut rng = rand::rng();
-        (0..n)
-            .map(|_| {
-                let d = delays.draw(&mut rng).as_millis() as u64;
-                let b = clock::body(now + d, body);
-                json!({ "body": String::from_utf8_lossy(&b), "delay_ms": d })
-            })
-            .collect()
-    }
-
     /// The HTTP client side alone, to run consumers in a task of their own.
     fn client_of(s: &DelayqHttp) -> Client {
-        Client {
-            http: s.http.clone(),
-            base: s.base.clone(),
-            consumer: s.consumer,
-        }
-    }
-
-    async fn run_consumers(&self, consumers: usize, tally: &Arc<Tally>) -> anyhow::Result<()> {
-        Self::client_of(self).run_consumers(consumers, tally).await
+        Client::new(s.http.clone(), &s.base, s.consumer)
     }
 }
 
 /// What the consumers need: the HTTP client, the server's base URL and the loop.
-struct Client {
+#[derive(Clone)]
+pub(crate) struct Client {
     http: reqwest::Client,
     base: String,
     consumer: Loop,
 }
 
 impl Client {
+    /// A client of the topic `bench` on the delayq server at `base` (any delayq server:
+    /// W10 runs it against `delayq serve`), its consumers looping as `consumer` says.
+    pub(crate) fn new(http: reqwest::Client, base: &str, consumer: Loop) -> Client {
+        Client {
+            http,
+            base: base.to_string(),
+            consumer,
+        }
+    }
+
+    /// Pushes `jobs` to `bench` in one request.
+    async fn push(&self, jobs: Vec<serde_json::Value>) -> anyhow::Result<()> {
+        post_batch(&self.http, &self.base, "bench", &jobs).await?;
+        Ok(())
+    }
+
+    /// `consumers` consumers take ready jobs until `n` were handled or `cap` passed.
+    pub(crate) async fn drain(
+        &self,
+        n: usize,
+        consumers: usize,
+        cap: Duration,
+    ) -> anyhow::Result<DrainReport> {
+        let tally = Tally::new(n, Instant::now(), cap);
+        self.run_consumers(consumers, &tally).await?;
+        Ok(tally.drain())
+    }
+
+    /// W2's shape: the consumers run while one producer pushes `spec.jobs` jobs due over
+    /// `spec.spread`, in batches of `spec.batch` (each awaited).
+    pub(crate) async fn delayed(&self, spec: DelayedSpec) -> anyhow::Result<DelayedRun> {
+        let tally = Tally::new(
+            spec.jobs,
+            Instant::now() + Duration::from_millis(200),
+            spec.cap,
+        );
+        let consumers = {
+            let me = self.clone();
+            let tally = tally.clone();
+            tokio::spawn(async move { me.run_consumers(spec.consumers, &tally).await })
+        };
+        tokio::time::sleep_until(tally.start().into()).await;
+        let mut pushed = 0;
+        while pushed < spec.jobs && !tally.stop() {
+            let n = spec.batch.min(spec.jobs - pushed);
+            self.push(jobs(n, Delays::Uniform(spec.spread), spec.body))
+                .await?;
+            pushed += n;
+        }
+        let push_elapsed = tally.start().elapsed();
+        consumers.await??;
+        Ok(tally.delayed(pushed, push_elapsed, true))
+    }
+
     /// `consumers` loops, each reserving one job (long-poll), counting it and acking it,
     /// until the tally says stop.
     async fn run_consumers(&self, consumers: usize, tally: &Arc<Tally>) -> anyhow::Result<()> {
@@ -184,6 +206,48 @@ impl Client {
         }
         Ok(())
     }
+}
+
+/// `n` jobs of `body` bytes for a batch push, each due as `delays` draws, its due time on
+/// the host clock stamped in its body.
+pub(crate) fn jobs(n: usize, delays: Delays, body: usize) -> Vec<serde_json::Value> {
+    let now = clock::now_ms();
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| {
+            let d = delays.draw(&mut rng).as_millis() as u64;
+            let b = clock::body(now + d, body);
+            json!({ "body": String::from_utf8_lossy(&b), "delay_ms": d })
+        })
+        .collect()
+}
+
+/// One `POST /v1/topics/{topic}/batch` of `jobs` to the delayq server at `base`; its
+/// answer, once it said success.
+pub(crate) async fn post_batch(
+    http: &reqwest::Client,
+    base: &str,
+    topic: &str,
+    jobs: &[serde_json::Value],
+) -> anyhow::Result<reqwest::Response> {
+    let r = http
+        .post(format!("{base}/v1/topics/{topic}/batch"))
+        .json(&json!({ "jobs": jobs }))
+        .send()
+        .await
+        .context("pushing over HTTP")?;
+    success(r, "push").await
+}
+
+/// `r` when its status says success; otherwise an error with `what`, the status and the
+/// answer's body (the server's `{ error: { code, message } }`).
+pub(crate) async fn success(r: reqwest::Response, what: &str) -> anyhow::Result<reqwest::Response> {
+    if r.status().is_success() {
+        return Ok(r);
+    }
+    let status = r.status();
+    let body = r.text().await.unwrap_or_default();
+    anyhow::bail!("{what} answered {status}: {body}")
 }
 
 /// One `POST /v1/reserve`.
@@ -281,13 +345,14 @@ impl System for DelayqHttp {
     }
 
     async fn fill(&mut self, n: usize, delays: Delays, body: usize) -> anyhow::Result<()> {
+        let client = Self::client_of(self);
         let mut left = n;
         while left > 0 {
             let a = left.min(1000);
             let b = (left - a).min(1000);
-            let (ra, rb) = tokio::join!(self.push(Self::jobs(a, delays, body)), async {
+            let (ra, rb) = tokio::join!(client.push(jobs(a, delays, body)), async {
                 if b > 0 {
-                    self.push(Self::jobs(b, delays, body)).await
+                    client.push(jobs(b, delays, body)).await
                 } else {
                     Ok(())
                 }
@@ -305,33 +370,11 @@ impl System for DelayqHttp {
         consumers: usize,
         cap: Duration,
     ) -> anyhow::Result<DrainReport> {
-        let tally = Tally::new(n, Instant::now(), cap);
-        self.run_consumers(consumers, &tally).await?;
-        Ok(tally.drain())
+        Self::client_of(self).drain(n, consumers, cap).await
     }
 
     async fn delayed(&mut self, spec: DelayedSpec) -> anyhow::Result<DelayedRun> {
-        let tally = Tally::new(
-            spec.jobs,
-            Instant::now() + Duration::from_millis(200),
-            spec.cap,
-        );
-        let consumers = {
-            let me = DelayqHttp::client_of(self);
-            let tally = tally.clone();
-            tokio::spawn(async move { me.run_consumers(spec.consumers, &tally).await })
-        };
-        tokio::time::sleep_until(tally.start().into()).await;
-        let mut pushed = 0;
-        while pushed < spec.jobs && !tally.stop() {
-            let n = spec.batch.min(spec.jobs - pushed);
-            self.push(Self::jobs(n, Delays::Uniform(spec.spread), spec.body))
-                .await?;
-            pushed += n;
-        }
-        let push_elapsed = tally.start().elapsed();
-        consumers.await??;
-        Ok(tally.delayed(pushed, push_elapsed, true))
+        Self::client_of(self).delayed(spec).await
     }
 
     fn endpoint(&self) -> String {

@@ -3,7 +3,7 @@
 //! Each system starts what it needs (its own redis-server, beanstalkd, delayq server, Node
 //! process or client worker script, on free loopback ports) and stops it when dropped. The
 //! HTTP systems run the suite's own `serve-http` child; the beanstalkd-protocol ones run the
-//! `delayq` binary's `delayq serve --beanstalk`. Every Redis-based
+//! `delayq` binary's `delayq serve --beanstalk` (`serve`, which W10 starts too). Every Redis-based
 //! system gets the same redis-server binary with the same options: the one
 //! `DELAYQ_REDIS_SERVER` names (bench/run.sh sets it to the Redis 8.6 that
 //! bench/install-redis.sh installs, since ChasquiMQ needs 8.6).
@@ -13,9 +13,10 @@ mod bullmq;
 pub(crate) mod chasquimq;
 mod client_worker;
 mod delayq_beanstalk;
-mod delayq_http;
+pub(crate) mod delayq_http;
 mod delayq_lib;
 mod seeds;
+pub(crate) mod serve;
 mod tally;
 
 use std::path::PathBuf;
