@@ -19,11 +19,11 @@ use delayq_worker::{Job, JobError, Worker, WorkerConfig};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::destination::{Destination, Webhook, masked_url};
+use crate::destination::{Destination, masked_url};
 use crate::metrics::PushMetrics;
 use crate::nats::Publisher as NatsPublisher;
 use crate::rabbitmq::Publisher as RabbitMqPublisher;
-use crate::webhook::{Message, Outcome, Sender};
+use crate::webhook::{Hook, Message, Outcome, Sender};
 
 /// How often the destinations are read again.
 pub const REFRESH: Duration = Duration::from_secs(1);
@@ -148,9 +148,12 @@ impl Forwarder {
         shutdown: &CancellationToken,
     ) -> Result<(CancellationToken, JoinHandle<()>), String> {
         let n = destination.max_concurrency() as usize;
+        // The worker's own prefetch (reserving ahead of the sends, adapting to their speed
+        // and falling back when other servers share the topic): with only as many jobs as
+        // sends in flight, every freed slot waited a round trip to the engine for its next
+        // job, and each reserve carried only the slots just freed (W10 in BENCHMARKS.md).
         let config = WorkerConfig::default()
             .with_concurrency(n)
-            .with_prefetch(n)
             // A send may take the job's ttr, no more: no renewal.
             .with_max_extension(Duration::ZERO);
         let kind = destination.kind();
@@ -158,7 +161,7 @@ impl Forwarder {
             Destination::Webhook(hook) => {
                 tracing::info!(%topic, url = %masked_url(&hook.url), concurrency = n, "push: forwarding to a webhook");
                 Target::Webhook {
-                    hook,
+                    hook: Hook::new(&hook)?,
                     sender: self.sender.clone(),
                 }
             }
@@ -194,7 +197,7 @@ impl Forwarder {
 
 /// Where one destination's handler sends.
 enum Target {
-    Webhook { hook: Webhook, sender: Sender },
+    Webhook { hook: Hook, sender: Sender },
     Nats(NatsPublisher),
     RabbitMq(RabbitMqPublisher),
 }

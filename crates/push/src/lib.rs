@@ -27,4 +27,4 @@ pub use forward::{Forwarder, REFRESH};
 pub use metrics::PushMetrics;
 pub use nats::Publisher as NatsPublisher;
 pub use rabbitmq::Publisher as RabbitMqPublisher;
-pub use webhook::{Message, Outcome, Sender, signature};
+pub use webhook::{Hook, Message, Outcome, Sender, signature};

@@ -75,19 +75,68 @@ pub fn signature(
     timestamp: u64,
     body: &[u8],
 ) -> Result<String, String> {
-    let mut out = Vec::with_capacity(secrets.len());
-    for s in secrets {
-        let key = secret_key(s)?;
-        let mut mac = Hmac::<Sha256>::new_from_slice(&key).map_err(|e| e.to_string())?;
+    let macs = secrets
+        .iter()
+        .map(|s| keyed(&secret_key(s)?))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(sign(&macs, id, timestamp, body))
+}
+
+/// An HMAC-SHA256 keyed with `key`, ready to be cloned for each message.
+fn keyed(key: &[u8]) -> Result<Hmac<Sha256>, String> {
+    Hmac::<Sha256>::new_from_slice(key).map_err(|e| e.to_string())
+}
+
+/// One `v1,<base64>` per keyed MAC, space-separated.
+fn sign(macs: &[Hmac<Sha256>], id: &str, timestamp: u64, body: &[u8]) -> String {
+    let mut out = String::with_capacity(macs.len() * 48);
+    for mac in macs {
+        let mut mac = mac.clone();
         mac.update(id.as_bytes());
         mac.update(b".");
         mac.update(timestamp.to_string().as_bytes());
         mac.update(b".");
         mac.update(body);
-        let sig = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
-        out.push(format!("v1,{sig}"));
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str("v1,");
+        base64::engine::general_purpose::STANDARD
+            .encode_string(mac.finalize().into_bytes(), &mut out);
     }
-    Ok(out.join(" "))
+    out
+}
+
+/// A webhook made ready to send to, once per destination: its URL parsed, its secrets'
+/// keys decoded into keyed MACs, its own headers and content type built.
+pub struct Hook {
+    url: reqwest::Url,
+    macs: Vec<Hmac<Sha256>>,
+    fixed: HeaderMap,
+}
+
+impl Hook {
+    /// Prepares `hook` (a checked destination; an error says what does not read).
+    pub fn new(hook: &Webhook) -> Result<Self, String> {
+        let url = reqwest::Url::parse(&hook.url).map_err(|e| format!("url: {e}"))?;
+        let macs = hook
+            .secrets
+            .iter()
+            .map(|s| keyed(&secret_key(s)?))
+            .collect::<Result<Vec<_>, String>>()?;
+        let mut fixed = HeaderMap::new();
+        for (k, v) in &hook.headers {
+            let name =
+                HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k}: {e}"))?;
+            fixed.insert(name, header_value(v)?);
+        }
+        fixed.insert("content-type", header_value(hook.content_type())?);
+        Ok(Hook { url, macs, fixed })
+    }
+}
+
+fn header_value(v: &str) -> Result<HeaderValue, String> {
+    HeaderValue::from_str(v).map_err(|e| format!("header value {v:?}: {e}"))
 }
 
 /// Sends webhooks with one shared HTTP client.
@@ -108,7 +157,7 @@ impl Sender {
     }
 
     /// POSTs `msg` to `hook`, waiting at most `timeout` for the whole answer.
-    pub async fn send(&self, hook: &Webhook, msg: &Message<'_>, timeout: Duration) -> Outcome {
+    pub async fn send(&self, hook: &Hook, msg: &Message<'_>, timeout: Duration) -> Outcome {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -124,7 +173,7 @@ impl Sender {
         };
         let sent = self
             .client
-            .post(&hook.url)
+            .post(hook.url.clone())
             .headers(headers)
             .body(msg.body.clone())
             .timeout(timeout)
@@ -185,22 +234,16 @@ fn failed(e: &reqwest::Error) -> Outcome {
 }
 
 /// The headers of one request.
-fn headers(hook: &Webhook, msg: &Message<'_>, now: u64) -> Result<HeaderMap, String> {
-    let mut h = HeaderMap::new();
-    let value = |v: &str| HeaderValue::from_str(v).map_err(|e| format!("header value {v:?}: {e}"));
-    for (k, v) in &hook.headers {
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k}: {e}"))?;
-        h.insert(name, value(v)?);
-    }
-    h.insert("content-type", value(hook.content_type())?);
-    h.insert("webhook-id", value(msg.id)?);
+fn headers(hook: &Hook, msg: &Message<'_>, now: u64) -> Result<HeaderMap, String> {
+    let mut h = hook.fixed.clone();
+    h.insert("webhook-id", header_value(msg.id)?);
     h.insert("webhook-timestamp", HeaderValue::from(now));
     h.insert(
         "webhook-signature",
-        value(&signature(&hook.secrets, msg.id, now, msg.body)?)?,
+        header_value(&sign(&hook.macs, msg.id, now, msg.body))?,
     );
-    h.insert("delayq-topic", value(msg.topic)?);
-    h.insert("delayq-job-id", value(msg.job_id)?);
+    h.insert("delayq-topic", header_value(msg.topic)?);
+    h.insert("delayq-job-id", header_value(msg.job_id)?);
     h.insert("delayq-attempt", HeaderValue::from(msg.attempt));
     h.insert("delayq-due-at", HeaderValue::from(msg.due_at_ms));
     Ok(h)
