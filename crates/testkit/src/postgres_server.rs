@@ -5,7 +5,7 @@
 //! PostgreSQL refuses to run as root, and CI runs as root here: then the directory is
 //! handed to the `postgres` system user and both programs run as it, through `runuser`. The
 //! machine's own server (port 5432) is never touched. Debian's binaries are found under
-//! /usr/lib/postgresql/<newest>/bin unless `DELAYQ_POSTGRES_BIN` names the directory; a
+//! `/usr/lib/postgresql/<newest>/bin` unless `DELAYQ_POSTGRES_BIN` names the directory; a
 //! missing one fails with what to install, it never skips.
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -209,7 +209,7 @@ fn as_server_user(program: &Path) -> Command {
 }
 
 /// The directory of `initdb` and `postgres`: `DELAYQ_POSTGRES_BIN`, else the newest
-/// /usr/lib/postgresql/<version>/bin, else the `PATH`'s (an empty path: `spawn` then says
+/// `/usr/lib/postgresql/<version>/bin`, else the `PATH`'s (an empty path: `spawn` then says
 /// what to install).
 fn bin_dir() -> PathBuf {
     if let Some(d) = std::env::var_os(POSTGRES_BIN_ENV) {
