@@ -239,11 +239,7 @@ impl Context {
         let started = Instant::now();
         let outcome = tokio::select! {
             o = self.target.send(&msg, meta.ttr) => o,
-            () = job.cancelled() => Outcome::Retry {
-                after: None,
-                cause: "lease_lost",
-                reason: "the lease ended before the destination answered".into(),
-            },
+            () = job.cancelled() => Outcome::retry("lease_lost", "the lease ended before the destination answered"),
         };
         let took = started.elapsed();
         match outcome {

@@ -48,11 +48,10 @@ impl Publisher {
                 *js = Some(c.clone());
                 Ok(c)
             }
-            Err(e) => Err(Outcome::Retry {
-                after: None,
-                cause: "connect",
-                reason: format!("cannot connect to NATS at {}: {e}", masked_url(&self.url)),
-            }),
+            Err(e) => Err(Outcome::retry(
+                "connect",
+                format!("cannot connect to NATS at {}: {e}", masked_url(&self.url)),
+            )),
         }
     }
 
@@ -76,37 +75,32 @@ impl Publisher {
         };
         match tokio::time::timeout(timeout, publish).await {
             Ok(Ok(_)) => Outcome::Delivered,
-            Err(_) => Outcome::Retry {
-                after: None,
-                cause: "timeout",
-                reason: format!(
+            Err(_) => Outcome::retry(
+                "timeout",
+                format!(
                     "JetStream did not acknowledge {} within {timeout:?}",
                     self.subject
                 ),
-            },
+            ),
             Ok(Err(e)) => match e.kind() {
-                PublishErrorKind::StreamNotFound => Outcome::Retry {
-                    after: None,
-                    cause: "no_stream",
-                    reason: format!(
+                PublishErrorKind::StreamNotFound => Outcome::retry(
+                    "no_stream",
+                    format!(
                         "no JetStream stream takes subject {}: create one (e.g. `nats stream add`)",
                         self.subject
                     ),
-                },
+                ),
                 PublishErrorKind::MaxPayloadExceeded => Outcome::Refused {
                     cause: "too_large",
                     reason: format!("NATS refused the message: {e}"),
                 },
-                PublishErrorKind::TimedOut => Outcome::Retry {
-                    after: None,
-                    cause: "timeout",
-                    reason: format!("JetStream did not acknowledge: {e}"),
-                },
-                _ => Outcome::Retry {
-                    after: None,
-                    cause: "other",
-                    reason: format!("publishing to {} failed: {e}", self.subject),
-                },
+                PublishErrorKind::TimedOut => {
+                    Outcome::retry("timeout", format!("JetStream did not acknowledge: {e}"))
+                }
+                _ => Outcome::retry(
+                    "other",
+                    format!("publishing to {} failed: {e}", self.subject),
+                ),
             },
         }
     }

@@ -70,13 +70,14 @@ impl Publisher {
                 channel,
             })
         };
-        let failed = |e: String| Outcome::Retry {
-            after: None,
-            cause: "connect",
-            reason: format!(
-                "cannot connect to RabbitMQ at {}: {e}",
-                masked_url(&self.dest.url)
-            ),
+        let failed = |e: String| {
+            Outcome::retry(
+                "connect",
+                format!(
+                    "cannot connect to RabbitMQ at {}: {e}",
+                    masked_url(&self.dest.url)
+                ),
+            )
         };
         match tokio::time::timeout(timeout.min(Duration::from_secs(5)), connect).await {
             Ok(Ok(l)) => {
@@ -115,35 +116,29 @@ impl Publisher {
         match tokio::time::timeout(left, publish).await {
             Ok(Ok(Confirmation::Ack(None))) => Outcome::Delivered,
             Ok(Ok(Confirmation::Ack(Some(returned)) | Confirmation::Nack(Some(returned)))) => {
-                Outcome::Retry {
-                    after: None,
-                    cause: "unroutable",
-                    reason: format!(
+                Outcome::retry(
+                    "unroutable",
+                    format!(
                         "RabbitMQ returned the message ({} {}): no queue is bound to exchange {:?} for routing key {:?}; bind one",
                         returned.reply_code,
                         returned.reply_text,
                         self.dest.exchange,
                         self.dest.routing_key
                     ),
-                }
+                )
             }
-            Ok(Ok(Confirmation::Nack(None))) => Outcome::Retry {
-                after: None,
-                cause: "nack",
-                reason: "RabbitMQ refused to take the message (basic.nack)".into(),
-            },
+            Ok(Ok(Confirmation::Nack(None))) => {
+                Outcome::retry("nack", "RabbitMQ refused to take the message (basic.nack)")
+            }
             // The channel was opened in confirm mode: this does not happen.
-            Ok(Ok(Confirmation::NotRequested)) => Outcome::Retry {
-                after: None,
-                cause: "other",
-                reason: "the channel was not in confirm mode".into(),
-            },
+            Ok(Ok(Confirmation::NotRequested)) => {
+                Outcome::retry("other", "the channel was not in confirm mode")
+            }
             Ok(Err(e)) => self.failed(&e),
-            Err(_) => Outcome::Retry {
-                after: None,
-                cause: "timeout",
-                reason: format!("RabbitMQ did not confirm within {timeout:?}"),
-            },
+            Err(_) => Outcome::retry(
+                "timeout",
+                format!("RabbitMQ did not confirm within {timeout:?}"),
+            ),
         }
     }
 
@@ -182,14 +177,9 @@ impl Publisher {
 
     /// What a publish that failed comes to.
     fn failed(&self, e: &lapin::Error) -> Outcome {
-        let retry = |cause, reason| Outcome::Retry {
-            after: None,
-            cause,
-            reason,
-        };
         match e.kind() {
             ErrorKind::ProtocolError(p) => match p.kind() {
-                AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND) => retry(
+                AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND) => Outcome::retry(
                     "no_exchange",
                     format!(
                         "RabbitMQ has no exchange {:?}: declare it ({})",
@@ -209,18 +199,18 @@ impl Publisher {
                         reason: format!("RabbitMQ refused the message: {p}"),
                     }
                 }
-                _ => retry("other", format!("RabbitMQ closed the channel: {p}")),
+                _ => Outcome::retry("other", format!("RabbitMQ closed the channel: {p}")),
             },
             ErrorKind::IOError(_)
             | ErrorKind::InvalidConnectionState(_)
-            | ErrorKind::InvalidChannelState(..) => retry(
+            | ErrorKind::InvalidChannelState(..) => Outcome::retry(
                 "connect",
                 format!(
                     "the connection to RabbitMQ at {} failed: {e}",
                     masked_url(&self.dest.url)
                 ),
             ),
-            _ => retry("other", format!("publishing to RabbitMQ failed: {e}")),
+            _ => Outcome::retry("other", format!("publishing to RabbitMQ failed: {e}")),
         }
     }
 }

@@ -68,6 +68,17 @@ pub enum Outcome {
     },
 }
 
+impl Outcome {
+    /// Try again with the job's own back-off.
+    pub fn retry(cause: &'static str, reason: impl Into<String>) -> Self {
+        Outcome::Retry {
+            after: None,
+            cause,
+            reason: reason.into(),
+        }
+    }
+}
+
 /// The `webhook-signature` value of `msg` at `timestamp` under each of `secrets`.
 pub fn signature(
     secrets: &[String],
@@ -164,11 +175,7 @@ impl Sender {
         let headers = match headers(hook, msg, now) {
             Ok(h) => h,
             Err(reason) => {
-                return Outcome::Retry {
-                    after: None,
-                    cause: "other",
-                    reason,
-                };
+                return Outcome::retry("other", reason);
             }
         };
         let sent = self
@@ -226,11 +233,7 @@ fn failed(e: &reqwest::Error) -> Outcome {
         reason.push_str(&format!(": {s}"));
         source = s.source();
     }
-    Outcome::Retry {
-        after: None,
-        cause,
-        reason,
-    }
+    Outcome::retry(cause, reason)
 }
 
 /// The headers of one request.

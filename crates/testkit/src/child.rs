@@ -106,3 +106,17 @@ pub(crate) fn kill(child: &mut Option<Child>) {
         let _ = c.wait();
     }
 }
+
+/// Kills a child started with `process_group(0)` and everything in its group (a wrapper
+/// script and the server under it, a postmaster and its backends) with SIGKILL, and reaps
+/// it.
+pub(crate) fn kill_group(child: &mut Option<Child>) {
+    if let Some(c) = child.as_ref() {
+        // The group's id is the child's pid.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", c.id())])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+    kill(child);
+}

@@ -117,14 +117,7 @@ impl PostgresServer {
     /// Kills the postmaster and its backends with SIGKILL, as a crash does; the cluster
     /// stays for [`PostgresServer::restart`], which recovers it from its WAL.
     pub fn kill(&mut self) {
-        if let Some(c) = self.child.as_ref() {
-            // The group's id is the first process's pid (`process_group(0)`).
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", c.id())])
-                .stderr(Stdio::null())
-                .status();
-        }
-        crate::child::kill(&mut self.child);
+        crate::child::kill_group(&mut self.child);
         // A killed postmaster leaves its pid file; the next start checks the pid in it and
         // goes on once that process is gone.
     }

@@ -94,14 +94,7 @@ impl RabbitMqServer {
     /// Kills the node with SIGKILL (its whole process group: the script, the Erlang VM and
     /// its helpers); its database stays for [`RabbitMqServer::restart`].
     pub fn kill(&mut self) {
-        if let Some(c) = self.node.as_ref() {
-            // The group's id is the script's pid (`process_group(0)`).
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", c.id())])
-                .stderr(Stdio::null())
-                .status();
-        }
-        crate::child::kill(&mut self.node);
+        crate::child::kill_group(&mut self.node);
     }
 
     /// Starts it again on the same ports and database after [`RabbitMqServer::kill`].
