@@ -44,9 +44,11 @@
 //! | commands split across writes, and pipelined (also behind a waiting reserve) | `wire::split_and_pipelined_commands` |
 //! | the documented differences that a session can show | `reserve::ready_order_within_a_priority`, `producer::limits_of_tubes_and_times`, `inspect::urgent_jobs_beyond_a_thousand`, `producer::use_and_tube_names`, `producer::draining_refuses_puts` |
 //!
-//! Not covered, since a beanstalkd cannot be made to send them on purpose: `BURIED <id>`
+//! Not compared, since a beanstalkd cannot be made to send them on purpose: `BURIED <id>`
 //! (a put when beanstalkd runs out of memory growing a queue), `BURIED` as an answer to
-//! `release` (the same), `OUT_OF_MEMORY` and `INTERNAL_ERROR`.
+//! `release` (the same; delayq never sends either), `OUT_OF_MEMORY` and `INTERNAL_ERROR`.
+//! delayq's own answers of the last two are tested in `failures.rs` (a store at its size
+//! cap; Redis killed and back).
 //!
 //! # Layout
 //!

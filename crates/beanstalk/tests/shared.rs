@@ -5,18 +5,14 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use delayq_core::Engine;
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::RedisServer;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 mod common;
 
-const BOUND: Duration = Duration::from_secs(10);
+use common::Client;
 
 /// A beanstalkd-protocol server on its own connection to `redis`; its address.
 async fn server(redis: &RedisServer) -> std::net::SocketAddr {
@@ -26,52 +22,6 @@ async fn server(redis: &RedisServer) -> std::net::SocketAddr {
             .unwrap_or_else(|e| panic!("connect: {e}\nlog:\n{}", redis.log())),
     );
     common::serve(engine).await
-}
-
-struct Client {
-    rd: BufReader<OwnedReadHalf>,
-    wr: OwnedWriteHalf,
-}
-
-impl Client {
-    async fn connect(addr: std::net::SocketAddr) -> Self {
-        let (r, w) = TcpStream::connect(addr)
-            .await
-            .expect("connect")
-            .into_split();
-        Client {
-            rd: BufReader::new(r),
-            wr: w,
-        }
-    }
-
-    /// Sends one command; answers its first line and, for a reply with a body, the body.
-    async fn call(&mut self, cmd: &str) -> (String, Vec<u8>) {
-        self.wr.write_all(cmd.as_bytes()).await.expect("write");
-        let mut line = String::new();
-        tokio::time::timeout(BOUND, self.rd.read_line(&mut line))
-            .await
-            .unwrap_or_else(|_| panic!("no answer to {cmd:?} within {BOUND:?}"))
-            .expect("read");
-        let line = line.trim_end().to_string();
-        let len = match line.split(' ').collect::<Vec<_>>()[..] {
-            ["RESERVED" | "FOUND", _, n] | ["OK", n] => n.parse::<usize>().expect("length"),
-            _ => return (line, Vec::new()),
-        };
-        let mut body = vec![0; len + 2];
-        self.rd.read_exact(&mut body).await.expect("body");
-        body.truncate(len);
-        (line, body)
-    }
-
-    async fn put(&mut self, body: &str) -> u64 {
-        let (l, _) = self
-            .call(&format!("put 10 0 60 {}\r\n{body}\r\n", body.len()))
-            .await;
-        l.strip_prefix("INSERTED ")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("put answered {l:?}"))
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
