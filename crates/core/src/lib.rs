@@ -1,5 +1,5 @@
 //! The delayq contract: the job model, its validation, the typed [`Error`] and the [`Engine`]
-//! trait that the Redis and the embedded engine implement.
+//! trait that the Redis, the embedded and the PostgreSQL engines implement.
 //!
 //! # Layout
 //!
@@ -9,6 +9,8 @@
 //! - `cron`: [`JobSchedule`], a recurring job (cron expression, time zone, misfire policy),
 //!   its fire times and what a scheduler pushes at a tick ([`Plan`]).
 //! - `limits`: the ranges of the contract and [`Limits`].
+//! - `list_key`: [`ListKey`], the sort key a listing's cursor holds (the embedded and the
+//!   PostgreSQL engines' cursors).
 //! - `job`: [`NewJob`], [`Job`], [`JobState`], [`Delivery`], [`Lease`], [`Pushed`].
 //! - `topic`: [`TopicConfig`], a topic's settings (job defaults, body limit, [`Retention`]
 //!   of done jobs).
@@ -32,6 +34,7 @@ mod error;
 mod ids;
 mod job;
 pub mod limits;
+mod list_key;
 mod time;
 mod topic;
 
@@ -55,6 +58,7 @@ pub use job::{
     Pushed, check_max_attempts, check_max_lateness, expiry_before_due,
 };
 pub use limits::Limits;
+pub use list_key::ListKey;
 pub use time::{Schedule, Timestamp, duration_ms};
 pub use topic::{MAX_PARTITIONS, Retention, TopicConfig, partition_of};
 

@@ -12,11 +12,11 @@ use delayq_core::limits::{
     MAX_DELAY, at_too_far, check_count, check_reason, check_ttr, delay_ms_ceil,
 };
 use delayq_core::{
-    Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Limits, Nack,
-    NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Retention, Schedule, ScheduleName,
-    Settle, Settled, SettledAndReserved, StoredDestination, StoredSchedule, Timestamp, Topic,
-    TopicConfig, TopicStats, async_trait, check_ack_batch, check_claim, check_destination_doc,
-    check_push_batch, check_settle_and_reserve, detach_lease, duration_ms,
+    Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Limits,
+    ListKey, Nack, NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Retention,
+    Schedule, ScheduleName, Settle, Settled, SettledAndReserved, StoredDestination, StoredSchedule,
+    Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch, check_claim,
+    check_destination_doc, check_push_batch, check_settle_and_reserve, detach_lease, duration_ms,
 };
 use rusqlite::Connection;
 use tokio::sync::{Notify, oneshot};
@@ -24,7 +24,6 @@ use tokio::sync::{Notify, oneshot};
 use crate::checkpoint::Checkpointer;
 use crate::clock::Clock;
 use crate::config::SqliteConfig;
-use crate::cursor::Key;
 use crate::ops::settle::{self as settling, Settlement};
 use crate::ops::{admin, destinations, lease, numbers, push, reserve, schedules};
 use crate::readers::Readers;
@@ -515,8 +514,8 @@ impl Engine for SqliteEngine {
     ) -> Result<Page> {
         check_count("limit", limit)?;
         let key = match after {
-            None => Key::first(state),
-            Some(c) => Key::decode(&c.0, state)?,
+            None => ListKey::first(state),
+            Some(c) => ListKey::decode(&c.0, state)?,
         };
         let topic = topic.clone();
         let clock = self.clock();

@@ -13,7 +13,7 @@
 //!   `ops/numbers`, the engine-wide number sequence (the beanstalkd protocol's job ids) and
 //!   the topic each claimed range names (`migrations/0012_numbers.sql`); `ops/destinations`,
 //!   the topics' push destinations (`migrations/0013_destinations.sql`).
-//! - `read`, `cursor`: get, list (with key cursors), stats and topics; `waiting`: the
+//! - `read`: get, list (with key cursors, `delayq_core::ListKey`), stats and topics; `waiting`: the
 //!   waiting jobs of a topic by due time, band by priority band.
 //! - `tx`: what a write sees inside the group transaction (topic ids, the per-topic counter).
 //! - `shared`, `registry`, `timers`, `waiters`: the in-memory state shared by the writer and
@@ -31,7 +31,6 @@
 mod checkpoint;
 mod clock;
 mod config;
-mod cursor;
 mod diagnose;
 mod engine;
 mod error;

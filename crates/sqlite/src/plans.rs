@@ -7,13 +7,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use delayq_core::{
-    DeliveryMode, JobId, JobState, Lease, NewJob, OnExpire, Retention, Schedule, Topic, TopicConfig,
+    DeliveryMode, JobId, JobState, Lease, ListKey, NewJob, OnExpire, Retention, Schedule, Topic,
+    TopicConfig,
 };
 use rusqlite::Connection;
 use rusqlite::trace::{TraceEvent, TraceEventCodes};
 
 use crate::clock::Clock;
-use crate::cursor::Key;
+
 use crate::ops::settle::{Settlement, settle};
 use crate::ops::{admin, lease, numbers, push, reserve, tick};
 use crate::shared::Shared;
@@ -136,14 +137,14 @@ fn every_operation(conn: &Connection, shared: &Shared) {
     );
     let now = shared.clock.now_ms();
     for state in JobState::ALL {
-        read::list(conn, &t, (state, Some(keep)), 1, Key::first(state), now).expect("list");
+        read::list(conn, &t, (state, Some(keep)), 1, ListKey::first(state), now).expect("list");
     }
     read::list(
         conn,
         &t,
         (JobState::Ready, None),
         1,
-        Key::Ready(1, 2, 3),
+        ListKey::Ready(1, 2, 3),
         now,
     )
     .expect("list");
@@ -152,7 +153,7 @@ fn every_operation(conn: &Connection, shared: &Shared) {
         &t,
         (JobState::Delayed, None),
         1,
-        Key::TimeId(1, "x".into()),
+        ListKey::TimeId(1, "x".into()),
         now,
     )
     .expect("list");

@@ -6,11 +6,10 @@
 use std::time::Duration;
 
 use delayq_core::{
-    Cursor, Job, JobId, JobState, Page, Result, Retention, Timestamp, Topic, TopicStats,
+    Cursor, Job, JobId, JobState, ListKey, Page, Result, Retention, Timestamp, Topic, TopicStats,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::cursor::Key;
 use crate::error::db_err;
 use crate::ops::done::kept_after;
 use crate::row::{DEAD, DONE, JOB_COLS, RESERVED, RawJob, job};
@@ -60,7 +59,7 @@ pub(crate) fn list(
     topic: &Topic,
     (state, keep): (JobState, Option<Retention>),
     limit: usize,
-    after: Key,
+    after: ListKey,
     now: u64,
 ) -> Result<Page> {
     let tx = read_tx(conn)?;
@@ -75,15 +74,15 @@ pub(crate) fn list(
         (JobState::Done, None, _) => return Ok(empty),
         // Done means kept: start after the jobs that outlived the age as well as after the
         // cursor. (deadline, id) > (t, "") is deadline > t, ids being non-empty.
-        (JobState::Done, Some(k), Key::TimeId(t, _)) if t <= kept_after(now, &k) => {
-            Key::TimeId(kept_after(now, &k) + 1, String::new())
+        (JobState::Done, Some(k), ListKey::TimeId(t, _)) if t <= kept_after(now, &k) => {
+            ListKey::TimeId(kept_after(now, &k) + 1, String::new())
         }
         (_, _, after) => after,
     };
     let fetch = limit + 1;
     let rows: Vec<RawJob> = match (&after, state) {
-        (Key::Ready(p, due, seq), _) => list_ready(&tx, tid, (*p, *due, *seq), fetch, now),
-        (Key::TimeId(t, id), JobState::Delayed) => {
+        (ListKey::Ready(p, due, seq), _) => list_ready(&tx, tid, (*p, *due, *seq), fetch, now),
+        (ListKey::TimeId(t, id), JobState::Delayed) => {
             // Delayed means waiting and not yet due: start after now as well as after the
             // cursor. (ready_at, id) > (now + 1, "") is ready_at > now, ids being non-empty.
             let (t, id) = if *t <= now {
@@ -93,7 +92,7 @@ pub(crate) fn list(
             };
             list_delayed(&tx, tid, (t, id), fetch)
         }
-        (Key::TimeId(t, id), _) => {
+        (ListKey::TimeId(t, id), _) => {
             // The state is a literal in the text so that the planner uses the state's own
             // partial index, which holds this order.
             let st = match state {
@@ -117,9 +116,9 @@ pub(crate) fn list(
     let mut last = None;
     for raw in rows.into_iter().take(limit) {
         last = Some(match state {
-            JobState::Ready => Key::Ready(raw.priority, raw.ready_at, raw.seq),
-            JobState::Delayed => Key::TimeId(raw.ready_at, raw.id.clone()),
-            _ => Key::TimeId(raw.deadline, raw.id.clone()),
+            JobState::Ready => ListKey::Ready(raw.priority, raw.ready_at, raw.seq),
+            JobState::Delayed => ListKey::TimeId(raw.ready_at, raw.id.clone()),
+            _ => ListKey::TimeId(raw.deadline, raw.id.clone()),
         });
         jobs.push(raw.into_job(topic, state)?);
     }

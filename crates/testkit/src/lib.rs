@@ -29,11 +29,14 @@
 //!   several logical clients, and the runner that compares an engine with the model
 //!   ([`model::check`]).
 //! - [`fuzz_cases`]: how many cases each fuzzed decoder runs.
+//! - [`crash`]: the kill -9 crash test of the durable engines: the child's workload, the
+//!   cycles that kill it (and whatever else dies with it), the check on a reopened engine.
 #![deny(missing_docs)]
 
 mod beanstalkd;
 mod child;
 pub mod conformance;
+pub mod crash;
 mod harness;
 pub mod model;
 mod nats_server;

@@ -1,41 +1,42 @@
-//! List cursors: the sort key of the last job of a page, as an opaque string. The next page
-//! starts strictly after that key, so a cursor stays valid when its job is deleted, acked or
-//! moves to another state between pages.
+//! [`ListKey`]: what a listing's cursor ([`crate::Cursor`]) holds: the sort key of the last
+//! job of a page, as an opaque string. The next page starts strictly after that key, so a
+//! cursor stays valid when its job is deleted, acked or moves to another state between
+//! pages. The embedded and the PostgreSQL engines write and read the same forms.
 //!
 //! Forms: `d:<due>:<id>` (delayed), `r:<priority>:<due>:<seq>` (ready), `l:<deadline>:<id>`
 //! (reserved), `x:<died>:<id>` (dead), `c:<acked>:<id>` (done). Ids may hold ':', so the id is everything after the
 //! last fixed field.
 
-use delayq_core::{Error, JobState, Result};
+use crate::{Error, JobState, Result};
 
 /// The sort key a listing resumes after.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Key {
+pub enum ListKey {
     /// Delayed, reserved, dead and done jobs: (time, id).
     TimeId(u64, String),
     /// Ready jobs: (priority, due time, push order).
     Ready(u32, u64, u64),
 }
 
-impl Key {
+impl ListKey {
     /// The key before every job of `state` (the first page).
-    pub(crate) fn first(state: JobState) -> Key {
+    pub fn first(state: JobState) -> ListKey {
         match state {
-            JobState::Ready => Key::Ready(0, 0, 0),
-            _ => Key::TimeId(0, String::new()),
+            JobState::Ready => ListKey::Ready(0, 0, 0),
+            _ => ListKey::TimeId(0, String::new()),
         }
     }
 
     /// The cursor string of this key in a listing of `state`.
-    pub(crate) fn encode(&self, state: JobState) -> String {
+    pub fn encode(&self, state: JobState) -> String {
         match self {
-            Key::TimeId(t, id) => format!("{}:{t}:{id}", tag(state)),
-            Key::Ready(p, due, seq) => format!("r:{p}:{due}:{seq}"),
+            ListKey::TimeId(t, id) => format!("{}:{t}:{id}", tag(state)),
+            ListKey::Ready(p, due, seq) => format!("r:{p}:{due}:{seq}"),
         }
     }
 
     /// Parses a cursor returned by a listing of `state`.
-    pub(crate) fn decode(cursor: &str, state: JobState) -> Result<Key> {
+    pub fn decode(cursor: &str, state: JobState) -> Result<ListKey> {
         let bad = || {
             Error::invalid(
                 "cursor",
@@ -52,9 +53,11 @@ impl Key {
             JobState::Ready => {
                 let mut it = rest.split(':').map(|p| p.parse::<u64>().ok());
                 match (it.next(), it.next(), it.next(), it.next()) {
-                    (Some(Some(p)), Some(Some(due)), Some(Some(seq)), None) => {
-                        Ok(Key::Ready(u32::try_from(p).map_err(|_| bad())?, due, seq))
-                    }
+                    (Some(Some(p)), Some(Some(due)), Some(Some(seq)), None) => Ok(ListKey::Ready(
+                        u32::try_from(p).map_err(|_| bad())?,
+                        due,
+                        seq,
+                    )),
                     _ => Err(bad()),
                 }
             }
@@ -64,12 +67,13 @@ impl Key {
                 if id.is_empty() {
                     return Err(bad());
                 }
-                Ok(Key::TimeId(t, id.to_string()))
+                Ok(ListKey::TimeId(t, id.to_string()))
             }
         }
     }
 }
 
+/// The tag of a state's cursors.
 fn tag(state: JobState) -> &'static str {
     match state {
         JobState::Delayed => "d",
@@ -87,19 +91,19 @@ mod tests {
     #[test]
     fn round_trips_and_keeps_colons_in_ids() {
         for (state, key) in [
-            (JobState::Delayed, Key::TimeId(17, "a:b:c".into())),
-            (JobState::Reserved, Key::TimeId(0, "x".into())),
-            (JobState::Dead, Key::TimeId(u64::MAX, "~".into())),
-            (JobState::Ready, Key::Ready(7, 1_700_000_000_000, 42)),
+            (JobState::Delayed, ListKey::TimeId(17, "a:b:c".into())),
+            (JobState::Reserved, ListKey::TimeId(0, "x".into())),
+            (JobState::Dead, ListKey::TimeId(u64::MAX, "~".into())),
+            (JobState::Ready, ListKey::Ready(7, 1_700_000_000_000, 42)),
         ] {
             let c = key.encode(state);
-            assert_eq!(Key::decode(&c, state).ok(), Some(key), "{c}");
+            assert_eq!(ListKey::decode(&c, state).ok(), Some(key), "{c}");
         }
     }
 
     #[test]
     fn refuses_garbage_and_other_states_cursors() {
-        let delayed = Key::TimeId(5, "a".into()).encode(JobState::Delayed);
+        let delayed = ListKey::TimeId(5, "a".into()).encode(JobState::Delayed);
         for (c, state) in [
             ("garbage", JobState::Delayed),
             ("nope", JobState::Ready),
@@ -109,7 +113,7 @@ mod tests {
             ("r:1:2:3:4", JobState::Ready),
             (delayed.as_str(), JobState::Dead),
         ] {
-            let r = Key::decode(c, state);
+            let r = ListKey::decode(c, state);
             assert!(
                 matches!(r, Err(Error::InvalidArgument { what: "cursor", .. })),
                 "{c}: {r:?}"

@@ -1,0 +1,354 @@
+//! What the engine stores besides jobs: schedules, push destinations, and the engine-wide
+//! number sequence of the beanstalkd protocol.
+//!
+//! Schedules are one row each of `delayq.schedules`, its columns `ScheduleParts` as the
+//! embedded engine stores them (the back-off's four parts all NULL: none; misfire 0 skip,
+//! 1 once, 2 each). The writes that must stay right between processes (a claim of numbers,
+//! a put of a schedule, a record of its progress) are functions of `sql/store.sql`; every
+//! other operation is one plain statement. A stored value delayq did not write is decoded
+//! as [`Error::Internal`].
+
+use delayq_core::{
+    Bytes, Error, JobSchedule, Result, ScheduleName, ScheduleParts, StoredDestination,
+    StoredSchedule, Timestamp, Topic,
+};
+use tokio_postgres::Row;
+
+use crate::engine::PostgresEngine;
+use crate::error::db_err;
+use crate::row::{signed, unsigned};
+
+/// The columns a schedule is read from, in [`decode_schedule`]'s order.
+const SCHEDULE_COLS: &str = "name, revision, through, cron, time_zone, topic, body, priority, \
+     ttr_ms, max_attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, start_ms, end_ms, \
+     jitter_ms, misfire, misfire_limit";
+
+/// Runs `sql` with `params` on a pooled connection (a statement prepared once per
+/// connection) and answers its rows, a failure naming `what`.
+async fn query(
+    e: &PostgresEngine,
+    what: &str,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<Row>> {
+    let client = e.client().await?;
+    let stmt = client
+        .prepare_cached(sql)
+        .await
+        .map_err(|err| db_err(what, err))?;
+    client
+        .query(&stmt, params)
+        .await
+        .map_err(|err| db_err(what, err))
+}
+
+/// The one row a statement that always answers one row answered.
+fn one(rows: Vec<Row>, what: &str) -> Result<Row> {
+    rows.into_iter()
+        .next()
+        .ok_or_else(|| Error::Internal(format!("{what}: PostgreSQL answered no row")))
+}
+
+/// Claims `count` fresh numbers for `topic` (the caller checked 1 to
+/// [`delayq_core::MAX_CLAIM`]) and answers the first (`delayq.claim_numbers`).
+pub(crate) async fn claim_numbers(e: &PostgresEngine, topic: &Topic, count: u64) -> Result<u64> {
+    let what = "claiming numbers";
+    let rows = query(
+        e,
+        what,
+        "SELECT delayq.claim_numbers($1, $2)",
+        &[&topic.as_str(), &signed(count)],
+    )
+    .await?;
+    let first: Option<i64> = one(rows, what)?
+        .try_get(0)
+        .map_err(|err| Error::Internal(format!("{what}: {err}")))?;
+    let first = first.ok_or_else(|| {
+        Error::Internal(format!(
+            "the number sequence is used up ({count} more numbers asked for)"
+        ))
+    })?;
+    unsigned(first, "claimed number")
+}
+
+/// The topic the range holding `n` was claimed for, or `None` when no claim holds it: the
+/// range that starts at or before `n` nearest to it (one backward step on the primary key),
+/// when it reaches `n`.
+pub(crate) async fn number_topic(e: &PostgresEngine, n: u64) -> Result<Option<Topic>> {
+    // A number past i64::MAX was never claimed.
+    let Ok(n) = i64::try_from(n) else {
+        return Ok(None);
+    };
+    let what = "looking up a number";
+    let rows = query(
+        e,
+        what,
+        "SELECT last, topic FROM delayq.number_ranges WHERE first <= $1 \
+         ORDER BY first DESC LIMIT 1",
+        &[&n],
+    )
+    .await?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let get = |err: tokio_postgres::Error| Error::Internal(format!("a number range: {err}"));
+    let last: i64 = row.try_get(0).map_err(get)?;
+    let name: String = row.try_get(1).map_err(get)?;
+    if n > last {
+        return Ok(None);
+    }
+    Topic::new(name).map(Some).map_err(|err| {
+        Error::Internal(format!(
+            "the topic of number {n} is not a valid name: {err}"
+        ))
+    })
+}
+
+/// Creates or replaces a schedule (validated by the caller) and answers its new revision
+/// (`delayq.put_schedule`: 1, then one more at each put; progress cleared).
+pub(crate) async fn put_schedule(e: &PostgresEngine, schedule: &JobSchedule) -> Result<u64> {
+    let what = "putting a schedule";
+    let p = schedule.parts();
+    let b = p.backoff;
+    let opt = |v: Option<u64>| v.map(signed);
+    let rows = query(
+        e,
+        what,
+        "SELECT delayq.put_schedule($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+         $14, $15, $16, $17)",
+        &[
+            &schedule.name().as_str(),
+            &p.cron,
+            &p.time_zone,
+            &p.topic,
+            &p.body.as_ref(),
+            &i64::from(p.priority),
+            &opt(p.ttr_ms),
+            &p.max_attempts.map(i64::from),
+            &b.map(|b| signed(b.0)),
+            &b.map(|b| i64::from(b.1)),
+            &b.map(|b| signed(b.2)),
+            &b.map(|b| i64::from(b.3)),
+            &opt(p.start_ms),
+            &opt(p.end_ms),
+            &signed(p.jitter_ms),
+            &i32::from(p.misfire),
+            &i64::from(p.misfire_limit),
+        ],
+    )
+    .await?;
+    let revision: i64 = one(rows, what)?
+        .try_get(0)
+        .map_err(|err| Error::Internal(format!("{what}: {err}")))?;
+    unsigned(revision, "schedule revision")
+}
+
+/// One schedule, if it exists.
+pub(crate) async fn schedule(
+    e: &PostgresEngine,
+    name: &ScheduleName,
+) -> Result<Option<StoredSchedule>> {
+    let rows = query(
+        e,
+        "reading a schedule",
+        &format!("SELECT {SCHEDULE_COLS} FROM delayq.schedules WHERE name = $1"),
+        &[&name.as_str()],
+    )
+    .await?;
+    rows.first().map(decode_schedule).transpose()
+}
+
+/// Every schedule, by name (bytewise, as the other engines sort them).
+pub(crate) async fn schedules(e: &PostgresEngine) -> Result<Vec<StoredSchedule>> {
+    let rows = query(
+        e,
+        "listing schedules",
+        &format!("SELECT {SCHEDULE_COLS} FROM delayq.schedules ORDER BY name COLLATE \"C\""),
+        &[],
+    )
+    .await?;
+    rows.iter().map(decode_schedule).collect()
+}
+
+/// Deletes a schedule and answers what it was (`None`: there was none); the jobs it pushed
+/// stay.
+pub(crate) async fn delete_schedule(
+    e: &PostgresEngine,
+    name: &ScheduleName,
+) -> Result<Option<StoredSchedule>> {
+    let rows = query(
+        e,
+        "deleting a schedule",
+        &format!("DELETE FROM delayq.schedules WHERE name = $1 RETURNING {SCHEDULE_COLS}"),
+        &[&name.as_str()],
+    )
+    .await?;
+    rows.first().map(decode_schedule).transpose()
+}
+
+/// Records that `name`'s fires up to `through` were pushed, when it is still at `revision`
+/// and `through` is later than what it records (`delayq.schedule_pushed`); answers whether
+/// it did.
+pub(crate) async fn schedule_pushed(
+    e: &PostgresEngine,
+    name: &ScheduleName,
+    revision: u64,
+    through: Timestamp,
+) -> Result<bool> {
+    // A revision past i64::MAX was never stored: no such revision records anything.
+    let Ok(revision) = i64::try_from(revision) else {
+        return Ok(false);
+    };
+    let what = "recording a schedule's progress";
+    let rows = query(
+        e,
+        what,
+        "SELECT delayq.schedule_pushed($1, $2, $3)",
+        &[&name.as_str(), &revision, &signed(through.as_millis())],
+    )
+    .await?;
+    one(rows, what)?
+        .try_get(0)
+        .map_err(|err| Error::Internal(format!("{what}: {err}")))
+}
+
+/// A schedule row of [`SCHEDULE_COLS`], checked as the embedded engine checks its rows (a
+/// row that no longer makes a valid schedule is an internal error, naming the schedule).
+fn decode_schedule(r: &Row) -> Result<StoredSchedule> {
+    let name: String = r
+        .try_get(0)
+        .map_err(|err| Error::Internal(format!("a schedule row: {err}")))?;
+    let bad = |why: String| Error::Internal(format!("stored schedule {name} is invalid: {why}"));
+    let get = |err: tokio_postgres::Error| bad(err.to_string());
+    let count = |v: i64, what: &str| unsigned(v, what).map_err(|err| bad(err.to_string()));
+    let small = |v: i64, what: &str| {
+        u32::try_from(v).map_err(|_| bad(format!("its {what} {v} is out of range")))
+    };
+    let opt_count = |v: Option<i64>, what: &str| v.map(|v| count(v, what)).transpose();
+
+    let revision: i64 = r.try_get(1).map_err(get)?;
+    let through: Option<i64> = r.try_get(2).map_err(get)?;
+    let body: Vec<u8> = r.try_get(6).map_err(get)?;
+    let max_attempts: Option<i64> = r.try_get(9).map_err(get)?;
+    let backoff: [Option<i64>; 4] = [
+        r.try_get(10).map_err(get)?,
+        r.try_get(11).map_err(get)?,
+        r.try_get(12).map_err(get)?,
+        r.try_get(13).map_err(get)?,
+    ];
+    let backoff = match backoff {
+        [Some(base), Some(factor), Some(max), Some(jitter)] => Some((
+            count(base, "back-off")?,
+            small(factor, "back-off factor")?,
+            count(max, "back-off")?,
+            small(jitter, "back-off jitter")?,
+        )),
+        [None, None, None, None] => None,
+        _ => return Err(bad("its back-off is set in part".into())),
+    };
+    let misfire: i32 = r.try_get(17).map_err(get)?;
+    let parts = ScheduleParts {
+        cron: r.try_get(3).map_err(get)?,
+        time_zone: r.try_get(4).map_err(get)?,
+        topic: r.try_get(5).map_err(get)?,
+        body: Bytes::from(body),
+        priority: small(r.try_get(7).map_err(get)?, "priority")?,
+        ttr_ms: opt_count(r.try_get(8).map_err(get)?, "ttr")?,
+        max_attempts: max_attempts.map(|v| small(v, "max attempts")).transpose()?,
+        backoff,
+        start_ms: opt_count(r.try_get(14).map_err(get)?, "window start")?,
+        end_ms: opt_count(r.try_get(15).map_err(get)?, "window end")?,
+        jitter_ms: count(r.try_get(16).map_err(get)?, "jitter")?,
+        misfire: u8::try_from(misfire)
+            .map_err(|_| bad(format!("its misfire policy code {misfire} is out of range")))?,
+        misfire_limit: small(r.try_get(18).map_err(get)?, "misfire limit")?,
+    };
+    if revision < 1 {
+        return Err(bad(format!("its revision {revision} is not positive")));
+    }
+    let schedule_name = ScheduleName::new(name.clone()).map_err(|err| bad(err.to_string()))?;
+    Ok(StoredSchedule {
+        schedule: JobSchedule::from_parts(schedule_name, parts)
+            .map_err(|err| bad(err.to_string()))?,
+        revision: count(revision, "revision")?,
+        through: opt_count(through, "pushed-through time")?.map(Timestamp::from_millis),
+    })
+}
+
+/// A destination row's topic name and document, its name checked.
+fn stored_destination(topic: String, doc: String) -> Result<StoredDestination> {
+    let topic = Topic::new(topic.clone()).map_err(|err| {
+        Error::Internal(format!(
+            "a destination is stored under a bad topic {topic:?}: {err}"
+        ))
+    })?;
+    Ok(StoredDestination { topic, doc })
+}
+
+/// Makes `doc` (checked by the caller) the push destination of `topic`, replacing the one
+/// it had.
+pub(crate) async fn put_destination(e: &PostgresEngine, topic: &Topic, doc: &str) -> Result<()> {
+    query(
+        e,
+        "putting a destination",
+        "INSERT INTO delayq.destinations (topic, doc) VALUES ($1, $2) \
+         ON CONFLICT (topic) DO UPDATE SET doc = excluded.doc",
+        &[&topic.as_str(), &doc],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The push destination of `topic`, if it has one.
+pub(crate) async fn destination(
+    e: &PostgresEngine,
+    topic: &Topic,
+) -> Result<Option<StoredDestination>> {
+    let rows = query(
+        e,
+        "reading a destination",
+        "SELECT doc FROM delayq.destinations WHERE topic = $1",
+        &[&topic.as_str()],
+    )
+    .await?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let doc: String = row
+        .try_get(0)
+        .map_err(|err| Error::Internal(format!("a destination row: {err}")))?;
+    Ok(Some(StoredDestination {
+        topic: topic.clone(),
+        doc,
+    }))
+}
+
+/// Every push destination, by topic name (bytewise, as the other engines sort them).
+pub(crate) async fn destinations(e: &PostgresEngine) -> Result<Vec<StoredDestination>> {
+    let rows = query(
+        e,
+        "listing destinations",
+        "SELECT topic, doc FROM delayq.destinations ORDER BY topic COLLATE \"C\"",
+        &[],
+    )
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let get =
+                |err: tokio_postgres::Error| Error::Internal(format!("a destination row: {err}"));
+            stored_destination(r.try_get(0).map_err(get)?, r.try_get(1).map_err(get)?)
+        })
+        .collect()
+}
+
+/// Removes the push destination of `topic`; answers whether it had one.
+pub(crate) async fn delete_destination(e: &PostgresEngine, topic: &Topic) -> Result<bool> {
+    let rows = query(
+        e,
+        "deleting a destination",
+        "DELETE FROM delayq.destinations WHERE topic = $1 RETURNING 1",
+        &[&topic.as_str()],
+    )
+    .await?;
+    Ok(!rows.is_empty())
+}
