@@ -231,7 +231,7 @@ BEGIN
     RETURN;
   END IF;
   UPDATE delayq.jobs j SET state = 3, attempts = j.attempts + 1,
-      token = nextval('delayq.seq'), deadline = v_now + j.ttr_ms,
+      token = delayq.token_block(), deadline = v_now + j.ttr_ms,
       expires_at = CASE WHEN j.expires_at > v_now THEN j.expires_at ELSE 0 END
     WHERE j.tid = t AND j.id = p_id
     RETURNING j.token, j.id, j.priority, j.ready_at, j.seq, j.ttr_ms, j.max_attempts,

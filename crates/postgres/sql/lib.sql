@@ -22,6 +22,20 @@ CREATE OR REPLACE FUNCTION delayq.topic_lock() RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT 1684366433 $$;
 
+-- The first key of the advisory lock a reserve holds on a topic while it claims (the second
+-- is the topic's id): reserves of one topic take turns, so lease tokens grow in the order
+-- the topic's jobs are handed out.
+CREATE OR REPLACE FUNCTION delayq.reserve_lock() RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT 1684366434 $$;
+
+-- A block of 1024 fresh lease tokens, the first one: every token of it is larger than every
+-- token of a block taken before (a reserve takes at most 1000 jobs). Blocks come from
+-- delayq.seq, which purges leave, so a token never repeats in a topic.
+CREATE OR REPLACE FUNCTION delayq.token_block() RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$ SELECT nextval('delayq.seq') * 1024 $$;
+
 -- Now on the database's clock, in milliseconds.
 CREATE OR REPLACE FUNCTION delayq.now_ms() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE

@@ -5,8 +5,8 @@
 -- delayq.reserve(p_topics, n, at_most_once, budget)
 --   p_topics      the topics, in the order to take from
 --   n             the most jobs to take (1..1000)
---   at_most_once  false: lease each job (attempts + 1, a fresh token from delayq.seq,
---                 deadline now + ttr); true: delete each job as it is handed out
+--   at_most_once  false: lease each job (attempts + 1, a fresh token, deadline now + ttr);
+--                 true: delete each job as it is handed out
 --   budget        the most expired leases and expired jobs of a topic to fail first
 -- Returns one row per job taken: the topic's position in p_topics (1-based), the job's
 -- columns after the lease (token 0 at most once), and now in µs. The rows come in no
@@ -16,7 +16,11 @@
 -- (a row another reserver holds is skipped, never waited for) and leased or deleted in the
 -- same statement; a paused topic hands out nothing; a job whose expiry has passed is never
 -- handed out (expire_jobs fails it first; one the budget left is skipped); leases that ran
--- out are failed first ("lease expired"), each retried or dead, and counted.
+-- out are failed first ("lease expired"), each retried or dead, and counted; the leasing
+-- reserves of a topic take turns (an advisory lock held to their commit) and number their
+-- jobs from a block of tokens taken inside (lib.sql's token_block), in the contract's
+-- order, so a topic's tokens grow in the order its jobs are handed out (a worker with two
+-- reserves on their way orders its buffer by them).
 --
 -- The due jobs of one priority are one range of jobs_waiting (tid, priority, ready_at, seq)
 -- WHERE state = 1, so the topic's bands are walked from the lowest priority: one probe finds
@@ -41,6 +45,9 @@ DECLARE
   after bigint;
   band record;
   got integer;
+  -- This call's block of tokens, taken at its first claim, and how many it has used.
+  v_tokens bigint;
+  taken integer := 0;
 BEGIN
   FOR k IN 1 .. coalesce(array_length(p_topics, 1), 0) LOOP
     EXIT WHEN want <= 0;
@@ -50,6 +57,15 @@ BEGIN
     PERFORM delayq.expire_leases(t, p_topics[k], v_now, greatest(budget, want));
     PERFORM delayq.expire_jobs(t, v_now, greatest(budget, want));
     CONTINUE WHEN paused IS NOT NULL AND paused > v_now;
+    IF NOT at_most_once THEN
+      -- Reserves of this topic take turns from here to their commit, and this one's tokens
+      -- come from a block taken now: later than every earlier reserve's, in the order of
+      -- the jobs (row_number), so tokens grow in the order jobs are handed out.
+      PERFORM pg_advisory_xact_lock(delayq.reserve_lock(), t);
+      IF v_tokens IS NULL THEN
+        v_tokens := delayq.token_block();
+      END IF;
+    END IF;
     after := -1;
     LOOP
       EXIT WHEN want <= 0;
@@ -75,14 +91,15 @@ BEGIN
       ELSE
         RETURN QUERY
         WITH c AS (
-          SELECT j.id FROM delayq.jobs j
-            WHERE j.tid = t AND j.state = 1 AND j.priority = after AND j.ready_at <= v_now
-              AND NOT (j.expires_at > 0 AND j.expires_at <= v_now)
-            ORDER BY j.ready_at, j.seq LIMIT want
-            FOR UPDATE SKIP LOCKED
+          SELECT d.id, row_number() OVER (ORDER BY d.ready_at, d.seq) AS rn FROM (
+            SELECT j.id, j.ready_at, j.seq FROM delayq.jobs j
+              WHERE j.tid = t AND j.state = 1 AND j.priority = after AND j.ready_at <= v_now
+                AND NOT (j.expires_at > 0 AND j.expires_at <= v_now)
+              ORDER BY j.ready_at, j.seq LIMIT want
+              FOR UPDATE SKIP LOCKED) d
         )
         UPDATE delayq.jobs j SET state = 3, attempts = j.attempts + 1,
-            token = nextval('delayq.seq'), deadline = v_now + j.ttr_ms
+            token = v_tokens + taken + c.rn, deadline = v_now + j.ttr_ms
           FROM c WHERE j.tid = t AND j.id = c.id
         RETURNING k, j.id, j.token, j.priority, j.ready_at, j.seq, j.ttr_ms, j.max_attempts,
           j.attempts, j.bo_base_ms, j.bo_factor, j.bo_max_ms, j.bo_jitter, j.created_at,
@@ -90,6 +107,7 @@ BEGIN
       END IF;
       GET DIAGNOSTICS got = ROW_COUNT;
       want := want - got;
+      taken := taken + got;
     END LOOP;
   END LOOP;
 END $$;

@@ -60,6 +60,21 @@ async fn sqlite(limits: Limits) -> Setup {
     }
 }
 
+/// The PostgreSQL engine on a PostgreSQL of the test's own.
+async fn postgres(limits: Limits) -> Setup {
+    let server = tokio::task::spawn_blocking(delayq_testkit::PostgresServer::start)
+        .await
+        .unwrap();
+    let config = delayq_postgres::PostgresConfig::new(server.url()).with_limits(limits);
+    let engine = delayq_postgres::PostgresEngine::connect(config)
+        .await
+        .unwrap();
+    Setup {
+        engine: Arc::new(engine),
+        _guard: Box::new(server),
+    }
+}
+
 fn small_limits() -> Limits {
     Limits { max_body: 2048 }
 }
@@ -2602,6 +2617,7 @@ async fn bulk_acts_on_all_that_match_issue_15(setup: Setup) {
 
 engine_tests!(on_redis, redis);
 engine_tests!(on_sqlite, sqlite);
+engine_tests!(on_postgres, postgres);
 engine_tests!(on_cluster, cluster);
 
 /// Redis down: the API answers 503 `unavailable` and readiness fails, health does not.

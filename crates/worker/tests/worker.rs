@@ -1,7 +1,7 @@
 //! The worker runtime against every engine: one generic case per guarantee
 //! (`support::cases`), instantiated once per engine by `worker_suite!`; on a Redis Cluster
-//! too, with the cases' topics on every primary (issue 13); and on Redis with topics of 8
-//! partitions (issue 18).
+//! too, with the cases' topics on every primary (issue 13); on Redis with topics of 8
+//! partitions (issue 18); and on PostgreSQL (issue 21).
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
@@ -18,6 +18,10 @@ mod redis_partitioned {
 
 mod sqlite {
     crate::support::worker_suite!(crate::support::sqlite::SqliteBackend);
+}
+
+mod postgres {
+    crate::support::worker_suite!(crate::support::postgres::PostgresBackend);
 }
 
 mod cluster {

@@ -4,10 +4,12 @@
 //! engine and compares every answer and the resulting state with the model, allowing only
 //! the freedom the contract allows (the engine time of each call within the window of two
 //! clock reads, the first topic of a multi-topic reserve, when an engine notices a lease ran
-//! out). [`check`] drives it from a test: `DELAYQ_MODEL_CASES` and `DELAYQ_MODEL_OPS` set
-//! the number of sequences and their longest length for a longer soak.
+//! out, the values of lease tokens: only their order within a topic is checked, each larger
+//! than every one before, and the model keeps the engine's). [`check`] drives it from a
+//! test: `DELAYQ_MODEL_CASES` and `DELAYQ_MODEL_OPS` set the number of sequences and their
+//! longest length for a longer soak.
 //!
-//! - `state`: [`Model`], [`Refusal`], [`DeliveryView`].
+//! - `state`: [`Model`], [`Refusal`], [`DeliveryView`], [`TokenOutOfOrder`].
 //! - `op`: [`Op`] and the strategies.
 //! - `run`: [`Runner`] and [`Totals`].
 //! - `regressions`: [`REGRESSIONS`], shrunk sequences of disagreements found and fixed.
@@ -27,7 +29,7 @@ pub use op::{
 };
 pub use regressions::{REGRESSIONS, Regression};
 pub use run::{GUARD_MS, MAX_WINDOW_MS, Runner, Totals};
-pub use state::{DeliveryView, Model, Refusal};
+pub use state::{DeliveryView, Model, Refusal, TokenOutOfOrder};
 
 /// How many sequences and how long: the defaults of a test, overridden by
 /// `DELAYQ_MODEL_CASES` and `DELAYQ_MODEL_OPS`.

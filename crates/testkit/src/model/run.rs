@@ -11,7 +11,10 @@
 //! next read of the topic). Before each call the runner waits out every lease due within
 //! [`GUARD_MS`] and reads its job, accepting the expiry at any time from the deadline to that
 //! read; a call that runs so long that a lease ends during it makes the case inconclusive
-//! (rejected, not failed).
+//! (rejected, not failed). The values of lease tokens are the third: the engine chooses
+//! them, and the runner hands each reserve pass the engine's tokens
+//! ([`Model::reserve_pass`]), so the model checks that each is larger than every token
+//! handed out before in its topic and keeps it for the later operations on that lease.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -23,7 +26,7 @@ use delayq_core::{
 use proptest::test_runner::TestCaseError;
 
 use super::op::{CLIENTS, IDS, JobSpec, LeasePick, Op, SettleKind, TOPICS, id, topic};
-use super::state::{DeliveryView, Model, Refusal};
+use super::state::{DeliveryView, Model, Refusal, TokenOutOfOrder};
 
 /// Leases due within this many ms of a call are waited out before it.
 pub const GUARD_MS: u64 = 150;
@@ -562,8 +565,13 @@ impl<'e, E: Engine> Runner<'e, E> {
                     ok = g.is_empty();
                     break;
                 }
-                if let Err(e) = self.step(&format!("reserve from {t}"), w, g, |m, now| {
-                    m.reserve_pass(t, left, req.mode, now)
+                let tokens: Vec<LeaseToken> = g
+                    .iter()
+                    .filter_map(|d| d.lease.as_ref().map(|l| l.token))
+                    .collect();
+                let want: Result<Vec<DeliveryView>, TokenOutOfOrder> = Ok(g.clone());
+                if let Err(e) = self.step(&format!("reserve from {t}"), w, &want, |m, now| {
+                    m.reserve_pass(t, left, req.mode, now, &tokens)
                 }) {
                     why = e.to_string();
                     ok = false;

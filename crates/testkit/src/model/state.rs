@@ -3,10 +3,19 @@
 //!
 //! The rules are the ones `delayq_core::Engine` documents: a waiting job is ready from its
 //! due time on; reserve takes the due jobs by (priority, due time, push order), counts an
-//! attempt and leases each with the topic's next counter value as its token; a lease is live
-//! while its token is the job's and now is before its deadline; a failed delivery (nack,
-//! lease expiry) retries after its delay or back-off, or goes dead when the attempts are used
-//! up; release gives the attempt back; kick revives a dead job with its attempts reset.
+//! attempt and leases each under a token; a lease is live while its token is the job's and
+//! now is before its deadline; a failed delivery (nack, lease expiry) retries after its delay
+//! or back-off, or goes dead when the attempts are used up; release gives the attempt back;
+//! kick revives a dead job with its attempts reset.
+//!
+//! Tokens are the engine's choice: the contract ([`LeaseToken`]) promises only that the
+//! tokens of a topic increase, each larger than every token handed out before in that topic
+//! (in each partition; the model has none, topic settings are not modelled, so a topic is
+//! one partition). So a reserve pass takes the tokens the engine chose
+//! ([`Model::reserve_pass`]), refuses them when they break that order
+//! ([`TokenOutOfOrder`]), and keeps them: every later operation with the lease (ack, nack,
+//! touch, bury, release, settle, the refusal of a stale token) then answers exactly as the
+//! engine must.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -72,6 +81,20 @@ impl From<&delayq_core::Delivery> for DeliveryView {
             lateness_ms: u64::try_from(d.lateness.as_millis()).unwrap_or(u64::MAX),
         }
     }
+}
+
+/// A reserve pass was given a token that is not larger than every token handed out before in
+/// its topic: the engine broke the order the contract promises ([`LeaseToken`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenOutOfOrder {
+    /// The topic of the lease.
+    pub topic: Topic,
+    /// The job the token was given for.
+    pub id: JobId,
+    /// The token given.
+    pub token: LeaseToken,
+    /// The largest token handed out before in the topic.
+    pub last: LeaseToken,
 }
 
 /// Where a job is, as the model keeps it: waiting (delayed or ready: time decides), leased
@@ -155,8 +178,11 @@ impl ModelJob {
 #[derive(Clone, Debug, PartialEq, Default)]
 struct TopicModel {
     jobs: BTreeMap<JobId, ModelJob>,
-    /// The topic's counter: push order and lease tokens.
+    /// The topic's counter of push order.
     seq: u64,
+    /// The largest lease token handed out in the topic (0 before the first): every new one
+    /// must be larger.
+    last_token: u64,
     expired_leases: u64,
     /// On the topic list ([`delayq_core::Engine::topics`]).
     listed: bool,
@@ -256,16 +282,22 @@ impl Model {
     }
 
     /// One reserve pass over `topic` at `now`: up to `max` due jobs in the contract's order.
+    /// At least once, the `k`-th job is leased under `tokens[k]` (the engine's choice), or,
+    /// past the end of `tokens`, under the smallest token the contract allows (one above the
+    /// last); refused when a token is not larger than every token handed out before in the
+    /// topic.
     pub fn reserve_pass(
         &mut self,
         topic: &Topic,
         max: usize,
         mode: DeliveryMode,
         now: Timestamp,
-    ) -> Vec<DeliveryView> {
+        tokens: &[LeaseToken],
+    ) -> Result<Vec<DeliveryView>, TokenOutOfOrder> {
         let Some(t) = self.topics.get_mut(topic) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
+        let mut tokens = tokens.iter();
         let mut due: Vec<(u32, Timestamp, u64, JobId)> = t
             .jobs
             .iter()
@@ -279,8 +311,17 @@ impl Model {
             let lateness_ms = now.as_millis().saturating_sub(ready_at.as_millis());
             let lease = match mode {
                 DeliveryMode::AtLeastOnce => {
-                    t.seq += 1;
-                    Some(t.seq)
+                    let token = tokens.next().map_or(t.last_token + 1, |k| k.0);
+                    if token <= t.last_token {
+                        return Err(TokenOutOfOrder {
+                            topic: topic.clone(),
+                            id,
+                            token: LeaseToken(token),
+                            last: LeaseToken(t.last_token),
+                        });
+                    }
+                    t.last_token = token;
+                    Some(token)
                 }
                 DeliveryMode::AtMostOnce => None,
             };
@@ -317,7 +358,7 @@ impl Model {
                 lateness_ms,
             });
         }
-        out
+        Ok(out)
     }
 
     /// Why `lease` is not live at `now`, or the job when it is.
@@ -439,8 +480,8 @@ impl Model {
         n
     }
 
-    /// Removes every job of a topic; its counter stays, its expired-lease count restarts,
-    /// it leaves the topic list.
+    /// Removes every job of a topic; its counter and last token stay, its expired-lease count
+    /// restarts, it leaves the topic list.
     pub fn purge(&mut self, topic: &Topic) -> u64 {
         let Some(t) = self.topics.get_mut(topic) else {
             return 0;
@@ -553,5 +594,68 @@ impl Model {
             j.fail(at, None, Some("lease expired"));
             t.expired_leases += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::op::{JobSpec, id, topic};
+
+    fn lease_of(d: &DeliveryView) -> Lease {
+        d.lease.clone().expect("at least once")
+    }
+
+    /// A pass keeps the engine's tokens, gaps and all; a token not above every earlier one of
+    /// the topic is refused; the other topic has an order of its own; an old token is stale.
+    #[test]
+    fn tokens_are_the_engines_in_the_contracts_order() {
+        let mut m = Model::default();
+        let at = Timestamp::from_millis(1_000);
+        let spec = |t, i| JobSpec {
+            topic: t,
+            id: i,
+            delay_ms: 0,
+            priority: 0,
+            max_attempts: 3,
+            bad_ttr: false,
+        };
+        for (t, i) in [(0, 0), (0, 1), (1, 0)] {
+            m.push(&spec(t, i).new_job(), at);
+        }
+        let (t0, t1) = (topic(0), topic(1));
+        let once = DeliveryMode::AtLeastOnce;
+        let got = m.reserve_pass(&t0, 2, once, at, &[LeaseToken(7), LeaseToken(40)]);
+        let got = got.expect("increasing tokens");
+        let first = lease_of(&got[0]);
+        assert_eq!(
+            (first.token, lease_of(&got[1]).token),
+            (LeaseToken(7), LeaseToken(40))
+        );
+        assert_eq!(m.release(&first, at), Ok(()));
+
+        let mut again = m.clone();
+        let refused = again.reserve_pass(&t0, 1, once, at, &[LeaseToken(40)]);
+        assert_eq!(
+            refused,
+            Err(TokenOutOfOrder {
+                topic: t0.clone(),
+                id: id(0),
+                token: LeaseToken(40),
+                last: LeaseToken(40),
+            })
+        );
+        let mut smallest = m.clone();
+        let got = smallest
+            .reserve_pass(&t0, 1, once, at, &[])
+            .expect("default");
+        assert_eq!(lease_of(&got[0]).token, LeaseToken(41));
+
+        let other = m.reserve_pass(&t1, 1, once, at, &[LeaseToken(1)]);
+        assert_eq!(lease_of(&other.expect("own order")[0]).token, LeaseToken(1));
+        let got = m.reserve_pass(&t0, 1, once, at, &[LeaseToken(41)]);
+        let second = lease_of(&got.expect("above 40")[0]);
+        assert_eq!(m.ack(&first, at), Err(Refusal::LeaseLost));
+        assert_eq!(m.ack(&second, at), Ok(()));
     }
 }

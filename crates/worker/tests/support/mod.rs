@@ -4,6 +4,7 @@
 pub mod cases;
 pub mod cluster;
 pub mod counting;
+pub mod postgres;
 pub mod redis;
 pub mod sqlite;
 
