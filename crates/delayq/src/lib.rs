@@ -3,9 +3,10 @@
 //! the way (at-least-once with fencing: a second delivery happens only after a lease expired
 //! or a nack).
 //!
-//! One [`Queue`] handle pushes jobs and starts [`Worker`]s, over either engine:
-//! Redis (`redis://`, many processes, no leader) or the embedded SQLite engine
-//! (`sqlite:///path/to/dir`, one process, durable; `memory://` for tests).
+//! One [`Queue`] handle pushes jobs and starts [`Worker`]s, over any engine: Redis
+//! (`redis://`, many processes, no leader), PostgreSQL (`postgres://`, many processes, a push
+//! can join your own transaction: [`postgres::PostgresEngine::push_in`]) or the embedded
+//! SQLite engine (`sqlite:///path/to/dir`, one process, durable; `memory://` for tests).
 //!
 //! ```
 //! use std::time::Duration;
@@ -51,7 +52,7 @@
 //! - `queue`: [`Queue`] (the producer API and the door to workers) and [`Push`].
 //! - `open`: [`open`] and [`OpenOptions`]: an engine from a URL.
 //! - Re-exported crates: [`core`] (the contract: [`Engine`], [`NewJob`], [`Error`] ...),
-//!   [`worker`] (the worker runtime), [`redis`] and [`sqlite`] (the engines).
+//!   [`worker`] (the worker runtime), [`redis`], [`postgres`] and [`sqlite`] (the engines).
 #![deny(missing_docs)]
 
 mod open;
@@ -61,6 +62,7 @@ pub use open::{Location, OpenOptions, open, open_with};
 pub use queue::{Push, Queue};
 
 pub use delayq_core as core;
+pub use delayq_postgres as postgres;
 pub use delayq_redis as redis;
 pub use delayq_sqlite as sqlite;
 pub use delayq_worker as worker;

@@ -1,11 +1,12 @@
 //! Opening an engine from a URL: `redis://` and `rediss://` (Redis), `redis+cluster://` and
-//! `rediss+cluster://` (Redis Cluster), `sqlite:///path/to/dir`
-//! or a plain path (embedded), `memory://` (embedded, in memory).
+//! `rediss+cluster://` (Redis Cluster), `postgres://` and `postgresql://` (PostgreSQL),
+//! `sqlite:///path/to/dir` or a plain path (embedded), `memory://` (embedded, in memory).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use delayq_core::{Engine, Error, Limits, Result};
+use delayq_postgres::{PostgresConfig, PostgresEngine};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_sqlite::{SqliteConfig, SqliteEngine, Synchronous};
 
@@ -44,6 +45,8 @@ impl Default for OpenOptions {
 pub enum Location {
     /// A Redis server or Redis Cluster (the URL as given).
     Redis(String),
+    /// A PostgreSQL database (the URL as given).
+    Postgres(String),
     /// An embedded engine's data directory.
     Dir(std::path::PathBuf),
     /// An embedded engine in memory.
@@ -52,8 +55,15 @@ pub enum Location {
 
 impl Location {
     /// Parses `redis://…`, `rediss://…`, `redis+cluster://…`, `rediss+cluster://…`,
-    /// `sqlite:///dir`, `sqlite://relative/dir`, `memory://`, or a plain path.
+    /// `postgres://…`, `postgresql://…`, `sqlite:///dir`, `sqlite://relative/dir`,
+    /// `memory://`, or a plain path.
     pub fn parse(url: &str) -> Result<Self> {
+        if ["postgres://", "postgresql://"]
+            .iter()
+            .any(|scheme| url.starts_with(scheme))
+        {
+            return Ok(Location::Postgres(url.to_string()));
+        }
         if [
             "redis://",
             "rediss://",
@@ -79,13 +89,13 @@ impl Location {
         if url.contains("://") {
             return Err(Error::InvalidConfig {
                 reason: format!(
-                    "unknown engine URL {url:?}; use redis://, rediss://, redis+cluster://, sqlite:///path/to/dir, memory:// or a plain directory path"
+                    "unknown engine URL {url:?}; use redis://, rediss://, redis+cluster://, postgres://, sqlite:///path/to/dir, memory:// or a plain directory path"
                 ),
             });
         }
         if url.is_empty() {
             return Err(Error::InvalidConfig {
-                reason: "empty engine URL; use redis://, rediss://, sqlite:///path/to/dir, memory:// or a directory path".into(),
+                reason: "empty engine URL; use redis://, rediss://, postgres://, sqlite:///path/to/dir, memory:// or a directory path".into(),
             });
         }
         Ok(Location::Dir(url.into()))
@@ -106,6 +116,10 @@ pub async fn open_with(url: &str, options: &OpenOptions) -> Result<Arc<dyn Engin
                 .with_limits(options.limits.clone())
                 .with_wait_replicas(options.redis_wait_replicas, options.redis_wait_timeout);
             Arc::new(RedisEngine::connect(config).await?)
+        }
+        Location::Postgres(url) => {
+            let config = PostgresConfig::new(url).with_limits(options.limits.clone());
+            Arc::new(PostgresEngine::connect(config).await?)
         }
         Location::Dir(dir) => {
             let config = SqliteConfig::dir(dir)
@@ -151,7 +165,16 @@ mod tests {
             Some(Location::Dir("./delayq-data".into()))
         );
         assert_eq!(Location::parse("memory://").ok(), Some(Location::Memory));
-        for bad in ["", "http://x", "sqlite://", "postgres://db"] {
+        for pg in [
+            "postgres://app@db/app",
+            "postgresql://db:5432/q?sslmode=require",
+        ] {
+            assert_eq!(
+                Location::parse(pg).ok(),
+                Some(Location::Postgres(pg.into()))
+            );
+        }
+        for bad in ["", "http://x", "sqlite://", "mysql://db"] {
             assert!(
                 matches!(Location::parse(bad), Err(Error::InvalidConfig { .. })),
                 "{bad}"
@@ -174,12 +197,12 @@ mod fuzz {
         fn any_url_is_a_location_or_invalid_config(
             url in prop_oneof![
                 any::<String>(),
-                (prop::sample::select(vec!["redis://", "rediss+cluster://", "sqlite://", "sqlite:///", "memory://", "memory:", "http://", "://", ""]), any::<String>())
+                (prop::sample::select(vec!["redis://", "rediss+cluster://", "postgres://", "sqlite://", "sqlite:///", "memory://", "memory:", "http://", "://", ""]), any::<String>())
                     .prop_map(|(s, rest)| format!("{s}{rest}")),
             ]
         ) {
             match Location::parse(&url) {
-                Ok(Location::Redis(u)) => prop_assert_eq!(u, url),
+                Ok(Location::Redis(u) | Location::Postgres(u)) => prop_assert_eq!(u, url),
                 Ok(Location::Dir(p)) => prop_assert!(!p.as_os_str().is_empty()),
                 Ok(Location::Memory) => prop_assert!(url.starts_with("memory:")),
                 Err(e) => prop_assert!(matches!(e, Error::InvalidConfig { .. }), "{e:?}"),

@@ -37,8 +37,8 @@ pub struct Queue {
 
 impl Queue {
     /// Opens the engine a URL points to: `redis://` / `rediss://`, `redis+cluster://h1:p1,h2:p2`
-    /// / `rediss+cluster://…` (Redis Cluster), `sqlite:///path/to/dir` or
-    /// a plain directory path, `memory://`.
+    /// / `rediss+cluster://…` (Redis Cluster), `postgres://…` (PostgreSQL),
+    /// `sqlite:///path/to/dir` or a plain directory path, `memory://`.
     pub async fn open(url: &str) -> Result<Self> {
         Self::open_with(url, &OpenOptions::default()).await
     }
