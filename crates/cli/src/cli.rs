@@ -117,7 +117,8 @@ pub enum Command {
 #[derive(Args, Debug, Default)]
 pub struct ServeArgs {
     /// TOML file with any of these keys: listen, data_dir, redis_url, redis_prefix,
-    /// redis_connect_timeout, redis_wait_replicas, redis_wait_timeout, sync, tls_cert, tls_key, metrics_public (true or false),
+    /// postgres_url, connect_timeout, redis_wait_replicas, redis_wait_timeout, sync,
+    /// tls_cert, tls_key, metrics_public (true or false),
     /// tokens (a list), max_body, max_request_bytes, max_wait and request_timeout (e.g.
     /// "30s"), concurrency, max_long_polls, ui (on, read-only or off), beanstalk,
     /// beanstalk_max_job_size, log, log_format. Example: `listen = "0.0.0.0:7070"`.
@@ -137,10 +138,28 @@ pub struct ServeArgs {
     /// Redis key prefix [default: delayq].
     #[arg(long, env = "DELAYQ_REDIS_PREFIX")]
     pub redis_prefix: Option<String>,
-    /// How long to wait at startup for Redis to answer, retrying with back-off and logging
-    /// that it waits; 0s fails at the first refusal [default: 30s].
-    #[arg(long, env = "DELAYQ_REDIS_CONNECT_TIMEOUT", value_parser = DurationParser)]
-    pub redis_connect_timeout: Option<Duration>,
+    /// Use this PostgreSQL instead of the embedded engine:
+    /// `postgres://[user[:password]@]host[:port]/database[?sslmode=...&sslrootcert=...]`.
+    /// `sslmode` as libpq: `prefer` (the default) and `require` encrypt without checking the
+    /// certificate, `verify-ca` checks who signed it, `verify-full` also the host name;
+    /// `sslrootcert` is a PEM file of authorities to trust besides the system's. The engine
+    /// keeps its tables in the schema `delayq`, made or upgraded at start.
+    #[arg(
+        long = "postgres",
+        env = "DELAYQ_POSTGRES_URL",
+        hide_env_values = true,
+        conflicts_with = "redis_url"
+    )]
+    pub postgres_url: Option<String>,
+    /// How long to wait at startup for Redis or PostgreSQL to answer, retrying with
+    /// back-off and logging that it waits; 0s fails at the first refusal [default: 30s].
+    #[arg(
+        long,
+        visible_alias = "redis-connect-timeout",
+        env = "DELAYQ_CONNECT_TIMEOUT",
+        value_parser = DurationParser
+    )]
+    pub connect_timeout: Option<Duration>,
     /// Redis: how many replicas must acknowledge every state-changing call (push, reserve,
     /// ack ...) before it answers; Redis `WAIT` follows each such call on the same node.
     /// Fewer in time answer 503 `not_replicated` (the write may not survive a failover; a

@@ -18,7 +18,10 @@ pub struct FileConfig {
     data_dir: Option<PathBuf>,
     redis_url: Option<String>,
     redis_prefix: Option<String>,
-    redis_connect_timeout: Option<toml::Value>,
+    postgres_url: Option<String>,
+    /// Read under its former name too.
+    #[serde(alias = "redis_connect_timeout")]
+    connect_timeout: Option<toml::Value>,
     redis_wait_replicas: Option<usize>,
     redis_wait_timeout: Option<toml::Value>,
     sync: Option<SyncArg>,
@@ -52,7 +55,9 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub redis_url: Option<String>,
     pub redis_prefix: String,
-    pub redis_connect_timeout: Duration,
+    pub postgres_url: Option<String>,
+    /// How long to wait at startup for Redis or PostgreSQL.
+    pub connect_timeout: Duration,
     pub redis_wait_replicas: usize,
     pub redis_wait_timeout: Duration,
     pub sync: SyncArg,
@@ -141,10 +146,10 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .duration("max_wait", &file.max_wait)?
             .unwrap_or(Duration::from_secs(30)),
     };
-    let redis_connect_timeout = match args.redis_connect_timeout {
+    let connect_timeout = match args.connect_timeout {
         Some(d) => d,
         None => file
-            .duration("redis_connect_timeout", &file.redis_connect_timeout)?
+            .duration("connect_timeout", &file.connect_timeout)?
             .unwrap_or(Duration::from_secs(30)),
     };
     let redis_wait_timeout = match args.redis_wait_timeout {
@@ -170,6 +175,16 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
         );
     }
     let destinations = file.destinations()?;
+    let redis_url = args.redis_url.or(file.redis_url).filter(|u| !u.is_empty());
+    let postgres_url = args
+        .postgres_url
+        .or(file.postgres_url)
+        .filter(|u| !u.is_empty());
+    if redis_url.is_some() && postgres_url.is_some() {
+        anyhow::bail!(
+            "both Redis (--redis, DELAYQ_REDIS_URL or redis_url) and PostgreSQL (--postgres, DELAYQ_POSTGRES_URL or postgres_url) are given; keep the one engine this server should use"
+        );
+    }
     Ok(Settings {
         listen: args
             .listen
@@ -179,12 +194,13 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .data_dir
             .or(file.data_dir)
             .unwrap_or_else(|| "./delayq-data".into()),
-        redis_url: args.redis_url.or(file.redis_url).filter(|u| !u.is_empty()),
+        redis_url,
         redis_prefix: args
             .redis_prefix
             .or(file.redis_prefix)
             .unwrap_or_else(|| "delayq".into()),
-        redis_connect_timeout,
+        postgres_url,
+        connect_timeout,
         redis_wait_replicas: args
             .redis_wait_replicas
             .or(file.redis_wait_replicas)
@@ -241,11 +257,32 @@ mod tests {
         assert_eq!(s.redis_url, None);
         assert_eq!(s.sync, SyncArg::Normal);
         assert_eq!(s.max_wait, Duration::from_secs(30));
-        assert_eq!(s.redis_connect_timeout, Duration::from_secs(30));
+        assert_eq!(s.connect_timeout, Duration::from_secs(30));
         assert_eq!(s.redis_wait_replicas, 0, "no WAIT unless asked");
         assert_eq!(s.redis_wait_timeout, Duration::from_secs(1));
         assert_eq!(s.log_format, LogFormat::Text);
         assert!(s.tokens.is_empty());
+    }
+
+    #[test]
+    fn one_engine_at_a_time() {
+        let file: FileConfig =
+            toml::from_str(r#"postgres_url = "postgres://db/app""#).expect("parses");
+        let s = resolve(ServeArgs::default(), file).expect("resolves");
+        assert_eq!(s.postgres_url.as_deref(), Some("postgres://db/app"));
+        assert_eq!(s.redis_url, None);
+        let file: FileConfig =
+            toml::from_str(r#"postgres_url = "postgres://db/app""#).expect("parses");
+        let args = ServeArgs {
+            redis_url: Some("redis://db".into()),
+            ..ServeArgs::default()
+        };
+        let e = resolve(args, file).expect_err("two engines are refused");
+        let text = e.to_string();
+        assert!(
+            text.contains("--redis") && text.contains("--postgres"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -279,7 +316,7 @@ mod tests {
         );
         assert_eq!(s.tokens, vec!["from-the-file-token".to_string()]);
         assert_eq!(s.sync, SyncArg::Full);
-        assert_eq!(s.redis_connect_timeout, Duration::from_secs(120));
+        assert_eq!(s.connect_timeout, Duration::from_secs(120));
         assert_eq!(s.redis_wait_replicas, 1);
         assert_eq!(s.redis_wait_timeout, Duration::from_millis(250));
         assert_eq!(s.log_format, LogFormat::Json);
@@ -321,19 +358,29 @@ mod tests {
         assert_eq!(s.data_dir, PathBuf::from("/var/lib/delayq"));
         assert_eq!(s.listen, "127.0.0.1:7070");
 
-        let uncommented: String = text
-            .lines()
-            .map(|l| match l.strip_prefix("# ") {
-                Some(setting) if setting.contains(" = ") => setting,
-                _ => l,
-            })
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let file: FileConfig = toml::from_str(&uncommented).expect("the commented settings parse");
-        let s = resolve(ServeArgs::default(), file).expect("resolves");
-        assert_eq!(s.redis_url.as_deref(), Some("redis://127.0.0.1:6379"));
-        assert!(s.tls.is_some());
-        assert_eq!(s.max_wait, Duration::from_secs(30));
+        // Every commented setting, with one engine at a time (Redis, then PostgreSQL).
+        for (engine, other) in [("redis_url", "postgres_url"), ("postgres_url", "redis_url")] {
+            let uncommented: String = text
+                .lines()
+                .map(|l| match l.strip_prefix("# ") {
+                    Some(setting) if setting.contains(" = ") && !setting.starts_with(other) => {
+                        setting
+                    }
+                    _ => l,
+                })
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let file: FileConfig =
+                toml::from_str(&uncommented).expect("the commented settings parse");
+            let s = resolve(ServeArgs::default(), file).expect("resolves");
+            if engine == "redis_url" {
+                assert_eq!(s.redis_url.as_deref(), Some("redis://127.0.0.1:6379"));
+            } else {
+                assert!(s.postgres_url.is_some_and(|u| u.starts_with("postgres://")));
+            }
+            assert!(s.tls.is_some());
+            assert_eq!(s.max_wait, Duration::from_secs(30));
+        }
     }
 
     #[test]
@@ -398,6 +445,8 @@ mod fuzz {
         "data_dir",
         "redis_url",
         "redis_prefix",
+        "postgres_url",
+        "connect_timeout",
         "redis_connect_timeout",
         "redis_wait_replicas",
         "redis_wait_timeout",

@@ -516,6 +516,7 @@ fn serve_fails(extra: &[&str]) -> String {
         .arg(dir.path().join("data"))
         .args(extra)
         .env_remove("DELAYQ_REDIS_URL")
+        .env_remove("DELAYQ_POSTGRES_URL")
         .env_remove("DELAYQ_CONFIG")
         .output()
         .unwrap();
@@ -607,7 +608,7 @@ fn serve_waits_for_redis_and_logs_an_outage_once_issue_12() {
     let s = Server::start(&[
         "--redis",
         &redis.url(),
-        "--redis-connect-timeout",
+        "--connect-timeout",
         "60s",
         "--log-format",
         "json",
@@ -1245,7 +1246,11 @@ fn help_is_complete() {
         "--tls-key",
         "--metrics-public",
         "16 characters",
+        "--connect-timeout",
         "--redis-connect-timeout",
+        "--postgres",
+        "sslmode",
+        "DELAYQ_POSTGRES_URL",
         "--log-format",
         "--log",
         "--config",
@@ -1263,6 +1268,7 @@ fn help_is_complete() {
         .args(["serve", "--help"])
         .env("DELAYQ_TOKENS", "a-secret-token-value")
         .env("DELAYQ_REDIS_URL", "redis://app:hunter2@db")
+        .env("DELAYQ_POSTGRES_URL", "postgres://app:hunter2@db/app")
         .output()
         .unwrap());
     assert!(
@@ -1376,6 +1382,14 @@ fn schemathesis_on_redis() {
     fuzz(&s, s._dir.path());
 }
 
+#[test]
+fn schemathesis_on_postgres() {
+    let pg = delayq_testkit::PostgresServer::start();
+    let s = Server::start(&["--postgres", &pg.url()]);
+    s.wait_for_log("serving on");
+    fuzz(&s, s._dir.path());
+}
+
 /// `delayq bench` runs its phases on a temporary embedded engine and on a Redis, reports
 /// every job delivered and none early, and leaves no job behind.
 #[test]
@@ -1485,6 +1499,80 @@ fn serve_speaks_beanstalk_on_request_issue_19() {
     ]);
     assert!(
         last_line(&err).contains("--beanstalk-max-job-size 300000 is outside 1 to --max-body"),
+        "{err}"
+    );
+}
+
+/// `serve --postgres` (issue 21): the server runs on a PostgreSQL that wants TLS and a
+/// password, waits for it at startup, never logs the password, and a login it cannot make
+/// or a second engine is one clear sentence at once.
+#[test]
+fn serve_runs_on_postgres_issue_21() {
+    // See: issue 21
+    let mut pg = delayq_testkit::PostgresServer::start_secure();
+    pg.kill();
+    let s = Server::start(&["--postgres", &pg.url(), "--connect-timeout", "60s"]);
+    s.wait_for_log("waiting for PostgreSQL");
+    pg.restart();
+    s.wait_for_log("serving on");
+    let log = s.log();
+    assert!(
+        log.contains("postgresql at postgres://***@localhost:"),
+        "{log}"
+    );
+    assert!(!log.contains(delayq_testkit::POSTGRES_PASSWORD), "{log}");
+
+    let out = ok(s.run(&[
+        "push",
+        "orders",
+        "cancel order 7",
+        "--id",
+        "order-7",
+        "--delay",
+        "300ms",
+    ]));
+    assert!(out.contains("pushed order-7 in orders: delayed"), "{out}");
+    let out = ok(s.run(&["reserve", "orders", "--wait", "10s", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["jobs"][0]["job"]["id"], "order-7", "{v}");
+    let token = v["jobs"][0]["token"].as_u64().unwrap().to_string();
+    ok(s.run(&["ack", "orders", "order-7", &token]));
+    assert_eq!(s.run(&["get", "orders", "order-7"]).status.code(), Some(3));
+
+    // A wrong password fails at once, without waiting and without the password.
+    let wrong = pg
+        .url()
+        .replace(delayq_testkit::POSTGRES_PASSWORD, "not-the-password");
+    let started = Instant::now();
+    let err = serve_fails(&["--postgres", &wrong, "--connect-timeout", "60s"]);
+    let line = last_line(&err);
+    assert!(
+        line.contains("cannot open the engine (PostgreSQL)")
+            && line.contains("refused the login")
+            && line.contains("check the user and password"),
+        "{err}"
+    );
+    assert!(!err.contains("not-the-password"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "it waited: {err}"
+    );
+
+    // One engine at a time.
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--postgres",
+            &pg.url(),
+            "--redis",
+            "redis://127.0.0.1:1",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--postgres") && err.contains("--redis"),
         "{err}"
     );
 }

@@ -22,6 +22,7 @@
 //!   TLS and with an ACL user ([`ClusterOptions`]); helpers kill a primary or move a slot and
 //!   wait until the cluster has settled. [`key_slot`] computes a key's hash slot as Redis
 //!   does.
+//! - `tls`: the CA and server certificate generated for a test server that speaks TLS.
 //! - `harness`: [`Harness`], what an engine provides to be checked by the suite.
 //! - `conformance`: the cases, one async function per clause of the contract, and the
 //!   [`conformance_suite!`] macro that makes one `#[tokio::test]` of each.
@@ -44,11 +45,12 @@ mod postgres_server;
 mod rabbitmq_server;
 mod redis_cluster;
 mod redis_server;
+mod tls;
 
 pub use beanstalkd::{BEANSTALKD_ENV, Beanstalkd, BeanstalkdOptions};
 pub use harness::{Harness, Partitioned};
 pub use nats_server::{NATS_SERVER_ENV, NatsServer};
-pub use postgres_server::{POSTGRES_BIN_ENV, PostgresServer};
+pub use postgres_server::{POSTGRES_BIN_ENV, POSTGRES_PASSWORD, PostgresServer};
 pub use rabbitmq_server::{RABBITMQ_SERVER_ENV, RabbitMqServer};
 pub use redis_cluster::{
     ClusterNode, ClusterOptions, Failover, REDIS_CLI_ENV, RedisCluster, SLOTS, key_slot,

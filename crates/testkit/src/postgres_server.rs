@@ -23,21 +23,39 @@ pub const POSTGRES_BIN_ENV: &str = "DELAYQ_POSTGRES_BIN";
 /// The system user that runs the server when the test runs as root.
 const SYSTEM_USER: &str = "postgres";
 
-/// A running PostgreSQL owned by the test; superuser `postgres`, trust authentication on
-/// loopback, database `postgres`.
+/// The superuser's password on a server made by [`PostgresServer::start_secure`].
+pub const POSTGRES_PASSWORD: &str = "delayq-testkit-secret";
+
+/// A running PostgreSQL owned by the test; superuser `postgres`, database `postgres`; trust
+/// authentication on loopback, or (made by [`PostgresServer::start_secure`]) TLS and a
+/// password only.
 pub struct PostgresServer {
     /// The postmaster (under `runuser` when root), in a process group of its own.
     child: Option<Child>,
     port: u16,
     bin: PathBuf,
-    /// Holds `data/` (the cluster), `sock/` and `postgres.log`.
+    /// Holds `data/` (the cluster), `sock/` and `postgres.log`; `ca.pem`, `server.pem`,
+    /// `server.key` and `password` when secure.
     dir: TempDir,
+    /// TLS only and `scram-sha-256` passwords.
+    secure: bool,
 }
 
 impl PostgresServer {
     /// Makes a cluster and starts it on a free port. Panics with its log if it does not come
     /// up.
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// As [`PostgresServer::start`], but TCP clients must speak TLS (a certificate for
+    /// `localhost` only, signed by [`PostgresServer::ca_file`]) and log in with a password
+    /// ([`POSTGRES_PASSWORD`], checked by `scram-sha-256`); a plain connection is rejected.
+    pub fn start_secure() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(secure: bool) -> Self {
         let bin = bin_dir();
         let dir = tempfile::Builder::new()
             .prefix("delayq-postgres-")
@@ -45,6 +63,19 @@ impl PostgresServer {
             .unwrap_or_else(|e| panic!("cannot create a temporary directory for PostgreSQL: {e}"));
         std::fs::create_dir(dir.path().join("sock"))
             .unwrap_or_else(|e| panic!("cannot create the socket directory: {e}"));
+        if secure {
+            // Written before the directory is handed over, so the server user owns them; the
+            // key must be readable by its owner only or the server refuses it.
+            let tls = crate::tls::TlsFiles::generate_for(&["localhost"]);
+            tls.write(dir.path());
+            std::fs::set_permissions(
+                dir.path().join("server.key"),
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
+            )
+            .unwrap_or_else(|e| panic!("cannot restrict server.key: {e}"));
+            std::fs::write(dir.path().join("password"), POSTGRES_PASSWORD)
+                .unwrap_or_else(|e| panic!("cannot write the password file: {e}"));
+        }
         if running_as_root() {
             // The whole directory, so the server can write its log, data and socket.
             let status = Command::new("chown")
@@ -75,6 +106,11 @@ impl PostgresServer {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if secure {
+            initdb
+                .args(["--auth-host=scram-sha-256", "--pwfile"])
+                .arg(dir.path().join("password"));
+        }
         let out = crate::child::spawn(&mut initdb, "postgresql", POSTGRES_BIN_ENV)
             .wait_with_output()
             .unwrap_or_else(|e| panic!("initdb: {e}"));
@@ -85,11 +121,22 @@ impl PostgresServer {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        if secure {
+            // TLS and a password over TCP, nothing else; the socket stays open to the owner.
+            std::fs::write(
+                dir.path().join("data/pg_hba.conf"),
+                "local all all trust\n\
+                 hostssl all all 127.0.0.1/32 scram-sha-256\n\
+                 hostnossl all all 127.0.0.1/32 reject\n",
+            )
+            .unwrap_or_else(|e| panic!("cannot write pg_hba.conf: {e}"));
+        }
         let mut server = PostgresServer {
             child: None,
             port: 0,
             bin,
             dir,
+            secure,
         };
         // The last attempt's port is the one it listens on.
         crate::child::on_a_free_port("postgres", |port| {
@@ -99,9 +146,34 @@ impl PostgresServer {
         server
     }
 
-    /// `postgres://postgres@127.0.0.1:<port>/postgres`.
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`; on a secure server
+    /// `postgres://postgres:<password>@localhost:<port>/postgres?sslmode=verify-full&sslrootcert=<ca>`.
     pub fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        if self.secure {
+            format!(
+                "postgres://postgres:{POSTGRES_PASSWORD}@localhost:{}/postgres?sslmode=verify-full&sslrootcert={}",
+                self.port,
+                self.ca_file().display()
+            )
+        } else {
+            format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        }
+    }
+
+    /// The certificate authority (PEM) of a secure server's certificate.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// The directory of its Unix socket, where the harness's own connections need neither
+    /// TLS nor a password (`host=<dir> port=<port>`).
+    pub fn sock_dir(&self) -> PathBuf {
+        self.dir.path().join("sock")
+    }
+
+    /// The port it listens on, at 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// `127.0.0.1:<port>`.
@@ -144,6 +216,24 @@ impl PostgresServer {
             .arg(self.dir.path().join("sock"))
             // Durable as a real server (fsync on): the crash tests rely on it.
             .args(["-c", "logging_collector=off", "-c", "max_connections=200"])
+            .args(if self.secure {
+                vec![
+                    "-c".to_string(),
+                    "ssl=on".to_string(),
+                    "-c".to_string(),
+                    format!(
+                        "ssl_cert_file={}",
+                        self.dir.path().join("server.pem").display()
+                    ),
+                    "-c".to_string(),
+                    format!(
+                        "ssl_key_file={}",
+                        self.dir.path().join("server.key").display()
+                    ),
+                ]
+            } else {
+                Vec::new()
+            })
             .current_dir(self.dir.path())
             .process_group(0)
             .stdin(Stdio::null())
@@ -251,5 +341,31 @@ mod tests {
         pg.kill();
         pg.restart();
         assert_eq!(psql(&pg, "select v from t"), "7");
+    }
+
+    /// A secure server lets in TLS with the password, and nothing else.
+    #[test]
+    fn a_secure_cluster_wants_tls_and_the_password() {
+        let pg = PostgresServer::start_secure();
+        assert_eq!(
+            psql(
+                &pg,
+                "select ssl from pg_stat_ssl where pid = pg_backend_pid()"
+            ),
+            "t"
+        );
+        let port = pg.port;
+        for refused in [
+            format!("postgres://postgres@localhost:{port}/postgres?sslmode=require"),
+            format!(
+                "postgres://postgres:{POSTGRES_PASSWORD}@localhost:{port}/postgres?sslmode=disable"
+            ),
+        ] {
+            let out = Command::new(pg.bin.join("psql"))
+                .args(["-X", "-A", "-t", "-w", "-d", &refused, "-c", "select 1"])
+                .output()
+                .unwrap_or_else(|e| panic!("psql: {e}"));
+            assert!(!out.status.success(), "{refused} was let in");
+        }
     }
 }

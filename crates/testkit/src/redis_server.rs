@@ -15,8 +15,9 @@ use std::process::{Child, Command, Stdio};
 
 use tempfile::TempDir;
 
+pub(crate) use crate::tls::TlsFiles;
+pub(crate) use access::Access;
 pub use access::{ACL_RULES, AclUser};
-pub(crate) use access::{Access, TlsFiles};
 
 /// The environment variable that overrides the `redis-server` binary.
 pub const REDIS_SERVER_ENV: &str = "DELAYQ_REDIS_SERVER";

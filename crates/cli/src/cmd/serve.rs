@@ -1,7 +1,7 @@
 //! `delayq serve`: reads the TLS certificate, binds the listening addresses (HTTP, and
-//! beanstalkd's protocol when asked), opens the engine (waiting for Redis), serves the HTTP(S)
-//! API and the beanstalkd protocol until SIGINT or SIGTERM (reloading the
-//! certificate on SIGHUP), then shuts down gracefully (open long-polls answer empty,
+//! beanstalkd's protocol when asked), opens the engine (waiting for Redis or PostgreSQL),
+//! serves the HTTP(S) API and the beanstalkd protocol until SIGINT or SIGTERM (reloading
+//! the certificate on SIGHUP), then shuts down gracefully (open long-polls answer empty,
 //! in-flight requests finish, the engine closes).
 
 use std::net::SocketAddr;
@@ -172,12 +172,12 @@ fn init_log(s: &Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The longest pause between two tries to reach Redis at startup.
+/// The longest pause between two tries to reach Redis or PostgreSQL at startup.
 const MAX_CONNECT_PAUSE: Duration = Duration::from_secs(5);
 
-/// Opens the engine. A Redis that does not answer yet is tried again with back-off (logging
-/// that it waits) until `--redis-connect-timeout` has passed; an error that waiting cannot
-/// fix (bad URL, credentials, not a Redis server) fails at once.
+/// Opens the engine. A Redis or PostgreSQL that does not answer yet is tried again with
+/// back-off (logging that it waits) until `--connect-timeout` has passed; an error that
+/// waiting cannot fix (bad URL, credentials, TLS, not a Redis server) fails at once.
 async fn open_engine(
     s: &Settings,
     url: &str,
@@ -185,7 +185,7 @@ async fn open_engine(
     options: &OpenOptions,
 ) -> anyhow::Result<Arc<dyn Engine>> {
     let start = Instant::now();
-    let deadline = start + s.redis_connect_timeout;
+    let deadline = start + s.connect_timeout;
     let mut pause = Duration::from_millis(100);
     let mut waited = false;
     loop {
@@ -194,7 +194,10 @@ async fn open_engine(
             Err(e) => e,
         };
         let left = deadline.saturating_duration_since(Instant::now());
-        if s.redis_url.is_none() || !e.is_retryable() || left.is_zero() {
+        let Some(server) = networked(s) else {
+            return Err(open_error(s, described, &e, None));
+        };
+        if !e.is_retryable() || left.is_zero() {
             let waited = waited.then(|| start.elapsed());
             return Err(open_error(s, described, &e, waited));
         }
@@ -207,10 +210,34 @@ async fn open_engine(
         tracing::warn!(
             retry_in_ms = pause.as_millis() as u64,
             gives_up_in_s = left.as_secs(),
-            "waiting for Redis: {message}"
+            "waiting for {}: {message}",
+            server.name
         );
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(MAX_CONNECT_PAUSE);
+    }
+}
+
+/// An engine reached over the network: what to call it and which settings name it.
+struct Networked {
+    name: &'static str,
+    flags: &'static str,
+}
+
+/// The networked engine the settings name, if any (else the embedded one).
+fn networked(s: &Settings) -> Option<Networked> {
+    if s.redis_url.is_some() {
+        Some(Networked {
+            name: "Redis",
+            flags: "--redis (DELAYQ_REDIS_URL)",
+        })
+    } else if s.postgres_url.is_some() {
+        Some(Networked {
+            name: "PostgreSQL",
+            flags: "--postgres (DELAYQ_POSTGRES_URL)",
+        })
+    } else {
+        None
     }
 }
 
@@ -242,42 +269,39 @@ fn open_error(
     e: &delayq::Error,
     waited: Option<Duration>,
 ) -> anyhow::Error {
-    let redis = s.redis_url.is_some();
-    match e {
-        delayq::Error::Unavailable { message, .. } if redis => {
+    match (e, networked(s)) {
+        (delayq::Error::Unavailable { message, .. }, Some(server)) => {
             let after = waited
                 .map(|w| format!(" after waiting {} s", w.as_secs()))
                 .unwrap_or_default();
             anyhow::anyhow!(
-                "cannot open the engine{after}: {message}; start Redis or correct --redis (DELAYQ_REDIS_URL), or wait longer with --redis-connect-timeout"
+                "cannot open the engine{after}: {message}; start {} or correct {}, or wait longer with --connect-timeout",
+                server.name,
+                server.flags
             )
         }
-        delayq::Error::Unavailable { message, .. } => anyhow::anyhow!(
+        (delayq::Error::Unavailable { message, .. }, None) => anyhow::anyhow!(
             "cannot open the engine ({described}): {message}; check the data directory, then retry"
         ),
-        delayq::Error::InvalidConfig { reason } if redis => {
-            anyhow::anyhow!("cannot open the engine: {reason}")
+        (delayq::Error::InvalidConfig { reason }, Some(server)) => {
+            anyhow::anyhow!("cannot open the engine ({}): {reason}", server.name)
         }
-        delayq::Error::InvalidConfig { reason } => {
+        (delayq::Error::InvalidConfig { reason }, None) => {
             anyhow::anyhow!("cannot open the engine ({described}): {reason}")
         }
-        e => anyhow::anyhow!("cannot open the engine ({described}): {e}"),
+        (e, _) => anyhow::anyhow!("cannot open the engine ({described}): {e}"),
     }
 }
 
 /// The engine URL and how to describe it in the log (without a password).
 fn engine_url(s: &Settings) -> (String, String) {
-    match &s.redis_url {
-        Some(url) => {
-            let shown = match (url.find("://"), url.rfind('@')) {
-                (Some(scheme), Some(at)) if at > scheme => {
-                    format!("{}://***@{}", &url[..scheme], &url[at + 1..])
-                }
-                _ => url.clone(),
-            };
-            (url.clone(), format!("redis at {shown}"))
-        }
-        None => (
+    match (&s.redis_url, &s.postgres_url) {
+        (Some(url), _) => (url.clone(), format!("redis at {}", without_password(url))),
+        (None, Some(url)) => (
+            url.clone(),
+            format!("postgresql at {}", without_password(url)),
+        ),
+        (None, None) => (
             format!("sqlite://{}", s.data_dir.display()),
             format!(
                 "embedded, data in {} (synchronous={:?})",
@@ -287,6 +311,23 @@ fn engine_url(s: &Settings) -> (String, String) {
             .to_lowercase(),
         ),
     }
+}
+
+/// `scheme://***@host…` for a URL with credentials; a key-value PostgreSQL string with
+/// `password=` has it masked too.
+fn without_password(url: &str) -> String {
+    if let (Some(scheme), Some(at)) = (url.find("://"), url.rfind('@'))
+        && at > scheme
+    {
+        return format!("{}://***@{}", &url[..scheme], &url[at + 1..]);
+    }
+    url.split(' ')
+        .map(|part| match part.split_once('=') {
+            Some(("password", _)) => "password=***",
+            _ => part,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -331,5 +372,25 @@ mod tests {
         assert!(!shown.contains("s3cret"), "{shown}");
         let s = resolve(ServeArgs::default(), FileConfig::default()).expect("resolves");
         assert_eq!(engine_url(&s).0, "sqlite://./delayq-data");
+        for (url, hidden) in [
+            (
+                "postgres://app:pg-s3cret@db:5432/app?sslmode=require",
+                "pg-s3cret",
+            ),
+            (
+                "host=db user=app password=kv-s3cret dbname=app",
+                "kv-s3cret",
+            ),
+        ] {
+            let args = ServeArgs {
+                postgres_url: Some(url.into()),
+                ..ServeArgs::default()
+            };
+            let s = resolve(args, FileConfig::default()).expect("resolves");
+            let (full, shown) = engine_url(&s);
+            assert_eq!(full, url);
+            assert!(shown.starts_with("postgresql at "), "{shown}");
+            assert!(!shown.contains(hidden), "{shown}");
+        }
     }
 }

@@ -187,7 +187,7 @@ impl Fleet {
                     cmd.arg("--data-dir").arg(self.dir.path().join("data"));
                 }
                 Engine::Redis(r) => {
-                    cmd.args(["--redis", &r.url(), "--redis-connect-timeout", "30s"]);
+                    cmd.args(["--redis", &r.url(), "--connect-timeout", "30s"]);
                 }
             }
             let mut child = cmd.spawn().expect("spawn delayq serve");

@@ -17,13 +17,14 @@ pub fn free_port() -> u16 {
 }
 
 /// `delayq serve --listen <listen> --data-dir <data>`, its stderr (the log) into `log`, with
-/// `DELAYQ_REDIS_URL`, `DELAYQ_TOKENS` and `DELAYQ_CONFIG` removed so that the machine's
+/// `DELAYQ_REDIS_URL`, `DELAYQ_POSTGRES_URL`, `DELAYQ_TOKENS` and `DELAYQ_CONFIG` removed so that the machine's
 /// environment cannot change what the test starts. Callers add their flags and spawn it.
 pub fn serve_command(listen: &str, data: &Path, log: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_delayq"));
     cmd.args(["serve", "--listen", listen, "--data-dir"])
         .arg(data)
         .env_remove("DELAYQ_REDIS_URL")
+        .env_remove("DELAYQ_POSTGRES_URL")
         .env_remove("DELAYQ_TOKENS")
         .env_remove("DELAYQ_CONFIG")
         .stdin(Stdio::null())

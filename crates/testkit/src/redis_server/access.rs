@@ -1,12 +1,13 @@
 //! How a test server is secured and how the harness gets in: the TLS files generated for
-//! it ([`TlsFiles`]), the application's ACL user ([`AclUser`], [`ACL_RULES`]), and
+//! it ([`crate::tls::TlsFiles`]), the application's ACL user ([`AclUser`], [`ACL_RULES`]), and
 //! [`Access`], the harness's own way in (TLS with the generated CA, the default user's
 //! password) for its readiness checks, `redis-cli` and the connections it hands to tests.
 
-use std::path::Path;
 use std::time::Duration;
 
 use redis::{Client, RedisResult, TlsCertificates};
+
+use crate::tls::TlsFiles;
 
 /// The password of the default user of a server with an [`AclUser`]: the harness's own
 /// connections, `redis-cli` and replicas (`masterauth`) use it; the application does not.
@@ -64,64 +65,6 @@ impl AclUser {
         .collect();
         args.extend(ACL_RULES.split_whitespace().map(str::to_string));
         args
-    }
-}
-
-/// A CA, and a certificate for `127.0.0.1` and `localhost` that it signed with its key, as
-/// PEM. One set serves every node of a cluster, so one CA file makes a client trust them all.
-#[derive(Clone)]
-pub(crate) struct TlsFiles {
-    ca: String,
-    cert: String,
-    key: String,
-}
-
-impl TlsFiles {
-    /// Generates a CA and a server certificate signed by it. Each has its own subject name:
-    /// OpenSSL (`redis-cli`, and the nodes verifying each other on the cluster bus) takes a
-    /// certificate whose subject equals its issuer's for a self-signed one and rejects it.
-    pub(crate) fn generate() -> Self {
-        use rcgen::{
-            BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, IsCa,
-            KeyPair,
-        };
-        let fail =
-            |e: rcgen::Error| -> ! { panic!("cannot generate the test TLS certificates: {e}") };
-        let named = |cn: &str| {
-            let mut name = DistinguishedName::new();
-            name.push(DnType::CommonName, cn);
-            name
-        };
-        let mut ca_params =
-            CertificateParams::new(Vec::<String>::new()).unwrap_or_else(|e| fail(e));
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.distinguished_name = named("delayq test CA");
-        let ca_key = KeyPair::generate().unwrap_or_else(|e| fail(e));
-        let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap_or_else(|e| fail(e));
-        let key = KeyPair::generate().unwrap_or_else(|e| fail(e));
-        let cert = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-            .and_then(|mut p| {
-                p.distinguished_name = named("127.0.0.1");
-                p.signed_by(&key, &ca)
-            })
-            .unwrap_or_else(|e| fail(e));
-        TlsFiles {
-            ca: ca.pem(),
-            cert: cert.pem(),
-            key: key.serialize_pem(),
-        }
-    }
-
-    /// Writes `ca.pem`, `server.pem` and `server.key` into `dir`.
-    pub(crate) fn write(&self, dir: &Path) {
-        for (name, pem) in [
-            ("ca.pem", &self.ca),
-            ("server.pem", &self.cert),
-            ("server.key", &self.key),
-        ] {
-            std::fs::write(dir.join(name), pem)
-                .unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
-        }
     }
 }
 
