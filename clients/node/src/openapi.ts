@@ -103,7 +103,7 @@ export interface BulkResponse {
 
 /** A bury. */
 export interface BuryRequest {
-  /** Why (at most 4 KiB), kept with the job. */
+  /** Why (at most 4 KiB, no NUL character), kept with the job. */
   reason?: string | null;
   /** The delivery's receipt, instead of `token`. */
   receipt?: string | null;
@@ -398,7 +398,7 @@ export type ModeDto = "at_least_once" | "at_most_once";
 export interface NackRequest {
   /** Retry after this many ms instead of the job's back-off (0 to 10 years). */
   delay_ms?: number | null;
-  /** Why it failed (at most 4 KiB), kept with the job. */
+  /** Why it failed (at most 4 KiB, no NUL character), kept with the job. */
   reason?: string | null;
   /** The delivery's receipt, instead of `token`. */
   receipt?: string | null;
@@ -724,7 +724,7 @@ export interface SettleItem {
   id?: string | null;
   /** `ack` (default), `nack`, `bury` or `release`. */
   outcome?: OutcomeDto;
-  /** For `nack` and `bury` only: why (at most 4 KiB), kept with the job. */
+  /** For `nack` and `bury` only: why (at most 4 KiB, no NUL character), kept with the job. */
   reason?: string | null;
   /** The delivery's receipt; or give `topic`, `id` and `token`. */
   receipt?: string | null;

@@ -109,7 +109,8 @@ pub fn check_ttr(ttr: Duration) -> Result<(), Error> {
     Ok(())
 }
 
-/// Checks a failure reason: at most 4 KiB.
+/// Checks a failure reason: at most 4 KiB, without a NUL character (which PostgreSQL's
+/// text cannot hold, so no engine takes it).
 pub fn check_reason(reason: Option<&str>) -> Result<(), Error> {
     match reason {
         Some(r) if r.len() > MAX_REASON => Err(Error::invalid(
@@ -118,6 +119,10 @@ pub fn check_reason(reason: Option<&str>) -> Result<(), Error> {
                 "it is {} bytes, the limit is {MAX_REASON}; shorten it",
                 r.len()
             ),
+        )),
+        Some(r) if r.contains('\0') => Err(Error::invalid(
+            "reason",
+            "it holds a NUL character (U+0000); remove it or replace it",
         )),
         _ => Ok(()),
     }

@@ -166,8 +166,16 @@ fn not_recorded(lease: &Lease, what: &str, e: &Error) -> Outcome {
     Outcome::Failed
 }
 
-/// A failure reason within the contract's 4 KiB, cut at a character boundary.
+/// A failure reason the contract takes: NUL characters (which no engine stores) replaced
+/// by U+FFFD, within 4 KiB, cut at a character boundary.
 pub(crate) fn cut_reason(message: &str) -> String {
+    let cleaned;
+    let message = if message.contains('\0') {
+        cleaned = message.replace('\0', "\u{FFFD}");
+        cleaned.as_str()
+    } else {
+        message
+    };
     if message.len() <= MAX_REASON {
         return message.to_owned();
     }
@@ -193,5 +201,8 @@ mod tests {
         assert!(cut.len() <= MAX_REASON, "{}", cut.len());
         assert!(cut.ends_with("..."));
         assert!(delayq_core::limits::check_reason(Some(&cut)).is_ok());
+        let nul = cut_reason("bad\0byte");
+        assert_eq!(nul, "bad\u{FFFD}byte");
+        assert!(delayq_core::limits::check_reason(Some(&nul)).is_ok());
     }
 }

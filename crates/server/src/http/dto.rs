@@ -402,7 +402,7 @@ pub struct SettleItem {
     /// For `nack` only: retry after this many ms instead of the job's back-off.
     #[schema(maximum = 315_576_000_000_u64)]
     pub delay_ms: Option<u64>,
-    /// For `nack` and `bury` only: why (at most 4 KiB), kept with the job.
+    /// For `nack` and `bury` only: why (at most 4 KiB, no NUL character), kept with the job.
     #[schema(max_length = 4096)]
     pub reason: Option<String>,
 }
@@ -489,7 +489,7 @@ pub struct NackRequest {
     /// Retry after this many ms instead of the job's back-off (0 to 10 years).
     #[schema(maximum = 315_576_000_000_u64)]
     pub delay_ms: Option<u64>,
-    /// Why it failed (at most 4 KiB), kept with the job.
+    /// Why it failed (at most 4 KiB, no NUL character), kept with the job.
     #[schema(max_length = 4096)]
     pub reason: Option<String>,
 }
@@ -533,7 +533,7 @@ pub struct BuryRequest {
     pub token: Option<u64>,
     /// The delivery's receipt, instead of `token`.
     pub receipt: Option<String>,
-    /// Why (at most 4 KiB), kept with the job.
+    /// Why (at most 4 KiB, no NUL character), kept with the job.
     #[schema(max_length = 4096)]
     pub reason: Option<String>,
 }
@@ -893,13 +893,18 @@ pub fn apply_options(
     job
 }
 
-/// Checks a reason's length before it reaches the engine (which checks it too).
+/// Checks a reason's length and characters before it reaches the engine (which checks
+/// them too).
 pub fn check_reason(reason: &Option<String>) -> Result<(), ApiError> {
     match reason {
         Some(r) if r.len() > MAX_REASON => Err(ApiError::invalid_argument(format!(
             "reason is {} bytes, the limit is {MAX_REASON}; shorten it",
             r.len()
         ))
+        .at("/reason")),
+        Some(r) if r.contains('\0') => Err(ApiError::invalid_argument(
+            "reason holds a NUL character (U+0000); remove it or replace it".to_string(),
+        )
         .at("/reason")),
         _ => Ok(()),
     }

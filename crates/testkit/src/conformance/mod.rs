@@ -1505,6 +1505,23 @@ pub async fn bad_input_is_refused_and_changes_nothing<H: Harness>(h: &H) {
         e.bury(&lease, Some(too_long_reason.clone())),
         Error::InvalidArgument { what: "reason", .. }
     );
+    // A NUL character: PostgreSQL's text cannot hold it, so no engine takes it.
+    refused!(
+        "nack reason with a NUL",
+        e.nack(
+            &lease,
+            Nack {
+                delay: None,
+                reason: Some("bad\0byte".into())
+            }
+        ),
+        Error::InvalidArgument { what: "reason", .. }
+    );
+    refused!(
+        "bury reason with a NUL",
+        e.bury(&lease, Some("\0".into())),
+        Error::InvalidArgument { what: "reason", .. }
+    );
     refused!(
         "touch ttr 0",
         e.touch(&lease, Some(ms(0))),
