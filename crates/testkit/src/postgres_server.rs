@@ -190,8 +190,33 @@ impl PostgresServer {
     /// stays for [`PostgresServer::restart`], which recovers it from its WAL.
     pub fn kill(&mut self) {
         crate::child::kill_group(&mut self.child);
-        // A killed postmaster leaves its pid file; the next start checks the pid in it and
-        // goes on once that process is gone.
+        self.remove_stale_pid_file();
+    }
+
+    /// A killed postmaster leaves its pid file, and the next start refuses to run while
+    /// that process exists. Under `runuser` the postmaster is not this process's child: it
+    /// stays a zombie until something else reaps it, which took seconds. Once it is dead
+    /// (gone or a zombie) the file is stale and goes, as an operator would remove it.
+    fn remove_stale_pid_file(&self) {
+        let file = self.dir.path().join("data/postmaster.pid");
+        let Some(pid) = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| t.lines().next()?.trim().parse::<u32>().ok())
+        else {
+            return;
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            // The state is the field after the command's closing parenthesis.
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| stat.rsplit_once(") ")?.1.chars().next());
+            if matches!(state, None | Some('Z' | 'X')) {
+                let _ = std::fs::remove_file(&file);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Starts it again on the same port and cluster after [`PostgresServer::kill`].
@@ -216,6 +241,9 @@ impl PostgresServer {
             .arg(self.dir.path().join("sock"))
             // Durable as a real server (fsync on): the crash tests rely on it.
             .args(["-c", "logging_collector=off", "-c", "max_connections=200"])
+            // After a crash the startup flushes the data directory before recovery: one
+            // syncfs of the file system instead of an fsync per file (seconds here).
+            .args(["-c", "recovery_init_sync_method=syncfs"])
             .args(if self.secure {
                 vec![
                     "-c".to_string(),
