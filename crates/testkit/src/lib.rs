@@ -50,7 +50,7 @@ mod tls;
 pub use beanstalkd::{BEANSTALKD_ENV, Beanstalkd, BeanstalkdOptions};
 pub use harness::{Harness, Partitioned};
 pub use nats_server::{NATS_SERVER_ENV, NatsServer};
-pub use postgres_server::{POSTGRES_BIN_ENV, POSTGRES_PASSWORD, PostgresServer};
+pub use postgres_server::{POSTGRES_BIN_ENV, POSTGRES_PASSWORD, PostgresServer, postgres_bin_dir};
 pub use rabbitmq_server::{RABBITMQ_SERVER_ENV, RabbitMqServer};
 pub use redis_cluster::{
     ClusterNode, ClusterOptions, Failover, REDIS_CLI_ENV, RedisCluster, SLOTS, key_slot,

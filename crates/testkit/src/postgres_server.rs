@@ -56,7 +56,7 @@ impl PostgresServer {
     }
 
     fn start_with(secure: bool) -> Self {
-        let bin = bin_dir();
+        let bin = postgres_bin_dir();
         let dir = tempfile::Builder::new()
             .prefix("delayq-postgres-")
             .tempdir()
@@ -319,10 +319,10 @@ fn as_server_user(program: &Path) -> Command {
     }
 }
 
-/// The directory of `initdb` and `postgres`: `DELAYQ_POSTGRES_BIN`, else the newest
-/// `/usr/lib/postgresql/<version>/bin`, else the `PATH`'s (an empty path: `spawn` then says
-/// what to install).
-fn bin_dir() -> PathBuf {
+/// The directory of `initdb` and `postgres` a [`PostgresServer`] runs: `DELAYQ_POSTGRES_BIN`,
+/// else the newest `/usr/lib/postgresql/<version>/bin`, else the `PATH`'s (an empty path:
+/// starting then says what to install).
+pub fn postgres_bin_dir() -> PathBuf {
     if let Some(d) = std::env::var_os(POSTGRES_BIN_ENV) {
         return PathBuf::from(d);
     }

@@ -38,11 +38,12 @@ pub(crate) async fn serve(a: ServeArgs) -> anyhow::Result<()> {
 /// run.
 #[derive(clap::Args, Debug)]
 pub(crate) struct IdleArgs {
-    /// The system (`delayq-redis`, `delayq-embedded`, `http-redis`, `http-embedded`,
-    /// `chasquimq`, `beanstalkd`, `seeds`).
+    /// The system (`delayq-redis`, `delayq-embedded`, `delayq-postgres`, `http-redis`,
+    /// `http-embedded`, `chasquimq`, `beanstalkd`, `seeds`).
     #[arg(long)]
     system: String,
-    /// Redis URL, engine URL, server base URL or beanstalkd port.
+    /// Redis URL, engine URL (`sqlite://…`, `postgres://…`), server base URL or beanstalkd
+    /// port.
     #[arg(long)]
     target: String,
     /// How many workers.
@@ -85,6 +86,29 @@ pub(crate) async fn idle(a: IdleArgs) -> anyhow::Result<()> {
         Kind::DelayqEmbedded => {
             // One process owns an embedded data directory: the workers share its engine.
             let engine = delayq::open(&a.target).await?;
+            for _ in 0..a.workers {
+                let w = Worker::with_config(
+                    engine.clone(),
+                    [topic.clone()],
+                    WorkerConfig::default(),
+                    noop,
+                )?;
+                tasks.spawn(async move {
+                    w.run(std::future::pending()).await;
+                    anyhow::Ok(())
+                });
+            }
+        }
+        Kind::DelayqPostgres => {
+            // A service keeps one engine (one pool and one LISTEN connection) for all its
+            // workers: an idle worker waits on that listener, not on a connection of its own.
+            let engine: Arc<dyn delayq::Engine> = Arc::new(
+                delayq_postgres::PostgresEngine::connect(delayq_postgres::PostgresConfig::new(
+                    &a.target,
+                ))
+                .await
+                .with_context(|| format!("connecting to {}", a.target))?,
+            );
             for _ in 0..a.workers {
                 let w = Worker::with_config(
                     engine.clone(),
@@ -156,7 +180,9 @@ pub(crate) async fn idle(a: IdleArgs) -> anyhow::Result<()> {
                 });
             }
         }
-        Kind::Bullmq => anyhow::bail!("BullMQ's idle workers run in node"),
+        Kind::Bullmq | Kind::PgBoss => {
+            anyhow::bail!("{}'s idle workers run in node", kind.name())
+        }
         Kind::ClientPython | Kind::ClientNode => {
             anyhow::bail!("{} runs in W1 only", kind.name())
         }

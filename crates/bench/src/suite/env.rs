@@ -162,6 +162,61 @@ fn major_minor(version: &str) -> Option<(u32, u32)> {
     Some((it.next()??, it.next()??))
 }
 
+/// The directory of `initdb` and `postgres` that the testkit's [`PostgresServer`] uses, or
+/// the one of `initdb` on the PATH when the testkit finds none.
+///
+/// [`PostgresServer`]: delayq_testkit::PostgresServer
+fn postgres_bin() -> Option<PathBuf> {
+    let dir = delayq_testkit::postgres_bin_dir();
+    if !dir.as_os_str().is_empty() {
+        return Some(dir);
+    }
+    which("initdb").and_then(|p| p.parent().map(Path::to_path_buf))
+}
+
+/// The version in `postgres --version` (`postgres (PostgreSQL) 15.20 (Debian …)`), e.g.
+/// `15.20`, or `unknown`.
+fn postgres_version() -> String {
+    postgres_bin()
+        .map(|d| first_line(&d.join("postgres"), &["--version"]))
+        .and_then(|l| l.split_whitespace().nth(2).map(String::from))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The version of an npm package installed in `bench/node_modules`, or `unknown`.
+fn npm_version(bench_dir: &Path, package: &str) -> String {
+    std::fs::read_to_string(
+        bench_dir
+            .join("node_modules")
+            .join(package)
+            .join("package.json"),
+    )
+    .ok()
+    .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+    .and_then(|v| v["version"].as_str().map(String::from))
+    .unwrap_or_else(|| "unknown".into())
+}
+
+/// Checks what the PostgreSQL-based systems among `kinds` need: PostgreSQL's binaries and,
+/// for pg-boss, its npm package.
+fn check_postgres(bench_dir: &Path, kinds: &[Kind]) -> anyhow::Result<()> {
+    if !kinds.iter().any(|k| k.is_postgres()) {
+        return Ok(());
+    }
+    if !postgres_bin().is_some_and(|d| d.join("initdb").is_file()) {
+        bail!(
+            "PostgreSQL's initdb is missing: `apt-get install postgresql` (bench/run.sh installs it), or set {} to the directory of initdb and postgres",
+            delayq_testkit::POSTGRES_BIN_ENV
+        );
+    }
+    if kinds.contains(&Kind::PgBoss)
+        && !bench_dir.join("node_modules/pg-boss/package.json").exists()
+    {
+        bail!("pg-boss is not installed: run bench/run.sh (it runs `npm ci` in bench/)");
+    }
+    Ok(())
+}
+
 /// Checks that every part is there, before anything runs (`w10`: W10 runs, which needs
 /// `delayq serve` with push destinations).
 pub(crate) fn check(root: &Path, work: &Path, kinds: &[Kind], w10: bool) -> anyhow::Result<Env> {
@@ -209,6 +264,7 @@ pub(crate) fn check(root: &Path, work: &Path, kinds: &[Kind], w10: bool) -> anyh
         );
     }
     check_clients(root, &node, kinds)?;
+    check_postgres(&bench_dir, kinds)?;
     let delayq = super::procs::delayq_bin()?;
     check_delayq(&delayq, kinds, w10)?;
     Ok(Env {
@@ -280,6 +336,11 @@ pub(crate) struct Meta {
     pub chasquimq: String,
     pub node: String,
     pub bullmq: String,
+    /// pg-boss's version and PostgreSQL's (absent from older results).
+    #[serde(default)]
+    pub pgboss: String,
+    #[serde(default)]
+    pub postgres: String,
     pub beanstalkd: String,
     /// The Python that ran the Python client's worker (absent from older results).
     #[serde(default)]
@@ -319,12 +380,7 @@ impl Meta {
         } else {
             format!("`{}`, {build}", redis_bin.display())
         };
-        let bullmq =
-            std::fs::read_to_string(env.bench_dir.join("node_modules/bullmq/package.json"))
-                .ok()
-                .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-                .and_then(|v| v["version"].as_str().map(String::from))
-                .unwrap_or_else(|| "unknown".into());
+        let bullmq = npm_version(&env.bench_dir, "bullmq");
         Meta {
             command: match (smoke, options) {
                 (true, "") => "bench/run.sh --smoke".into(),
@@ -344,6 +400,8 @@ impl Meta {
             chasquimq: super::systems::chasquimq::VERSION.into(),
             node: first_line(&env.node, &["--version"]),
             bullmq,
+            pgboss: npm_version(&env.bench_dir, "pg-boss"),
+            postgres: postgres_version(),
             beanstalkd: super::systems::beanstalkd_version(&env.beanstalkd),
             client_python: first_line(&env.client_python, &["--version"]),
             rustc: first_line(Path::new("rustc"), &["--version"]),
@@ -362,7 +420,7 @@ impl Meta {
     /// One line for the log.
     pub(crate) fn machine_line(&self) -> String {
         format!(
-            "{} cores, {}, {:.0} GiB; load {}; redis {} ({}) chasquimq {} node {} bullmq {} beanstalkd {} {}",
+            "{} cores, {}, {:.0} GiB; load {}; redis {} ({}) chasquimq {} node {} bullmq {} pg-boss {} postgres {} beanstalkd {} {}",
             self.cores,
             self.cpu,
             self.memory_gib,
@@ -372,6 +430,8 @@ impl Meta {
             self.chasquimq,
             self.node,
             self.bullmq,
+            self.pgboss,
+            self.postgres,
             self.beanstalkd,
             self.rustc
         )

@@ -1,6 +1,8 @@
 //! W5: idle workers. For each system, `w5_workers` workers wait on an empty queue for
 //! `w5_idle`; the store counts the commands they send (Redis `INFO commandstats`, commands
-//! run inside scripts included; beanstalkd's `stats`), and `/proc` the CPU of every process.
+//! run inside scripts included; beanstalkd's `stats`; PostgreSQL's transactions in
+//! `pg_stat_database`), and `/proc` the CPU of every process (of a PostgreSQL server: its
+//! postmaster and all its descendants).
 //! Every system and every repetition idles at the same time, each on its own servers: idle
 //! processes hardly compete for the CPU.
 
@@ -9,8 +11,9 @@ use std::time::{Duration, Instant};
 use delayq_bench::stats::Spread;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use super::pg_info;
 use super::plan::Plan;
-use super::procs::{self, CpuMeter, Owned};
+use super::procs::{self, CpuMeter, Owned, Proc};
 use super::redis_info::{self, CommandStats};
 use super::say;
 use super::systems::{self, BeanstalkClient, Env, Kind, System};
@@ -55,6 +58,8 @@ struct Setup {
     partitions: u16,
     sys: Option<Box<dyn System>>,
     redis: Option<delayq_testkit::RedisServer>,
+    /// delayq's PostgreSQL engine's server, and its postmaster's process tree.
+    postgres: Option<(delayq_testkit::PostgresServer, Proc)>,
     _dir: Option<tempfile::TempDir>,
     child: Option<Owned>,
     beanstalk_port: Option<u16>,
@@ -71,6 +76,7 @@ impl Setup {
             partitions,
             sys: None,
             redis: None,
+            postgres: None,
             _dir: None,
             child: None,
             beanstalk_port: None,
@@ -88,6 +94,13 @@ impl Setup {
                     .tempdir_in(&env.work)?;
                 let url = format!("sqlite://{}", d.path().display());
                 s._dir = Some(d);
+                url
+            }
+            Kind::DelayqPostgres => {
+                let server = systems::postgres_server().await?;
+                let tree = pg_info::server_tree(&server).await?;
+                let url = server.url();
+                s.postgres = Some((server, tree));
                 url
             }
             _ => {
@@ -145,22 +158,41 @@ impl Setup {
             .or_else(|| self.sys.as_ref().and_then(|s| s.redis()))
     }
 
+    /// Its PostgreSQL server: delayq's engine's own, or the system's (pg-boss).
+    fn postgres(&self) -> Option<&delayq_testkit::PostgresServer> {
+        self.postgres
+            .as_ref()
+            .map(|(server, _)| server)
+            .or_else(|| self.sys.as_ref().and_then(|s| s.postgres()))
+    }
+
     /// (store, workers' process, delayq server)
-    fn pids(&self) -> (Option<u32>, Option<u32>, Option<u32>) {
-        let child = self.child.as_ref().map(Owned::pid);
+    fn pids(&self) -> (Option<Proc>, Option<Proc>, Option<Proc>) {
+        let child = self.child.as_ref().map(|c| Proc::One(c.pid()));
         match (&self.sys, self.kind) {
             (Some(s), Kind::HttpRedis | Kind::HttpEmbedded) => {
-                (s.pids().store, child, Some(s.pids().queue))
+                (s.pids().store, child, Some(Proc::One(s.pids().queue)))
             }
-            (Some(s), Kind::Bullmq) => (s.pids().store, Some(s.pids().queue), None),
+            // Their idle workers run in the system's own Node process.
+            (Some(s), Kind::Bullmq | Kind::PgBoss) => {
+                (s.pids().store, Some(Proc::One(s.pids().queue)), None)
+            }
             (Some(s), _) => (s.pids().store, child, None),
-            (None, _) => (self.redis.as_ref().and_then(|r| r.pid()), child, None),
+            (None, _) => {
+                let redis = self.redis.as_ref().and_then(|r| r.pid()).map(Proc::One);
+                let postgres = self.postgres.as_ref().map(|(_, tree)| *tree);
+                (redis.or(postgres), child, None)
+            }
         }
     }
 
     async fn commands(&self) -> anyhow::Result<CommandStats> {
         if let Some(r) = self.redis() {
             return redis_info::command_stats(r).await;
+        }
+        if let Some(pg) = self.postgres() {
+            let n = pg_info::transactions(pg).await?;
+            return Ok(CommandStats([("transactions".to_string(), (n, 0))].into()));
         }
         if let Some(port) = self.beanstalk_port {
             let mut c = BeanstalkClient::connect(port).await?;
@@ -189,8 +221,8 @@ pub(crate) async fn w5(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
     let mut before = Vec::new();
     for s in &setups {
         let (a, b, c) = s.pids();
-        let pids: Vec<u32> = [a, b, c].into_iter().flatten().collect();
-        before.push((s.commands().await?, CpuMeter::start(&pids), pids));
+        let pids: Vec<Proc> = [a, b, c].into_iter().flatten().collect();
+        before.push((s.commands().await?, CpuMeter::of(&pids), pids));
     }
     let t = Instant::now();
     tokio::time::sleep(plan.w5_idle).await;
@@ -202,7 +234,7 @@ pub(crate) async fn w5(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
         let stats = s.commands().await?.since(&cmd0);
         let cpu = meter.stop();
         let (a, b, c) = s.pids();
-        let pct = |p: Option<u32>| {
+        let pct = |p: Option<Proc>| {
             p.and_then(|p| pids.iter().position(|&x| x == p))
                 .map(|i| cpu[i] / secs * 100.0)
         };

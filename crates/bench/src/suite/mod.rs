@@ -1,5 +1,6 @@
-//! The side-by-side suite: every workload (W1–W7 of issue 6) for every system (delayq,
-//! ChasquiMQ, BullMQ, beanstalkd, the seeds' design; the official clients' workers in W1
+//! The side-by-side suite: every workload (W1–W7 of issue 6) for every system (delayq on
+//! each engine, ChasquiMQ, BullMQ, beanstalkd, the seeds' design; pg-boss beside delayq's
+//! PostgreSQL engine in W1, W2, W3 and W5, issue 21; the official clients' workers in W1
 //! only, issue 16; the delayq server over its beanstalkd port in W1, W2 and W7, beside
 //! beanstalkd), delayq on a Redis Cluster (W8, issue 13), one hot topic over a cluster's
 //! primaries with and without partitions (W9, issue 18), push delivery to a webhook beside
@@ -7,7 +8,8 @@
 //! BENCHMARKS.md, `results.json` and the plots.
 //!
 //! - `plan`: the sizes (full and smoke); `env`: what is installed and its versions.
-//! - `systems`: the systems behind one trait; `procs`, `redis_info`, `profile`: measuring.
+//! - `systems`: the systems behind one trait; `procs`, `redis_info`, `pg_info`, `profile`:
+//!   measuring.
 //! - `throughput` (W1, W2, W7), `storage` (W3, W4), `idle` (W5), `table` (W6), `cluster` (W8),
 //!   `partitions` (W9), `push` (W10).
 //! - `report`: the Markdown, the goals, and the splice into BENCHMARKS.md.
@@ -18,6 +20,7 @@ pub(crate) mod cluster;
 mod env;
 mod idle;
 pub(crate) mod partitions;
+mod pg_info;
 mod plan;
 mod procs;
 mod profile;
@@ -59,13 +62,14 @@ pub(crate) struct Args {
     /// http-embedded-batch); all when absent.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Only these systems (delayq-redis, delayq-embedded, http-redis, http-embedded,
-    /// http-redis-batch, http-embedded-batch, chasquimq, bullmq, beanstalkd, beanstalkd-binlog,
-    /// delayq-beanstalk-redis, delayq-beanstalk-embedded, seeds, client-python, client-node);
-    /// all when absent. client-python and client-node (the official clients' workers on the
-    /// delayq server) run in W1 only, at C = 10 and 50; delayq-beanstalk-redis and
-    /// delayq-beanstalk-embedded (`delayq serve --beanstalk`, driven by beanstalkd's client)
-    /// and the batch consumers in W1, W2 and W7 only.
+    /// Only these systems (delayq-redis, delayq-embedded, delayq-postgres, http-redis,
+    /// http-embedded, http-redis-batch, http-embedded-batch, chasquimq, bullmq, pg-boss,
+    /// beanstalkd, beanstalkd-binlog, delayq-beanstalk-redis, delayq-beanstalk-embedded, seeds,
+    /// client-python, client-node); all when absent. client-python and client-node (the
+    /// official clients' workers on the delayq server) run in W1 only, at C = 10 and 50;
+    /// delayq-beanstalk-redis and delayq-beanstalk-embedded (`delayq serve --beanstalk`,
+    /// driven by beanstalkd's client) and the batch consumers in W1, W2 and W7 only; pg-boss
+    /// in W1, W2, W3, W5 and W7 (W4 is delayq's engines alone).
     #[arg(long, value_delimiter = ',')]
     systems: Vec<String>,
 }
@@ -255,6 +259,17 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
                 &plan,
                 Kind::DelayqEmbedded,
                 &plan.w4_levels_embedded,
+                &mut results.profiles,
+            )
+            .await?;
+            results.w4.extend(rows);
+        }
+        if kinds.contains(&Kind::DelayqPostgres) {
+            let rows = storage::w4(
+                &env,
+                &plan,
+                Kind::DelayqPostgres,
+                &plan.w4_levels_postgres,
                 &mut results.profiles,
             )
             .await?;

@@ -21,9 +21,12 @@ pub(crate) struct Plan {
     pub w2_cap: Duration,
     /// W3: pending jobs.
     pub w3_jobs: usize,
-    /// W4: pending levels on Redis and on the embedded engine, jobs per probe.
+    /// W4: pending levels on Redis, on the embedded engine and on PostgreSQL (absent from
+    /// older results), jobs per probe.
     pub w4_levels_redis: Vec<usize>,
     pub w4_levels_embedded: Vec<usize>,
+    #[serde(default)]
+    pub w4_levels_postgres: Vec<usize>,
     pub w4_probe: usize,
     /// W5: idle workers and how long they idle.
     pub w5_workers: usize,
@@ -80,6 +83,7 @@ impl Plan {
             w3_jobs: 1_000_000,
             w4_levels_redis: vec![10_000, 100_000, 1_000_000, 10_000_000],
             w4_levels_embedded: vec![10_000, 100_000, 1_000_000],
+            w4_levels_postgres: vec![10_000, 100_000, 1_000_000],
             w4_probe: 20_000,
             w5_workers: 100,
             w5_idle: Duration::from_secs(30),
@@ -111,6 +115,7 @@ impl Plan {
             w3_jobs: 5_000,
             w4_levels_redis: vec![1_000, 5_000],
             w4_levels_embedded: vec![1_000, 5_000],
+            w4_levels_postgres: vec![1_000, 5_000],
             w4_probe: 1_000,
             w5_workers: 5,
             w5_idle: Duration::from_secs(2),

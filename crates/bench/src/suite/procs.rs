@@ -1,5 +1,6 @@
-//! Processes the suite starts and measures: CPU time and memory read from `/proc`, children
-//! stopped by their own pid and never by name.
+//! Processes the suite starts and measures: CPU time (of a process, or of a process with its
+//! descendants, such as a PostgreSQL server's postmaster and backends) and memory read from
+//! `/proc`, children stopped by their own pid and never by name.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -23,24 +24,84 @@ fn ticks_per_second() -> f64 {
     })
 }
 
+/// The fields of `/proc/<pid>/stat` after the command name (the state first), or `None`
+/// when the process is gone.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; the fields after its closing parenthesis do not.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r)?;
+    Some(rest.split_whitespace().map(String::from).collect())
+}
+
+/// Field `i` of [`stat_fields`] as a number (0 when absent).
+fn stat_number(fields: &[String], i: usize) -> f64 {
+    fields
+        .get(i)
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
 /// CPU seconds (user + system) a process has used so far, or 0 when it is gone.
 pub(crate) fn cpu_seconds(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // The command name may hold spaces; the fields after its closing parenthesis do not.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
     // Fields 14 and 15 of stat (utime, stime) are at 11 and 12 after the state field.
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
+    stat_fields(pid)
+        .map(|f| (stat_number(&f, 11) + stat_number(&f, 12)) / ticks_per_second())
+        .unwrap_or(0.0)
+}
+
+/// CPU seconds used so far by process `root` and all its descendants, with what the
+/// children they reaped had used (a PostgreSQL postmaster reaps the backends of closed
+/// connections: their time moves into its `cutime` and `cstime`, and is still counted).
+/// Descendants are found by their parent pid, not by process group: each PostgreSQL
+/// backend makes itself the leader of a group of its own.
+pub(crate) fn tree_cpu_seconds(root: u32) -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
     };
-    (tick(11) + tick(12)) / ticks_per_second()
+    // (pid, parent, ticks) of every process.
+    let all: Vec<(u32, u32, f64)> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let f = stat_fields(pid)?;
+            let parent = f.get(1)?.parse().ok()?;
+            // utime, stime, cutime, cstime: fields 14 to 17.
+            Some((pid, parent, (11..=14).map(|i| stat_number(&f, i)).sum()))
+        })
+        .collect();
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(all.iter().filter(|p| p.1 == parent).map(|p| p.0));
+        i += 1;
+    }
+    let ticks: f64 = all
+        .iter()
+        .filter(|p| tree.contains(&p.0))
+        .map(|p| p.2)
+        .sum();
+    ticks / ticks_per_second()
+}
+
+/// What a CPU reading covers: one process, or a process with all its descendants (a
+/// PostgreSQL server: its postmaster, its auxiliary processes and a backend per
+/// connection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Proc {
+    /// One process, by its pid.
+    One(u32),
+    /// This process and its descendants ([`tree_cpu_seconds`]).
+    Tree(u32),
+}
+
+impl Proc {
+    /// CPU seconds it has used so far.
+    pub(crate) fn cpu_seconds(self) -> f64 {
+        match self {
+            Proc::One(pid) => cpu_seconds(pid),
+            Proc::Tree(root) => tree_cpu_seconds(root),
+        }
+    }
 }
 
 /// Resident memory of a process in bytes, or 0 when it is gone.
@@ -224,25 +285,31 @@ pub(crate) fn delayq_bin() -> anyhow::Result<PathBuf> {
     Ok(dir.join(format!("delayq{}", std::env::consts::EXE_SUFFIX)))
 }
 
-/// CPU seconds used by each of `pids` between two readings.
+/// CPU seconds used by each of a list of processes (or process trees) between two readings.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CpuMeter {
-    start: Vec<(u32, f64)>,
+    start: Vec<(Proc, f64)>,
 }
 
 impl CpuMeter {
     /// Reads the CPU time of `pids` now.
     pub(crate) fn start(pids: &[u32]) -> Self {
+        let procs: Vec<Proc> = pids.iter().map(|&p| Proc::One(p)).collect();
+        Self::of(&procs)
+    }
+
+    /// Reads the CPU time of `procs` (processes or process trees) now.
+    pub(crate) fn of(procs: &[Proc]) -> Self {
         CpuMeter {
-            start: pids.iter().map(|&p| (p, cpu_seconds(p))).collect(),
+            start: procs.iter().map(|&p| (p, p.cpu_seconds())).collect(),
         }
     }
 
-    /// CPU seconds each pid used since [`CpuMeter::start`], in the same order.
+    /// CPU seconds each one used since the first reading, in the same order.
     pub(crate) fn stop(&self) -> Vec<f64> {
         self.start
             .iter()
-            .map(|&(p, s)| (cpu_seconds(p) - s).max(0.0))
+            .map(|&(p, s)| (p.cpu_seconds() - s).max(0.0))
             .collect()
     }
 }

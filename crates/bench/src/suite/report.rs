@@ -167,12 +167,16 @@ pub(crate) fn goals(r: &Results) -> Vec<Goal> {
     });
 
     // W2: lateness of both libraries, with the peers' p99 beside it.
-    let peers: Vec<String> = [Kind::Chasquimq, Kind::Bullmq, Kind::Beanstalkd, Kind::Seeds]
-        .iter()
-        .filter_map(|k| {
-            w2(r, *k).map(|p| format!("{} {} ms", k.name(), fmt_num(p.p99_ms.median, 1)))
-        })
-        .collect();
+    let peers: Vec<String> = [
+        Kind::Chasquimq,
+        Kind::Bullmq,
+        Kind::PgBoss,
+        Kind::Beanstalkd,
+        Kind::Seeds,
+    ]
+    .iter()
+    .filter_map(|k| w2(r, *k).map(|p| format!("{} {} ms", k.name(), fmt_num(p.p99_ms.median, 1))))
+    .collect();
     for (k, what) in [
         (dq, "delayq on Redis (library)"),
         (Kind::DelayqEmbedded, "delayq embedded (library)"),
@@ -341,6 +345,24 @@ fn sp(s: &Spread, d: usize) -> String {
     s.show(d)
 }
 
+/// Whether any workload of the run measured `kind`.
+fn ran(r: &Results, kind: Kind) -> bool {
+    r.w1.iter().any(|x| x.system == kind)
+        || r.w2.iter().any(|x| x.system == kind)
+        || r.w3.iter().any(|x| x.system == kind)
+        || r.w4.iter().any(|x| x.system == kind)
+        || r.w5.iter().any(|x| x.system == kind)
+}
+
+/// Whether the run measured a PostgreSQL-based system.
+fn ran_postgres(r: &Results) -> bool {
+    ran(r, Kind::DelayqPostgres) || ran(r, Kind::PgBoss)
+}
+
+/// How pg-boss is driven, for W1 and W2: its polling, and why its consumers are `fetch`
+/// loops rather than `work()`.
+const PGBOSS_CONSUMERS: &str = "pg-boss (its own PostgreSQL; driven by `bench/pgboss.mjs`) polls: every consumer waits pg-boss's polling interval, set to the least it accepts (0.5 s, `pollingIntervalSeconds`), after a fetch that found nothing. Its consumers are C loops of `fetch` (one job, pg-boss's default batch) and `complete`, which fetch again at once after a job: pg-boss's own `work()` waits the polling interval after every batch, even a full one, so C `work()` workers could take no more than C jobs per 0.5 s. Its fetch sorts every ready job of the queue (priority, then creation time, an order no index gives), so its cost grows with the ready backlog; a drain at 0 jobs/s is one in which no consumer's first fetch came back within the cap.";
+
 /// The Markdown section.
 pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     let mut r = r.clone();
@@ -360,7 +382,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "Command: `{}` (it installs Redis 8.6 into `target/redis86` with `bench/install-redis.sh`, BullMQ from `bench/package-lock.json`, beanstalkd from Debian and matplotlib into `target/bench-venv`, then runs `cargo run --release -p delayq-bench -- all`). Recorded {}, in {:.0} s ({}).\n",
+        "Command: `{}` (it installs Redis 8.6 into `target/redis86` with `bench/install-redis.sh`, BullMQ and pg-boss from `bench/package-lock.json`, beanstalkd and PostgreSQL from Debian and matplotlib into `target/bench-venv`, then runs `cargo run --release -p delayq-bench -- all`). Recorded {}, in {:.0} s ({}).\n",
         m.command,
         m.date,
         m.duration_s,
@@ -372,7 +394,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "Machine: {} cores, {}, {:.0} GiB, {}. Load average {} at start, {} at end (the machine is shared with other builds). Versions: redis-server {} for every Redis-based system ({}); ChasquiMQ {}; Node {}, BullMQ {}, beanstalkd {}, {}.\n",
+        "Machine: {} cores, {}, {:.0} GiB, {}. Load average {} at start, {} at end (the machine is shared with other builds). Versions: redis-server {} for every Redis-based system ({}); ChasquiMQ {}; Node {}, BullMQ {}{}, beanstalkd {}, {}.\n",
         m.cores,
         m.cpu,
         m.memory_gib,
@@ -384,12 +406,17 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
         m.chasquimq,
         m.node,
         m.bullmq,
+        if ran_postgres(&r) {
+            format!(", pg-boss {}, PostgreSQL {}", m.pgboss, m.postgres)
+        } else {
+            String::new()
+        },
         m.beanstalkd,
         m.rustc
     );
     let _ = writeln!(
         s,
-        "Every figure is the median of {} repetitions with (min–max); every ratio compares medians measured in this run. All servers run on loopback, started by the suite on free ports: each Redis-based system gets its own `redis-server` (the same binary and options: no persistence, default `hz 10`). Bodies are {} bytes. Lateness is delivery minus due time **on this host's clock** for every system: the producer stamps each body with `floor(now in ms) + delay` and the consumer subtracts it from its own clock; delayq's own figure (Redis `TIME` at the reserve minus the due time) is given beside it. The seeds' design and BullMQ take due times from the client's clock, which is the same host clock here; beanstalkd takes whole seconds, so a job asked for `d` ms is put with `ceil(d / 1000)` s.\n",
+        "Every figure is the median of {} repetitions with (min–max); every ratio compares medians measured in this run. All servers run on loopback, started by the suite on free ports: each Redis-based system gets its own `redis-server` (the same binary and options: no persistence, default `hz 10`), and each PostgreSQL-based system (delayq's PostgreSQL engine, pg-boss) its own PostgreSQL, made by the testkit with `initdb` in a temporary directory (the same binaries and settings: fsync on, `max_connections` 200, the rest at their defaults). Bodies are {} bytes. Lateness is delivery minus due time **on this host's clock** for every system: the producer stamps each body with `floor(now in ms) + delay` and the consumer subtracts it from its own clock; delayq's own figure (Redis `TIME` at the reserve minus the due time) is given beside it. The seeds' design and BullMQ take due times from the client's clock, which is the same host clock here; beanstalkd takes whole seconds, so a job asked for `d` ms is put with `ceil(d / 1000)` s.\n",
         p.reps, p.body
     );
 
@@ -416,6 +443,12 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     );
     if r.w1.iter().any(|d| d.system.is_client_worker()) {
         let _ = writeln!(s, "{}\n", client_workers_note(&r));
+    }
+    if r.w1.iter().any(|d| d.system.is_postgres()) {
+        let _ = writeln!(
+            s,
+            "delayq on PostgreSQL runs the same worker runtime as on the other engines, with the engine's default pool of 16 connections (the runtime has at most a few calls on their way at once, whatever C). {PGBOSS_CONSUMERS} For the PostgreSQL-based systems \"store CPU\" is the PostgreSQL server's postmaster with all its descendants (its auxiliary processes and a backend per connection, found by parent pid since each backend leads a process group of its own; it can pass 100%).\n"
+        );
     }
     let _ = writeln!(
         s,
@@ -458,6 +491,12 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
         p.w2_batch,
         p.w2_cap.as_secs()
     );
+    if r.w2.iter().any(|d| d.system == Kind::PgBoss) {
+        let _ = writeln!(
+            s,
+            "pg-boss's batch is one `insert` with a `startAfter` time (to the millisecond) per job; its consumers are W1's `fetch` loops.\n"
+        );
+    }
     let _ = writeln!(
         s,
         "| system | pushed jobs/s | delivered jobs/s | p50 | p90 | p99 | max | early | all delivered | own p99 |\n|---|---|---|---|---|---|---|---|---|---|"
@@ -519,15 +558,25 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     }
     let _ = writeln!(
         s,
-        "\nThe HTTP server stores jobs exactly as the library does, so it has no rows of its own. delayq and the seeds' design use 36-character ids (UUIDv7; random UUIDs), BullMQ its own integer ids, ChasquiMQ 26-character ULIDs inside its MessagePack record (a delayed job is one member of a sorted set).\n\n![W3 memory per pending job]({})\n",
+        "\nThe HTTP server stores jobs exactly as the library does, so it has no rows of its own. delayq and the seeds' design use 36-character ids (UUIDv7; random UUIDs), BullMQ its own integer ids, ChasquiMQ 26-character ULIDs inside its MessagePack record (a delayed job is one member of a sorted set).{}\n\n![W3 memory per pending job]({})\n",
+        if r.w3.iter().any(|m| m.system.is_postgres()) {
+            " For the PostgreSQL-based systems the bytes are those of their schema's tables (`delayq`; pg-boss's `pgboss`, its job table's partitions included) with their indexes and TOAST, `pg_total_relation_size` after the fill minus before it, the engine open: what they keep on disk besides the write-ahead log; pg-boss stores a job as a row of its job table with the body in a `jsonb` column and a UUID id."
+        } else {
+            ""
+        },
         rel("memory_per_job.png")
     );
 
     let _ = writeln!(
         s,
-        "### W4 scale: push and deliver while pending jobs grow\n\nAt each level, {} due jobs are pushed (batches of 1000, four in flight) and delivered (50 consumers), {} times, beside the pending jobs (due in 3 h).\n\n| engine | pending | push jobs/s | deliver jobs/s | time to grow to it |\n|---|---|---|---|---|",
+        "### W4 scale: push and deliver while pending jobs grow\n\nAt each level, {} due jobs are pushed (batches of 1000, four in flight) and delivered (50 consumers), {} times, beside the pending jobs (due in 3 h).{}\n\n| engine | pending | push jobs/s | deliver jobs/s | time to grow to it |\n|---|---|---|---|---|",
         fmt_num(p.w4_probe as f64, 0),
-        p.reps
+        p.reps,
+        if ran(&r, Kind::PgBoss) {
+            " pg-boss is not in W4 (nor is any peer): its fetch sorts every ready job of the queue, so delivering each level's ready jobs would take minutes."
+        } else {
+            ""
+        }
     );
     for w in &r.w4 {
         let _ = writeln!(
@@ -543,7 +592,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
 
     let _ = writeln!(
         s,
-        "\n### W5 idle: {} workers waiting {} s on an empty queue\n\nCommands counted by the store (Redis `INFO commandstats`, commands inside scripts included; beanstalkd's `stats`). Each delayq worker has its own engine and connections (as separate processes would), with the default settings; the embedded engine's workers share the one engine their process owns. Each ChasquiMQ worker is one Consumer with its defaults and its own connections: its blocking read, its delayed-job promoter (every 100 ms) and its repeat scheduler (every second). delayq on Redis runs twice: its workers' topic with one partition, and with 16 (issue 18). The repetitions ran at the same time, each on its own servers. CPU in % of one core.\n\n| system | commands/s per worker | store CPU % | workers' process CPU % | server CPU % | commands per worker per minute |\n|---|---|---|---|---|---|",
+        "\n### W5 idle: {} workers waiting {} s on an empty queue\n\nCommands counted by the store (Redis `INFO commandstats`, commands inside scripts included; beanstalkd's `stats`; for the PostgreSQL-based systems, the transactions of their database in `pg_stat_database`, which backends report at most once a second and, idle, within 10 s). Each delayq worker on Redis has its own engine and connections (as separate processes would), with the default settings; the embedded engine's workers share the one engine their process owns, and so do those on PostgreSQL (one pool, and one `LISTEN` connection on which every idle worker waits). pg-boss's workers are `work()` calls of one pg-boss instance, each polling every 0.5 s (the least pg-boss accepts). For the PostgreSQL-based systems \"store CPU\" is the PostgreSQL server's postmaster with its descendants. Each ChasquiMQ worker is one Consumer with its defaults and its own connections: its blocking read, its delayed-job promoter (every 100 ms) and its repeat scheduler (every second). delayq on Redis runs twice: its workers' topic with one partition, and with 16 (issue 18). The repetitions ran at the same time, each on its own servers. CPU in % of one core.\n\n| system | commands/s per worker | store CPU % | workers' process CPU % | server CPU % | commands per worker per minute |\n|---|---|---|---|---|---|",
         p.w5_workers,
         p.w5_idle.as_secs()
     );
@@ -590,7 +639,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
 
     let _ = writeln!(
         s,
-        "\n### W7 CPU per 100,000 jobs delivered (W1, every C)\n\nCPU-seconds per 100,000 jobs drained, measured over each W1 drain: the store (redis-server or beanstalkd), the queue's own process (this benchmark's process for the Rust libraries, delayq's and ChasquiMQ's, where the workers run; Node for BullMQ; the delayq server for HTTP, its beanstalkd port and the client workers) and, for servers, the client driving them (for the client workers, their script's process). The ratios compare the stores' CPU at the same C.\n\n| system | C | store | queue process | client | × ChasquiMQ (store) | × BullMQ (store) |\n|---|---|---|---|---|---|---|"
+        "\n### W7 CPU per 100,000 jobs delivered (W1, every C)\n\nCPU-seconds per 100,000 jobs drained, measured over each W1 drain: the store (redis-server, beanstalkd, or the PostgreSQL server's postmaster with its descendants), the queue's own process (this benchmark's process for the Rust libraries, delayq's and ChasquiMQ's, where the workers run; Node for BullMQ and pg-boss; the delayq server for HTTP, its beanstalkd port and the client workers) and, for servers, the client driving them (for the client workers, their script's process). The ratios compare the stores' CPU at the same C.\n\n| system | C | store | queue process | client | × ChasquiMQ (store) | × BullMQ (store) |\n|---|---|---|---|---|---|---|"
     );
     let mut rows: Vec<&DrainRow> = r.w1.iter().collect();
     rows.sort_by_key(|d| (d.consumers, d.system));

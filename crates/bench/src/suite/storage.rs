@@ -1,5 +1,10 @@
 //! W3 (what a pending job costs the store) and W4 (push and deliver throughput while the
 //! number of pending jobs grows).
+//!
+//! W3 measures what each store keeps: Redis's `used_memory`, beanstalkd's resident memory,
+//! the embedded engine's files (closed), and for the PostgreSQL-based systems the bytes of
+//! their schema's tables with indexes and TOAST (`pg_total_relation_size`), the engine
+//! open; each after the fill minus before it (the empty schema), per job.
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +23,8 @@ const FAR: Duration = Duration::from_secs(3 * 3600);
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct MemoryRow {
     pub system: Kind,
-    /// What was measured: `Redis used_memory`, `resident memory` or `bytes on disk`.
+    /// What was measured: `Redis used_memory`, `resident memory`, `bytes on disk` or the
+    /// PostgreSQL tables' bytes.
     pub what: String,
     /// Bytes per pending job.
     pub per_job: Spread,
@@ -65,9 +71,11 @@ pub(crate) async fn w3(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
         let what = match kind {
             Kind::DelayqEmbedded => "bytes on disk (engine closed)",
             Kind::Beanstalkd | Kind::BeanstalkdBinlog => "resident memory of beanstalkd",
+            k if k.is_postgres() => "PostgreSQL tables and indexes (pg_total_relation_size)",
             _ => "Redis used_memory",
         };
-        let (per_job, disk_per_job) = if kind == Kind::DelayqEmbedded {
+        // The files are all these stores keep (PostgreSQL's shared buffers are a cache).
+        let (per_job, disk_per_job) = if kind == Kind::DelayqEmbedded || kind.is_postgres() {
             (Spread::of(disk), None)
         } else {
             (

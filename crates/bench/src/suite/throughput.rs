@@ -44,6 +44,10 @@ pub(crate) async fn w1(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
         let mut sys = systems::start(kind, env).await?;
         let mut backlog = 0;
         let mut samples: Vec<Vec<[f64; 6]>> = vec![Vec::new(); consumers.len()];
+        // A drain may take nothing within the cap when every consumer's first reserve is
+        // slower than that (pg-boss at C = 50: each fetch sorts the whole ready backlog): its
+        // rate is then 0. A system that took nothing in any drain is broken, not slow.
+        let mut handled = 0;
         for rep in 0..plan.reps {
             for (i, &c) in consumers.iter().enumerate() {
                 if backlog < plan.w1_jobs {
@@ -53,9 +57,7 @@ pub(crate) async fn w1(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
                 }
                 let (r, cpu) = sys.drain_metered(plan.w1_jobs, c, plan.w1_cap).await?;
                 backlog -= r.jobs.min(backlog);
-                if r.jobs == 0 {
-                    anyhow::bail!("W1: {} delivered nothing with {c} consumers", kind.name());
-                }
+                handled += r.jobs;
                 let per = |s: f64| s / r.jobs as f64 * 100_000.0;
                 samples[i].push([
                     r.rate(),
@@ -73,6 +75,9 @@ pub(crate) async fn w1(env: &Env, plan: &Plan, kinds: &[Kind]) -> anyhow::Result
                     r.jobs
                 ));
             }
+        }
+        if handled == 0 {
+            anyhow::bail!("W1: {} delivered nothing in any drain", kind.name());
         }
         for (i, &c) in consumers.iter().enumerate() {
             let col = |k: usize| Spread::of(samples[i].iter().map(|s| s[k]));

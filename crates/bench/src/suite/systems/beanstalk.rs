@@ -367,7 +367,7 @@ impl System for Beanstalk {
 
     fn pids(&self) -> Pids {
         Pids {
-            store: Some(self.server.pid()),
+            store: Some(procs::Proc::One(self.server.pid())),
             queue: self.server.pid(),
             client: Some(procs::own_pid()),
         }

@@ -241,7 +241,7 @@ impl System for Chasquimq {
 
     fn pids(&self) -> Pids {
         Pids {
-            store: self.redis.pid(),
+            store: self.redis.pid().map(procs::Proc::One),
             queue: procs::own_pid(),
             client: None,
         }

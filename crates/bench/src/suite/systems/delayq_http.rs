@@ -334,7 +334,11 @@ impl System for DelayqHttp {
 
     fn pids(&self) -> Pids {
         Pids {
-            store: self.redis.as_ref().and_then(RedisServer::pid),
+            store: self
+                .redis
+                .as_ref()
+                .and_then(RedisServer::pid)
+                .map(procs::Proc::One),
             queue: self.server.pid(),
             client: Some(procs::own_pid()),
         }

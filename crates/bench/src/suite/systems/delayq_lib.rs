@@ -1,5 +1,5 @@
-//! delayq used as a library: the Redis or the embedded engine, with the worker runtime in
-//! this process (what a Rust service runs), through the shared driver.
+//! delayq used as a library: the Redis, the embedded or the PostgreSQL engine, with the
+//! worker runtime in this process (what a Rust service runs), through the shared driver.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,19 +7,27 @@ use std::time::Duration;
 use async_trait::async_trait;
 use delayq::{Engine, Topic};
 use delayq_bench::driver::{self, DelayedSpec, Delays, DrainReport};
-use delayq_testkit::RedisServer;
+use delayq_postgres::{PostgresConfig, PostgresEngine};
+use delayq_testkit::{PostgresServer, RedisServer};
 use indicatif::ProgressBar;
 use tempfile::TempDir;
 
 use super::{DelayedRun, Env, Footprint, Kind, Pids, System};
-use crate::suite::{procs, redis_info};
+use crate::suite::procs::{self, Proc};
+use crate::suite::{pg_info, redis_info};
+
+/// The schema the PostgreSQL engine keeps its tables and functions in.
+const POSTGRES_SCHEMA: &str = "delayq";
 
 /// delayq as a library, on one engine.
 pub(crate) struct DelayqLib {
+    kind: Kind,
     engine: Option<Arc<dyn Engine>>,
     topic: Topic,
     redis: Option<RedisServer>,
     dir: Option<TempDir>,
+    /// The PostgreSQL server, and its postmaster's process tree (the store's CPU).
+    postgres: Option<(PostgresServer, Proc)>,
 }
 
 impl DelayqLib {
@@ -28,10 +36,32 @@ impl DelayqLib {
         let redis = super::redis_server();
         let engine = delayq::open(&redis.url()).await?;
         Ok(DelayqLib {
+            kind: Kind::DelayqRedis,
             engine: Some(engine),
             topic: Topic::new("bench")?,
             redis: Some(redis),
             dir: None,
+            postgres: None,
+        })
+    }
+
+    /// On a fresh PostgreSQL server, with the engine's default settings. Its pool of 16
+    /// connections is enough for every workload: the worker runtime multiplexes its C
+    /// handler slots over one fetch loop (at most a few calls on their way at once, not
+    /// one per slot), a fill has four pushes in flight, and waiting reservers wait on the
+    /// engine's one `LISTEN` connection, not on a pooled connection each.
+    pub(crate) async fn postgres() -> anyhow::Result<Self> {
+        let server = super::postgres_server().await?;
+        let tree = pg_info::server_tree(&server).await?;
+        let engine: Arc<dyn Engine> =
+            Arc::new(PostgresEngine::connect(PostgresConfig::new(server.url())).await?);
+        Ok(DelayqLib {
+            kind: Kind::DelayqPostgres,
+            engine: Some(engine),
+            topic: Topic::new("bench")?,
+            redis: None,
+            dir: None,
+            postgres: Some((server, tree)),
         })
     }
 
@@ -44,10 +74,12 @@ impl DelayqLib {
             delayq_sqlite::SqliteConfig::dir(dir.path()),
         )?);
         Ok(DelayqLib {
+            kind: Kind::DelayqEmbedded,
             engine: Some(engine),
             topic: Topic::new("bench")?,
             redis: None,
             dir: Some(dir),
+            postgres: None,
         })
     }
 
@@ -61,16 +93,17 @@ impl DelayqLib {
 #[async_trait]
 impl System for DelayqLib {
     fn kind(&self) -> Kind {
-        if self.redis.is_some() {
-            Kind::DelayqRedis
-        } else {
-            Kind::DelayqEmbedded
-        }
+        self.kind
     }
 
     fn pids(&self) -> Pids {
+        let redis = self
+            .redis
+            .as_ref()
+            .and_then(RedisServer::pid)
+            .map(Proc::One);
         Pids {
-            store: self.redis.as_ref().and_then(RedisServer::pid),
+            store: redis.or(self.postgres.as_ref().map(|(_, tree)| *tree)),
             queue: procs::own_pid(),
             client: None,
         }
@@ -78,6 +111,10 @@ impl System for DelayqLib {
 
     fn redis(&self) -> Option<&RedisServer> {
         self.redis.as_ref()
+    }
+
+    fn postgres(&self) -> Option<&PostgresServer> {
+        self.postgres.as_ref().map(|(server, _)| server)
     }
 
     async fn fill(&mut self, n: usize, delays: Delays, body: usize) -> anyhow::Result<()> {
@@ -123,10 +160,11 @@ impl System for DelayqLib {
     }
 
     fn endpoint(&self) -> String {
-        match (&self.redis, &self.dir) {
-            (Some(r), _) => r.url(),
-            (None, Some(d)) => format!("sqlite://{}", d.path().display()),
-            (None, None) => String::new(),
+        match (&self.redis, &self.dir, &self.postgres) {
+            (Some(r), _, _) => r.url(),
+            (None, Some(d), _) => format!("sqlite://{}", d.path().display()),
+            (None, None, Some((p, _))) => p.url(),
+            (None, None, None) => String::new(),
         }
     }
 
@@ -135,6 +173,13 @@ impl System for DelayqLib {
             return Ok(Footprint {
                 memory: redis_info::used_memory(redis).await?,
                 disk: None,
+            });
+        }
+        if let Some((server, _)) = &self.postgres {
+            // The engine stays open: PostgreSQL's files grow as rows go in, not at a close.
+            return Ok(Footprint {
+                memory: 0,
+                disk: Some(pg_info::schema_bytes(server, POSTGRES_SCHEMA).await?),
             });
         }
         // Close the engine first, so that its log is checkpointed into the database file,

@@ -1,12 +1,17 @@
 //! The systems measured side by side, behind one trait: [`System`].
 //!
-//! Each system starts what it needs (its own redis-server, beanstalkd, delayq server, Node
-//! process or client worker script, on free loopback ports) and stops it when dropped. The
-//! HTTP systems run the suite's own `serve-http` child; the beanstalkd-protocol ones run the
-//! `delayq` binary's `delayq serve --beanstalk` (`serve`, which W10 starts too). Every Redis-based
-//! system gets the same redis-server binary with the same options: the one
+//! Each system starts what it needs (its own redis-server, PostgreSQL, beanstalkd, delayq
+//! server, Node process or client worker script, on free loopback ports) and stops it when
+//! dropped. The HTTP systems run the suite's own `serve-http` child; the beanstalkd-protocol
+//! ones run the `delayq` binary's `delayq serve --beanstalk` (`serve`, which W10 starts too).
+//! Every Redis-based system gets the same redis-server binary with the same options: the one
 //! `DELAYQ_REDIS_SERVER` names (bench/run.sh sets it to the Redis 8.6 that
-//! bench/install-redis.sh installs, since ChasquiMQ needs 8.6).
+//! bench/install-redis.sh installs, since ChasquiMQ needs 8.6). Every PostgreSQL-based
+//! system (delayq's PostgreSQL engine, pg-boss) gets its own [`postgres_server`]: the
+//! testkit's cluster, made by the same `initdb` and run with the same settings.
+//!
+//! The Node peers (BullMQ, pg-boss) are driven through `node` ([`node::NodeDriver`]): one
+//! script each in `bench/`, answering one JSON line per command.
 
 mod beanstalk;
 mod bullmq;
@@ -15,6 +20,8 @@ mod client_worker;
 mod delayq_beanstalk;
 pub(crate) mod delayq_http;
 mod delayq_lib;
+mod node;
+mod pgboss;
 mod seeds;
 pub(crate) mod serve;
 mod tally;
@@ -22,10 +29,11 @@ mod tally;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use async_trait::async_trait;
 use delayq_bench::driver::{DelayedSpec, Delays, DrainReport};
 use delayq_bench::lateness::Lateness;
-use delayq_testkit::{RedisOptions, RedisServer};
+use delayq_testkit::{PostgresServer, RedisOptions, RedisServer};
 
 pub(crate) use beanstalk::{
     BeanstalkClient, STALLS as BEANSTALKD_STALLS, version as beanstalkd_version,
@@ -34,7 +42,7 @@ pub(crate) use delayq_beanstalk::STALLS as DELAYQ_BEANSTALK_STALLS;
 pub(crate) use seeds::Seeds;
 pub(crate) use tally::Tally;
 
-use super::procs::CpuMeter;
+use super::procs::{CpuMeter, Proc};
 
 /// Receives the member (TOPIC:ID) and body of each job a consumer took.
 pub(crate) type SeenJob = std::sync::Arc<dyn Fn(&str, &[u8]) + Send + Sync>;
@@ -49,6 +57,8 @@ pub(crate) enum Kind {
     DelayqRedis,
     /// delayq's embedded engine (SQLite), used as a library.
     DelayqEmbedded,
+    /// delayq's PostgreSQL engine, used as a library, on its own PostgreSQL.
+    DelayqPostgres,
     /// The delayq server over HTTP, on Redis.
     HttpRedis,
     /// The delayq server over HTTP, on the embedded engine.
@@ -61,6 +71,8 @@ pub(crate) enum Kind {
     Chasquimq,
     /// BullMQ on Node.
     Bullmq,
+    /// pg-boss on Node, on its own PostgreSQL: W1 to W3 and W5.
+    PgBoss,
     /// beanstalkd, in memory.
     Beanstalkd,
     /// beanstalkd with its binlog (`-b`).
@@ -119,16 +131,23 @@ impl Kind {
             .collect()
     }
 
+    /// True for the systems whose store is a PostgreSQL server of their own.
+    pub(crate) fn is_postgres(self) -> bool {
+        matches!(self, Kind::DelayqPostgres | Kind::PgBoss)
+    }
+
     /// Every system, in table order.
-    pub(crate) const ALL: [Kind; 15] = [
+    pub(crate) const ALL: [Kind; 17] = [
         Kind::DelayqRedis,
         Kind::DelayqEmbedded,
+        Kind::DelayqPostgres,
         Kind::HttpRedis,
         Kind::HttpEmbedded,
         Kind::HttpRedisBatch,
         Kind::HttpEmbeddedBatch,
         Kind::Chasquimq,
         Kind::Bullmq,
+        Kind::PgBoss,
         Kind::Beanstalkd,
         Kind::BeanstalkdBinlog,
         Kind::DelayqBeanstalkRedis,
@@ -143,12 +162,14 @@ impl Kind {
         match self {
             Kind::DelayqRedis => "delayq, Redis (library)",
             Kind::DelayqEmbedded => "delayq, embedded (library)",
+            Kind::DelayqPostgres => "delayq, PostgreSQL (library)",
             Kind::HttpRedis => "delayq server, Redis (HTTP)",
             Kind::HttpEmbedded => "delayq server, embedded (HTTP)",
             Kind::HttpRedisBatch => "delayq server, Redis (HTTP, batch consumer)",
             Kind::HttpEmbeddedBatch => "delayq server, embedded (HTTP, batch consumer)",
             Kind::Chasquimq => "ChasquiMQ",
             Kind::Bullmq => "BullMQ",
+            Kind::PgBoss => "pg-boss",
             Kind::Beanstalkd => "beanstalkd (memory)",
             Kind::BeanstalkdBinlog => "beanstalkd (-b binlog)",
             Kind::DelayqBeanstalkRedis => "delayq server, Redis (beanstalkd protocol)",
@@ -164,12 +185,14 @@ impl Kind {
         match self {
             Kind::DelayqRedis => "delayq-redis",
             Kind::DelayqEmbedded => "delayq-embedded",
+            Kind::DelayqPostgres => "delayq-postgres",
             Kind::HttpRedis => "http-redis",
             Kind::HttpEmbedded => "http-embedded",
             Kind::HttpRedisBatch => "http-redis-batch",
             Kind::HttpEmbeddedBatch => "http-embedded-batch",
             Kind::Chasquimq => "chasquimq",
             Kind::Bullmq => "bullmq",
+            Kind::PgBoss => "pg-boss",
             Kind::Beanstalkd => "beanstalkd",
             Kind::BeanstalkdBinlog => "beanstalkd-binlog",
             Kind::DelayqBeanstalkRedis => "delayq-beanstalk-redis",
@@ -189,10 +212,11 @@ impl Kind {
 /// The processes whose CPU a system costs.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Pids {
-    /// The store: redis-server or beanstalkd.
-    pub store: Option<u32>,
+    /// The store: redis-server or beanstalkd, or a PostgreSQL server's postmaster with its
+    /// descendants (its auxiliary processes and the backend of every connection).
+    pub store: Option<Proc>,
     /// The queue's own process: this one for the Rust libraries (worker and producer run
-    /// here), Node for BullMQ, the delayq server for HTTP and its beanstalkd port.
+    /// here), Node for BullMQ and pg-boss, the delayq server for HTTP and its beanstalkd port.
     pub queue: u32,
     /// A separate client, when the queue is a server: this process (HTTP, beanstalkd's
     /// protocol).
@@ -215,7 +239,7 @@ pub(crate) struct SpanCpu {
 /// Reads the CPU time of a system's processes at the start of a span.
 pub(crate) struct SpanMeter {
     pids: Pids,
-    list: Vec<u32>,
+    list: Vec<Proc>,
     meter: CpuMeter,
     start: Instant,
 }
@@ -223,12 +247,16 @@ pub(crate) struct SpanMeter {
 impl SpanMeter {
     /// Starts the span now.
     pub(crate) fn start(pids: Pids) -> SpanMeter {
-        let list: Vec<u32> = [pids.store, Some(pids.queue), pids.client]
-            .into_iter()
-            .flatten()
-            .collect();
+        let list: Vec<Proc> = [
+            pids.store,
+            Some(Proc::One(pids.queue)),
+            pids.client.map(Proc::One),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         SpanMeter {
-            meter: CpuMeter::start(&list),
+            meter: CpuMeter::of(&list),
             pids,
             list,
             start: Instant::now(),
@@ -239,8 +267,8 @@ impl SpanMeter {
     pub(crate) fn stop(&self) -> SpanCpu {
         let wall = self.start.elapsed().as_secs_f64();
         let cpu = self.meter.stop();
-        let of = |pid: Option<u32>| {
-            pid.and_then(|p| self.list.iter().position(|&x| x == p))
+        let of = |proc: Option<Proc>| {
+            proc.and_then(|p| self.list.iter().position(|&x| x == p))
                 .map(|i| cpu[i])
         };
         let p = self.pids;
@@ -248,12 +276,12 @@ impl SpanMeter {
             wall,
             store: of(p.store).unwrap_or(f64::NAN),
             // The store and the queue are one process for beanstalkd.
-            queue: if Some(p.queue) == p.store {
+            queue: if Some(Proc::One(p.queue)) == p.store {
                 0.0
             } else {
-                of(Some(p.queue)).unwrap_or(0.0)
+                of(Some(Proc::One(p.queue))).unwrap_or(0.0)
             },
-            client: of(p.client).unwrap_or(f64::NAN),
+            client: of(p.client.map(Proc::One)).unwrap_or(f64::NAN),
         }
     }
 }
@@ -277,7 +305,8 @@ pub(crate) struct DelayedRun {
 pub(crate) struct Footprint {
     /// Redis `used_memory`, or the resident memory of beanstalkd.
     pub memory: u64,
-    /// Bytes on disk (embedded engine, beanstalkd's binlog).
+    /// Bytes on disk (embedded engine, beanstalkd's binlog), or the bytes of a PostgreSQL
+    /// system's tables with their indexes and TOAST (`pg_total_relation_size`).
     pub disk: Option<u64>,
 }
 
@@ -290,6 +319,10 @@ pub(crate) trait System: Send {
     fn pids(&self) -> Pids;
     /// Its redis-server, for `INFO`.
     fn redis(&self) -> Option<&RedisServer>;
+    /// Its PostgreSQL server, for its statistics (`pg_stat_database`).
+    fn postgres(&self) -> Option<&PostgresServer> {
+        None
+    }
     /// Pushes `n` jobs of `body` bytes as fast as its batch interface allows.
     async fn fill(&mut self, n: usize, delays: Delays, body: usize) -> anyhow::Result<()>;
     /// `consumers` consumers take ready jobs (handle: nothing; then acknowledge) until `n`
@@ -318,11 +351,11 @@ pub(crate) trait System: Send {
     async fn delayed(&mut self, spec: DelayedSpec) -> anyhow::Result<DelayedRun>;
     /// What its pending jobs cost now.
     async fn footprint(&mut self) -> anyhow::Result<Footprint>;
-    /// Where its clients connect: a Redis URL, the delayq server's base URL, or the port
-    /// speaking beanstalkd's protocol.
+    /// Where its clients connect: a Redis or PostgreSQL URL, the delayq server's base URL,
+    /// or the port speaking beanstalkd's protocol.
     fn endpoint(&self) -> String;
-    /// Starts `workers` idle workers in its own client process, when it has one (BullMQ's
-    /// Node process); false when the suite must start them.
+    /// Starts `workers` idle workers in its own client process, when it has one (the Node
+    /// process of BullMQ or pg-boss); false when the suite must start them.
     async fn start_idle_workers(&mut self, workers: usize) -> anyhow::Result<bool> {
         let _ = workers;
         Ok(false)
@@ -334,7 +367,7 @@ pub(crate) trait System: Send {
 pub(crate) struct Env {
     /// `node`.
     pub node: PathBuf,
-    /// The `bench/` folder: `bullmq.mjs` and its `node_modules`.
+    /// The `bench/` folder: `bullmq.mjs`, `pgboss.mjs` and their `node_modules`.
     pub bench_dir: PathBuf,
     /// `beanstalkd`.
     pub beanstalkd: PathBuf,
@@ -354,11 +387,23 @@ pub(crate) fn redis_server() -> RedisServer {
     RedisServer::start_with(RedisOptions::default())
 }
 
+/// A PostgreSQL server of its own, as every PostgreSQL-based system gets it: the testkit's
+/// cluster (`initdb` in a temporary directory, a free loopback port, the `postgres` user
+/// when root; the binaries of `DELAYQ_POSTGRES_BIN` or the newest Debian
+/// `/usr/lib/postgresql/<version>/bin`), made off the async threads since `initdb` takes a
+/// second or two.
+pub(crate) async fn postgres_server() -> anyhow::Result<PostgresServer> {
+    tokio::task::spawn_blocking(PostgresServer::start)
+        .await
+        .context("PostgreSQL did not start (see the message above; bench/run.sh installs Debian's postgresql)")
+}
+
 /// Starts a system.
 pub(crate) async fn start(kind: Kind, env: &Env) -> anyhow::Result<Box<dyn System>> {
     Ok(match kind {
         Kind::DelayqRedis => Box::new(delayq_lib::DelayqLib::redis().await?),
         Kind::DelayqEmbedded => Box::new(delayq_lib::DelayqLib::embedded(env)?),
+        Kind::DelayqPostgres => Box::new(delayq_lib::DelayqLib::postgres().await?),
         Kind::HttpRedis => {
             Box::new(delayq_http::DelayqHttp::redis(env, kind, delayq_http::Loop::One).await?)
         }
@@ -373,6 +418,7 @@ pub(crate) async fn start(kind: Kind, env: &Env) -> anyhow::Result<Box<dyn Syste
         }
         Kind::Chasquimq => Box::new(chasquimq::Chasquimq::start().await?),
         Kind::Bullmq => Box::new(bullmq::Bullmq::start(env).await?),
+        Kind::PgBoss => Box::new(pgboss::PgBoss::start(env).await?),
         Kind::Beanstalkd => Box::new(beanstalk::Beanstalk::start(env, false).await?),
         Kind::BeanstalkdBinlog => Box::new(beanstalk::Beanstalk::start(env, true).await?),
         Kind::DelayqBeanstalkRedis => {

@@ -290,7 +290,7 @@ impl System for SeedsSystem {
 
     fn pids(&self) -> Pids {
         Pids {
-            store: self.redis.pid(),
+            store: self.redis.pid().map(procs::Proc::One),
             queue: procs::own_pid(),
             client: None,
         }

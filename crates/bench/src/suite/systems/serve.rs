@@ -93,7 +93,11 @@ impl DelayqServe {
     /// client).
     pub(crate) fn pids(&self) -> Pids {
         Pids {
-            store: self.redis.as_ref().and_then(RedisServer::pid),
+            store: self
+                .redis
+                .as_ref()
+                .and_then(RedisServer::pid)
+                .map(procs::Proc::One),
             queue: self.server.pid(),
             client: Some(procs::own_pid()),
         }
