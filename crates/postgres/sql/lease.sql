@@ -7,6 +7,10 @@
 -- conventions; value is the new due time for nack (-1: the job went dead), the new deadline
 -- for touch, else 0.
 --
+-- A lease's row is found by the primary key (tid, id): the state is tested as `state + 0 = 3`,
+-- which the partial index jobs_reserved (WHERE state = 3) does not match, so the planner
+-- cannot walk every lease of the topic to filter one id out of them (tests/plans.rs).
+--
 -- Invariants: a settlement checks the lease in the statement that changes the row (state 3,
 -- the token, deadline > now), so a lease that ran out or was replaced changes nothing; an
 -- acked job is deleted, or kept in state done (deadline = the ack's time) when its topic has
@@ -57,11 +61,11 @@ BEGIN
     END IF;
     IF keep_max IS NULL THEN
       DELETE FROM delayq.jobs j
-        WHERE j.tid = t AND j.id = ids[i] AND j.state = 3 AND j.token = tokens[i]
+        WHERE j.tid = t AND j.id = ids[i] AND j.state + 0 = 3 AND j.token = tokens[i]
           AND j.deadline > v_now;
     ELSE
       UPDATE delayq.jobs j SET state = 5, token = 0, deadline = v_now
-        WHERE j.tid = t AND j.id = ids[i] AND j.state = 3 AND j.token = tokens[i]
+        WHERE j.tid = t AND j.id = ids[i] AND j.state + 0 = 3 AND j.token = tokens[i]
           AND j.deadline > v_now;
     END IF;
     IF FOUND THEN
@@ -93,7 +97,7 @@ BEGIN
     RETURN;
   END IF;
   SELECT * INTO job FROM delayq.jobs j
-    WHERE j.tid = t AND j.id = job_id AND j.state = 3 AND j.token = tok AND j.deadline > now
+    WHERE j.tid = t AND j.id = job_id AND j.state + 0 = 3 AND j.token = tok AND j.deadline > now
     FOR UPDATE;
   IF NOT FOUND THEN
     job := NULL;

@@ -2,7 +2,8 @@
 //! logging the plan of every statement, the nested ones inside the library's functions
 //! included, each operation runs often enough for PL/pgSQL to switch to its generic plans,
 //! on a table large enough that a scan would show, and every plan that reads those tables
-//! must go through an index.
+//! must go through an index; a job named by its id is found by the primary key, not by
+//! filtering an index range on the id.
 
 use std::time::Duration;
 
@@ -187,4 +188,29 @@ async fn no_statement_scans_the_jobs_table() {
         scans.len(),
         scans.join("\n----\n")
     );
+    // A job looked up by id is found by its key: a plan that filters on the id walks an
+    // index range instead (the leases of a whole topic, for one ack).
+    let walks: Vec<&str> = log
+        .split("LOG:  duration:")
+        .filter(|plan| plan.lines().any(filters_on_id))
+        .collect();
+    assert!(
+        walks.is_empty(),
+        "{} plans filter the jobs by id instead of looking them up:\n{}",
+        walks.len(),
+        walks.join("\n----\n")
+    );
+}
+
+/// Whether a plan line is a filter with an equality on a column named `id` (not `tid`).
+fn filters_on_id(line: &str) -> bool {
+    let Some(filter) = line.trim_start().strip_prefix("Filter: ") else {
+        return false;
+    };
+    filter.match_indices("id = ").any(|(at, _)| {
+        !filter[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
 }
