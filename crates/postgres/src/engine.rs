@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use deadpool_postgres::{Object, Pool};
+use deadpool_postgres::{GenericClient as CachingClient, Object, Pool};
 use delayq_core::limits::{
     DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR, MAX_DELAY, at_too_far, check_reason, check_ttr,
     delay_ms_ceil,
@@ -27,6 +27,7 @@ use crate::connect::Connector;
 use crate::error::{db_err, pool_err, refusal};
 use crate::row::{JOB_COLS, RawJob, public_state, signed, unsigned};
 use crate::sweeper::Sweeper;
+use crate::vacuum::Vacuum;
 use crate::waiters::{OFFLINE_WAKE, SAFETY_WAKE, Waiters};
 use crate::{admin, library, store, topics};
 
@@ -64,6 +65,8 @@ struct Inner {
     listener: tokio::task::JoinHandle<()>,
     sweeper: Arc<Sweeper>,
     sweeping: tokio::task::JoinHandle<()>,
+    vacuum: Arc<Vacuum>,
+    vacuuming: tokio::task::JoinHandle<()>,
     rotate: AtomicUsize,
 }
 
@@ -71,6 +74,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         self.listener.abort();
         self.sweeping.abort();
+        self.vacuuming.abort();
     }
 }
 
@@ -91,6 +95,8 @@ impl PostgresEngine {
         let listener = tokio::spawn(crate::waiters::listen(connector, Arc::downgrade(&waiters)));
         let sweeper = Arc::new(Sweeper::default());
         let sweeping = tokio::spawn(crate::sweeper::run(pool.clone(), Arc::downgrade(&sweeper)));
+        let vacuum = Arc::new(Vacuum::default());
+        let vacuuming = tokio::spawn(crate::vacuum::run(pool.clone(), Arc::downgrade(&vacuum)));
         Ok(PostgresEngine {
             inner: Arc::new(Inner {
                 pool,
@@ -99,6 +105,8 @@ impl PostgresEngine {
                 listener,
                 sweeper,
                 sweeping,
+                vacuum,
+                vacuuming,
                 rotate: AtomicUsize::new(0),
             }),
         })
@@ -152,11 +160,7 @@ impl PostgresEngine {
         mode: DeliveryMode,
     ) -> Result<Vec<Delivery>> {
         let got = self.reserve_trip(topics, max, mode).await?;
-        if let Some(d) = got.iter().filter_map(|d| d.job.deadline).min() {
-            self.inner
-                .sweeper
-                .note(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        }
+        self.note_leases(&got);
         Ok(got)
     }
 
@@ -173,39 +177,7 @@ impl PostgresEngine {
         detach_lease(
             async move {
                 let client = engine.client().await?;
-                let names: Vec<&str> = topics.iter().map(Topic::as_str).collect();
-                let stmt = client
-                    .prepare_cached(&format!(
-                        "SELECT pos, token, now_us, {JOB_COLS} FROM delayq.reserve($1, $2, $3, $4)"
-                    ))
-                    .await
-                    .map_err(|e| db_err("reserving", e))?;
-                let n = i32::try_from(max).unwrap_or(i32::MAX);
-                let at_most_once = mode == DeliveryMode::AtMostOnce;
-                let rows = client
-                    .query(&stmt, &[&names, &n, &at_most_once, &TICK_BUDGET])
-                    .await
-                    .map_err(|e| db_err("reserving", e))?;
-                let mut taken = Vec::with_capacity(rows.len());
-                for r in &rows {
-                    let pos: i32 = r.get(0);
-                    let token: i64 = r.get(1);
-                    let now_us: i64 = r.get(2);
-                    taken.push((pos, token, now_us, RawJob::read(r, 3)?));
-                }
-                taken.sort_by_key(|(pos, _, _, j)| (*pos, j.priority, j.ready_at, j.seq));
-                taken
-                    .into_iter()
-                    .map(|(pos, token, now_us, raw)| {
-                        let topic = usize::try_from(pos - 1)
-                            .ok()
-                            .and_then(|i| topics.get(i))
-                            .ok_or_else(|| {
-                                Error::Internal(format!("reserve answered topic position {pos}"))
-                            })?;
-                        raw.into_delivery(topic, token, now_us)
-                    })
-                    .collect::<Result<Vec<_>>>()
+                reserve_on(&client, &topics, max, mode).await
             },
             |d| d,
             move |leases| async move {
@@ -218,35 +190,15 @@ impl PostgresEngine {
         .await
     }
 
-    /// Applies `settle` in order (a run of acks as one `ack_batch`): one answer each; a
-    /// retryable failure of the engine ends the call.
-    async fn settle(&self, settle: &[Settle]) -> Result<Vec<Result<Settled>>> {
-        let mut out = Vec::with_capacity(settle.len());
-        let mut acks: Vec<Lease> = Vec::new();
-        for s in settle.iter().map(Some).chain([None]) {
-            if let Some(Settle::Ack(l)) = s {
-                acks.push(l.clone());
-                continue;
-            }
-            if !acks.is_empty() {
-                let answers = self.ack_batch(&acks).await?;
-                out.extend(answers.into_iter().map(|r| r.map(|()| Settled::Acked)));
-                acks.clear();
-            }
-            let r = match s {
-                None | Some(Settle::Ack(_)) => continue,
-                Some(Settle::Nack(l, n)) => self.nack(l, n.clone()).await.map(Settled::Nacked),
-                Some(Settle::Bury(l, reason)) => {
-                    self.bury(l, reason.clone()).await.map(|()| Settled::Buried)
-                }
-                Some(Settle::Release(l)) => self.release(l).await.map(|()| Settled::Released),
-            };
-            match r {
-                Err(e) if e.is_retryable() => return Err(e),
-                r => out.push(r),
-            }
+    /// Tells the sweeper of the earliest deadline of the leases in `got`, and the vacuum
+    /// how many jobs were handed out.
+    fn note_leases(&self, got: &[Delivery]) {
+        self.inner.vacuum.note(got.len());
+        if let Some(d) = got.iter().filter_map(|d| d.job.deadline).min() {
+            self.inner
+                .sweeper
+                .note(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         }
-        Ok(out)
     }
 
     /// When a waiter on `topics` should look again, and now, in ms on the database's clock.
@@ -263,35 +215,206 @@ impl PostgresEngine {
             .map_err(|e| db_err("finding the next wake-up", e))?;
         Ok((row.get(0), row.get(1)))
     }
+}
 
-    /// Calls one lease function (`nack`, `release`, `touch`, `bury`): its (status, state,
-    /// value), the status turned into the refusal it names.
-    async fn lease_call(
-        &self,
-        lease: &Lease,
-        operation: &'static str,
-        sql: &str,
-        extra: &[&(dyn ToSql + Sync)],
-    ) -> Result<i64> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(sql)
-            .await
-            .map_err(|e| db_err(operation, e))?;
-        let (topic, id, token) = (
-            lease.topic.as_str(),
-            lease.id.as_str(),
-            signed(lease.token.0),
-        );
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&topic, &id, &token];
-        params.extend_from_slice(extra);
-        let row = client
-            .query_one(&stmt, &params)
-            .await
-            .map_err(|e| db_err(operation, e))?;
-        lease_status(lease, operation, row.get(0), row.get(1))?;
-        Ok(row.get(2))
+/// One reserve call on `client` over `topics` in this order: the jobs taken, in the
+/// contract's order.
+async fn reserve_on<C: CachingClient>(
+    client: &C,
+    topics: &[Topic],
+    max: usize,
+    mode: DeliveryMode,
+) -> Result<Vec<Delivery>> {
+    let names: Vec<&str> = topics.iter().map(Topic::as_str).collect();
+    let stmt = client
+        .prepare_cached(&format!(
+            "SELECT pos, token, now_us, {JOB_COLS} FROM delayq.reserve($1, $2, $3, $4)"
+        ))
+        .await
+        .map_err(|e| db_err("reserving", e))?;
+    let n = i32::try_from(max).unwrap_or(i32::MAX);
+    let at_most_once = mode == DeliveryMode::AtMostOnce;
+    let rows = client
+        .query(&stmt, &[&names, &n, &at_most_once, &TICK_BUDGET])
+        .await
+        .map_err(|e| db_err("reserving", e))?;
+    let mut taken = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let pos: i32 = r.get(0);
+        let token: i64 = r.get(1);
+        let now_us: i64 = r.get(2);
+        taken.push((pos, token, now_us, RawJob::read(r, 3)?));
     }
+    taken.sort_by_key(|(pos, _, _, j)| (*pos, j.priority, j.ready_at, j.seq));
+    taken
+        .into_iter()
+        .map(|(pos, token, now_us, raw)| {
+            let topic = usize::try_from(pos - 1)
+                .ok()
+                .and_then(|i| topics.get(i))
+                .ok_or_else(|| Error::Internal(format!("reserve answered topic position {pos}")))?;
+            raw.into_delivery(topic, token, now_us)
+        })
+        .collect()
+}
+
+/// Applies `settle` (checked already) in order on `client` (a run of acks as one call):
+/// one answer each; a retryable failure of the engine ends the call.
+async fn settle_on<C: CachingClient>(
+    client: &C,
+    settle: &[Settle],
+) -> Result<Vec<Result<Settled>>> {
+    let mut out = Vec::with_capacity(settle.len());
+    let mut acks: Vec<Lease> = Vec::new();
+    for s in settle.iter().map(Some).chain([None]) {
+        if let Some(Settle::Ack(l)) = s {
+            acks.push(l.clone());
+            continue;
+        }
+        if !acks.is_empty() {
+            let answers = ack_on(client, &acks).await?;
+            out.extend(answers.into_iter().map(|r| r.map(|()| Settled::Acked)));
+            acks.clear();
+        }
+        let r = match s {
+            None | Some(Settle::Ack(_)) => continue,
+            Some(Settle::Nack(l, n)) => nack_on(client, l, n.clone()).await.map(Settled::Nacked),
+            Some(Settle::Bury(l, reason)) => {
+                let bury = Bury {
+                    reason: reason.clone(),
+                    priority: None,
+                };
+                bury_on(client, l, bury).await.map(|()| Settled::Buried)
+            }
+            Some(Settle::Release(l)) => release_on(client, l, Release::default())
+                .await
+                .map(|()| Settled::Released),
+        };
+        match r {
+            Err(e) if e.is_retryable() => return Err(e),
+            r => out.push(r),
+        }
+    }
+    Ok(out)
+}
+
+/// Acks `leases` (checked already) on `client`: one call per topic, one answer per lease.
+async fn ack_on<C: CachingClient>(client: &C, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+    let stmt = client
+        .prepare_cached("SELECT status, pstate FROM delayq.ack($1, $2, $3)")
+        .await
+        .map_err(|e| db_err("acking", e))?;
+    let mut out: Vec<Option<Result<()>>> = (0..leases.len()).map(|_| None).collect();
+    let mut done = vec![false; leases.len()];
+    for i in 0..leases.len() {
+        if done[i] {
+            continue;
+        }
+        let topic = &leases[i].topic;
+        let run: Vec<usize> = (i..leases.len())
+            .filter(|&k| !done[k] && &leases[k].topic == topic)
+            .collect();
+        let ids: Vec<&str> = run.iter().map(|&k| leases[k].id.as_str()).collect();
+        let tokens: Vec<i64> = run.iter().map(|&k| signed(leases[k].token.0)).collect();
+        let rows = client
+            .query(&stmt, &[&topic.as_str(), &ids, &tokens])
+            .await
+            .map_err(|e| db_err("acking", e))?;
+        if rows.len() != run.len() {
+            return Err(Error::Internal(
+                "ack answered another number of rows".into(),
+            ));
+        }
+        for (&k, r) in run.iter().zip(&rows) {
+            done[k] = true;
+            out[k] = Some(lease_status(&leases[k], "ack", r.get(0), r.get(1)));
+        }
+    }
+    out.into_iter()
+        .map(|o| o.ok_or_else(|| Error::Internal("an ack was not answered".into())))
+        .collect()
+}
+
+/// Nacks `lease` on `client`.
+async fn nack_on<C: CachingClient>(client: &C, lease: &Lease, nack: Nack) -> Result<NackOutcome> {
+    nack.validate()?;
+    let delay = nack.delay.map(|d| signed(delay_ms_ceil(d)));
+    let reason = nack.reason.unwrap_or_default();
+    let value = lease_call(
+        client,
+        lease,
+        "nack",
+        "SELECT status, pstate, value FROM delayq.nack($1, $2, $3, $4, $5)",
+        &[&delay, &reason],
+    )
+    .await?;
+    Ok(if value < 0 {
+        NackOutcome::Dead
+    } else {
+        NackOutcome::Retry {
+            ready_at: Timestamp::from_millis(unsigned(value, "due time")?),
+        }
+    })
+}
+
+/// Releases `lease` on `client`.
+async fn release_on<C: CachingClient>(client: &C, lease: &Lease, release: Release) -> Result<()> {
+    release.validate()?;
+    let delay = release.delay.map(|d| signed(delay_ms_ceil(d)));
+    let priority = release.priority.map(i64::from);
+    lease_call(
+        client,
+        lease,
+        "release",
+        "SELECT status, pstate, value FROM delayq.release($1, $2, $3, $4, $5)",
+        &[&delay, &priority],
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Buries `lease` on `client`.
+async fn bury_on<C: CachingClient>(client: &C, lease: &Lease, bury: Bury) -> Result<()> {
+    check_reason(bury.reason.as_deref())?;
+    let reason = bury.reason.unwrap_or_default();
+    let priority = bury.priority.map(i64::from);
+    lease_call(
+        client,
+        lease,
+        "bury",
+        "SELECT status, pstate, value FROM delayq.bury($1, $2, $3, $4, $5)",
+        &[&reason, &priority],
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Calls one lease function (`nack`, `release`, `touch`, `bury`) on `client`: its (status,
+/// state, value), the status turned into the refusal it names.
+async fn lease_call<C: CachingClient>(
+    client: &C,
+    lease: &Lease,
+    operation: &'static str,
+    sql: &str,
+    extra: &[&(dyn ToSql + Sync)],
+) -> Result<i64> {
+    let stmt = client
+        .prepare_cached(sql)
+        .await
+        .map_err(|e| db_err(operation, e))?;
+    let (topic, id, token) = (
+        lease.topic.as_str(),
+        lease.id.as_str(),
+        signed(lease.token.0),
+    );
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&topic, &id, &token];
+    params.extend_from_slice(extra);
+    let row = client
+        .query_one(&stmt, &params)
+        .await
+        .map_err(|e| db_err(operation, e))?;
+    lease_status(lease, operation, row.get(0), row.get(1))?;
+    Ok(row.get(2))
 }
 
 /// A lease function's status as the contract's answer.
@@ -571,19 +694,26 @@ impl Engine for PostgresEngine {
         let (engine, give_back) = (self.clone(), self.clone());
         let items = settle.to_vec();
         let first = req.clone();
-        // The settlements and a first look run in a task of their own: a caller dropped
-        // meanwhile still has its settlements applied, and the jobs that look leased are
-        // given back.
+        // The settlements and a first look are one transaction (one commit), in a task of
+        // its own: a caller dropped meanwhile still has its settlements applied, and the
+        // jobs that look leased are given back.
         let (settled, deliveries) = detach_lease(
             async move {
-                let settled = engine.settle(&items).await?;
+                let mut client = engine.client().await?;
+                let tx = client
+                    .transaction()
+                    .await
+                    .map_err(|e| db_err("starting a transaction", e))?;
+                let settled = settle_on(&tx, &items).await?;
                 let got = if first.max == 0 {
                     Vec::new()
                 } else {
-                    engine
-                        .reserve_once(first.topics.clone(), first.max, first.mode)
-                        .await?
+                    reserve_on(&tx, &first.topics, first.max, first.mode).await?
                 };
+                tx.commit()
+                    .await
+                    .map_err(|e| db_err("committing settlements and a reserve", e))?;
+                engine.note_leases(&got);
                 Ok((settled, got))
             },
             |(_, got)| got,
@@ -610,61 +740,12 @@ impl Engine for PostgresEngine {
 
     async fn ack_batch(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
         check_ack_batch(leases)?;
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("SELECT status, pstate FROM delayq.ack($1, $2, $3)")
-            .await
-            .map_err(|e| db_err("acking", e))?;
-        let mut out: Vec<Option<Result<()>>> = (0..leases.len()).map(|_| None).collect();
-        let mut done = vec![false; leases.len()];
-        for i in 0..leases.len() {
-            if done[i] {
-                continue;
-            }
-            let topic = &leases[i].topic;
-            let run: Vec<usize> = (i..leases.len())
-                .filter(|&k| !done[k] && &leases[k].topic == topic)
-                .collect();
-            let ids: Vec<&str> = run.iter().map(|&k| leases[k].id.as_str()).collect();
-            let tokens: Vec<i64> = run.iter().map(|&k| signed(leases[k].token.0)).collect();
-            let rows = client
-                .query(&stmt, &[&topic.as_str(), &ids, &tokens])
-                .await
-                .map_err(|e| db_err("acking", e))?;
-            if rows.len() != run.len() {
-                return Err(Error::Internal(
-                    "ack answered another number of rows".into(),
-                ));
-            }
-            for (&k, r) in run.iter().zip(&rows) {
-                done[k] = true;
-                out[k] = Some(lease_status(&leases[k], "ack", r.get(0), r.get(1)));
-            }
-        }
-        out.into_iter()
-            .map(|o| o.ok_or_else(|| Error::Internal("an ack was not answered".into())))
-            .collect()
+        ack_on(&self.client().await?, leases).await
     }
 
     async fn nack(&self, lease: &Lease, nack: Nack) -> Result<NackOutcome> {
         nack.validate()?;
-        let delay = nack.delay.map(|d| signed(delay_ms_ceil(d)));
-        let reason = nack.reason.unwrap_or_default();
-        let value = self
-            .lease_call(
-                lease,
-                "nack",
-                "SELECT status, pstate, value FROM delayq.nack($1, $2, $3, $4, $5)",
-                &[&delay, &reason],
-            )
-            .await?;
-        Ok(if value < 0 {
-            NackOutcome::Dead
-        } else {
-            NackOutcome::Retry {
-                ready_at: Timestamp::from_millis(unsigned(value, "due time")?),
-            }
-        })
+        nack_on(&self.client().await?, lease, nack).await
     }
 
     async fn release(&self, lease: &Lease) -> Result<()> {
@@ -673,16 +754,7 @@ impl Engine for PostgresEngine {
 
     async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
         release.validate()?;
-        let delay = release.delay.map(|d| signed(delay_ms_ceil(d)));
-        let priority = release.priority.map(i64::from);
-        self.lease_call(
-            lease,
-            "release",
-            "SELECT status, pstate, value FROM delayq.release($1, $2, $3, $4, $5)",
-            &[&delay, &priority],
-        )
-        .await
-        .map(|_| ())
+        release_on(&self.client().await?, lease, release).await
     }
 
     async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp> {
@@ -690,14 +762,14 @@ impl Engine for PostgresEngine {
             check_ttr(t)?;
         }
         let ttr = ttr.map(|t| signed(duration_ms(t)));
-        let value = self
-            .lease_call(
-                lease,
-                "touch",
-                "SELECT status, pstate, value FROM delayq.touch($1, $2, $3, $4)",
-                &[&ttr],
-            )
-            .await?;
+        let value = lease_call(
+            &self.client().await?,
+            lease,
+            "touch",
+            "SELECT status, pstate, value FROM delayq.touch($1, $2, $3, $4)",
+            &[&ttr],
+        )
+        .await?;
         Ok(Timestamp::from_millis(unsigned(value, "deadline")?))
     }
 
@@ -714,16 +786,7 @@ impl Engine for PostgresEngine {
 
     async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {
         check_reason(bury.reason.as_deref())?;
-        let reason = bury.reason.unwrap_or_default();
-        let priority = bury.priority.map(i64::from);
-        self.lease_call(
-            lease,
-            "bury",
-            "SELECT status, pstate, value FROM delayq.bury($1, $2, $3, $4, $5)",
-            &[&reason, &priority],
-        )
-        .await
-        .map(|_| ())
+        bury_on(&self.client().await?, lease, bury).await
     }
 
     async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
@@ -758,11 +821,7 @@ impl Engine for PostgresEngine {
 
     async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
         let d = admin::reserve_job(self, topic, id).await?;
-        if let Some(deadline) = d.job.deadline {
-            self.inner
-                .sweeper
-                .note(i64::try_from(deadline.as_millis()).unwrap_or(i64::MAX));
-        }
+        self.note_leases(std::slice::from_ref(&d));
         Ok(d)
     }
 

@@ -27,6 +27,7 @@ mod row;
 mod store;
 mod sweeper;
 mod topics;
+mod vacuum;
 mod waiters;
 
 pub use config::PostgresConfig;
