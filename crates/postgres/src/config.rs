@@ -132,7 +132,8 @@ enum SslMode {
 /// (`sslrootcert=system`, as libpq 16, names none beyond the system's). A key-value string
 /// (`host=… dbname=…`) goes to the driver as it is.
 fn take_tls_params(url: &str) -> Result<(String, Option<SslMode>, Option<PathBuf>)> {
-    let Some((base, query)) = url.split_once('?') else {
+    let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    let Some((base, query)) = url.split_once('?').filter(|_| is_url) else {
         return Ok((url.to_string(), None, None));
     };
     let mut kept = Vec::new();
@@ -231,6 +232,14 @@ mod tests {
             (t.config.get_ssl_mode(), t.verify),
             (Driver::Require, Verify::Nothing)
         );
+        // A key-value string is not a URL: a `?` in a value is not a query.
+        let t = target("host=db dbname=app password=a?sslmode=disable&b");
+        assert_eq!(
+            t.config.get_password(),
+            Some(&b"a?sslmode=disable&b"[..]),
+            "the password is kept whole"
+        );
+        assert_eq!(t.config.get_ssl_mode(), Driver::Prefer);
     }
 
     #[test]
