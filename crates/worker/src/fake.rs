@@ -41,6 +41,11 @@ struct State {
     reserve_fails: bool,
     /// How long a reserve that hands out jobs takes.
     reserve_latency: Duration,
+    /// How long the next reserves that hand out jobs take, in order (then
+    /// `reserve_latency`).
+    scripted_latency: VecDeque<Duration>,
+    /// The lease token of the next job handed out: tokens grow in hand-out order.
+    next_token: u64,
     calls: Calls,
 }
 
@@ -114,6 +119,12 @@ impl FakeEngine {
         self.state().reserve_latency = latency;
     }
 
+    /// The next reserves that hand out jobs take these times to answer, in order (then
+    /// the time `slow_reserves` set): answers can come back in another order than asked.
+    pub(crate) fn script_reserve_latency(&self, latency: impl IntoIterator<Item = Duration>) {
+        self.state().scripted_latency.extend(latency);
+    }
+
     /// What the worker asked so far.
     pub(crate) fn calls(&self) -> Calls {
         self.state().calls.clone()
@@ -175,7 +186,20 @@ impl Engine for FakeEngine {
             let n = req.max.min(s.deliveries.len());
             s.calls.leased += n;
             s.calls.max_leased = s.calls.max_leased.max(s.calls.leased);
-            (s.deliveries.drain(..n).collect(), s.reserve_latency)
+            let mut got: Vec<Delivery> = s.deliveries.drain(..n).collect();
+            for d in &mut got {
+                if let Some(lease) = &mut d.lease {
+                    s.next_token += 1;
+                    lease.token = LeaseToken(s.next_token);
+                }
+            }
+            let latency = if got.is_empty() {
+                s.reserve_latency
+            } else {
+                let fallback = s.reserve_latency;
+                s.scripted_latency.pop_front().unwrap_or(fallback)
+            };
+            (got, latency)
         };
         if got.is_empty() {
             tokio::time::sleep(req.wait).await;

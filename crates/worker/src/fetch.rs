@@ -140,7 +140,9 @@ struct Fetch<E, H> {
     ahead: Option<InFlight>,
     /// A reserve that came back while another is still on its way: its jobs wait for that
     /// one's, so that the buffer takes both in the engine's order (two calls on their way
-    /// at once may reach the engine in either order; see `Buffer::push`).
+    /// at once may reach the engine in either order, and come back in either order when
+    /// the engine answers them on connections of their own, as on PostgreSQL; see
+    /// `Buffer::push`). No other reserve starts meanwhile.
     parked: Option<Done>,
     /// Jobs asked for by the reserves on their way: they count against the window.
     asked_out: usize,
@@ -225,7 +227,8 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
 
     /// A call came back: it is finished now, unless it reserved while another cycle is on
     /// its way; then it waits for that one (see [`Fetch::parked`]), and both are finished
-    /// together, the buffer putting their jobs in the engine's order.
+    /// together, the buffer putting their jobs in the engine's order. A flush that comes
+    /// back meanwhile leaves the parked call waiting.
     fn arrived<P>(&mut self, done: Done)
     where
         P: Payload,
@@ -236,7 +239,9 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             return;
         }
         self.finish::<P>(done);
-        self.unpark::<P>();
+        if !self.cycle_on_its_way() {
+            self.unpark::<P>();
+        }
     }
 
     /// Finishes the parked call.
@@ -390,9 +395,13 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         // At shutdown everything goes at once; otherwise outcomes wait for company.
         let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
         let refill = (self.window.size() / 2).clamp(1, RESERVE_BATCH);
+        // While an answer is parked, nothing more reserves: a third reserve could take later
+        // jobs than the cycle on its way and come back before it, and its jobs would go to
+        // the handlers before that cycle's earlier ones.
+        let parked = self.parked.is_some();
         if self.main.is_none() {
             // After an empty reserve, nothing more reserves until the cycle ahead is back.
-            let need = if self.stopping || (self.idle && self.ahead.is_some()) {
+            let need = if self.stopping || parked || (self.idle && self.ahead.is_some()) {
                 0
             } else {
                 self.window
@@ -420,6 +429,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         }
         if !self.stopping
             && !self.idle
+            && !parked
             && self.ahead.is_none()
             && self.main.as_ref().is_some_and(|c| c.kind == Kind::Cycle)
         {

@@ -300,6 +300,51 @@ async fn a_second_cycle_overlaps_the_first_within_the_prefetch() {
     assert!(c.max_leased <= 600, "{} leases held at once", c.max_leased);
 }
 
+/// Answers that come back in another order than their calls reached the engine (as on
+/// PostgreSQL, where each call has a connection of its own): one slow answer holds the
+/// earliest jobs, and the jobs of later calls wait for it, so one handler still runs every
+/// job in the engine's order.
+#[tokio::test(start_paused = true)]
+async fn one_handler_runs_jobs_in_order_when_an_answer_is_late() {
+    let engine = FakeEngine::default();
+    for i in 0..3000 {
+        engine.deliver(&format!("j{i}"), 30 * SEC, true);
+    }
+    engine.slow_reserves(Duration::from_millis(10));
+    // Once the window has grown and a cycle goes ahead of each other one, every other
+    // answer is late: so are some of the main cycles and some of those ahead.
+    let mut script = vec![Duration::from_millis(10); 6];
+    for _ in 0..6 {
+        script.extend([Duration::from_millis(10), Duration::from_millis(300)]);
+    }
+    engine.script_reserve_latency(script);
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let handler = {
+        let ran = ran.clone();
+        move |job: Job<Bytes>| {
+            ran.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(job.id().to_string());
+            async { Ok::<(), JobError>(()) }
+        }
+    };
+    let config = WorkerConfig::default()
+        .with_concurrency(1)
+        .with_prefetch(600);
+    let report = run_for(&engine, config, handler, 10 * SEC).await;
+
+    assert_eq!(report.acked, 3000, "{report:?}");
+    let ran = ran
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let first_out_of_order = ran
+        .iter()
+        .enumerate()
+        .find(|(i, id)| **id != format!("j{i}"));
+    assert_eq!(first_out_of_order, None, "the jobs ran out of order");
+}
+
 #[tokio::test(start_paused = true)]
 async fn outcomes_ride_with_the_next_reserve_and_share_calls() {
     let engine = FakeEngine::default();
