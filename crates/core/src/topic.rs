@@ -75,7 +75,8 @@ pub fn partition_of(id: &JobId, n: u16) -> u16 {
 
 /// How many finished (acked) jobs a topic keeps, and for how long: a done job is readable
 /// (get, list) until `max_age` after its ack, or until `max_jobs` later ones were acked,
-/// whichever comes first. Both bounds are required, so retention never grows without end.
+/// whichever comes first; after that it is none (a delete of it answers false). Both bounds
+/// are required, so retention never grows without end.
 ///
 /// On a topic of several partitions ([`TopicConfig::partitions`]) `max_jobs` bounds each
 /// partition: a done job stays at least until `max_jobs` later ones were acked in its topic,

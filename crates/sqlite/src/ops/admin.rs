@@ -148,8 +148,12 @@ pub(crate) fn delete(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<bool>
     let Some(tid) = tx.topic(topic)? else {
         return Ok(false);
     };
-    if done::forget(tx, tid, id.as_str())? {
-        return Ok(true);
+    if let Some(acked) = done::forget(tx, tid, id.as_str())? {
+        // A done job that its topic's retention no longer keeps is none, as `get` says: its
+        // row goes all the same, and nothing was deleted.
+        let keep = tx.shared.registry.retention(tid);
+        let now = tx.now_ms();
+        return Ok(keep.is_some_and(|k| acked > done::kept_after(now, &k)));
     }
     let n = exec(
         tx,

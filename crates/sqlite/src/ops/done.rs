@@ -4,7 +4,7 @@
 //! never counts rows; every write that adds or removes a done job keeps it true.
 
 use delayq_core::{Lease, Result, Retention, duration_ms};
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use super::exec;
 use crate::error::db_err;
@@ -95,24 +95,25 @@ pub(crate) fn trim(
 }
 
 /// Removes the done job `id` of topic `tid`, when there is one (a push of its id, a delete).
-/// Answers whether there was.
-pub(crate) fn forget(tx: &mut Tx<'_>, tid: i64, id: &str) -> Result<bool> {
-    let gone = exec(
-        tx,
-        "removing a done job",
-        "DELETE FROM jobs WHERE tid = ?1 AND id = ?2 AND state = 5",
-        params![tid, id],
-    )?;
-    if gone == 0 {
-        return Ok(false);
-    }
+/// Answers the time of its ack when there was.
+pub(crate) fn forget(tx: &mut Tx<'_>, tid: i64, id: &str) -> Result<Option<u64>> {
+    let acked: Option<i64> = tx
+        .conn
+        .prepare_cached(
+            "DELETE FROM jobs WHERE tid = ?1 AND id = ?2 AND state = 5 RETURNING deadline",
+        )
+        .and_then(|mut s| s.query_row(params![tid, id], |r| r.get(0)).optional())
+        .map_err(|e| db_err("removing a done job", e))?;
+    let Some(acked) = acked else {
+        return Ok(None);
+    };
     exec(
         tx,
         "counting done jobs",
         "UPDATE topics SET done = done - 1 WHERE tid = ?1",
         [tid],
     )?;
-    Ok(true)
+    Ok(Some(u64::try_from(acked).unwrap_or(0)))
 }
 
 fn set_count(tx: &Tx<'_>, tid: i64, done: i64) -> Result<()> {

@@ -96,7 +96,7 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
                 .map_err(|e| db_err("inserting a job", e))
         };
         // A done job holds no id: when the id is a done job's, it goes and the push creates.
-        let created = insert()? || (done::forget(tx, tid, job.id.as_str())? && insert()?);
+        let created = insert()? || (done::forget(tx, tid, job.id.as_str())?.is_some() && insert()?);
         if created {
             pushed_here.insert((tid, job.id.as_str()));
             tx.list_topic(tid)?;

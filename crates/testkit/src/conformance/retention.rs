@@ -223,11 +223,14 @@ pub async fn retention_keeps_acked_jobs_as_done<H: Harness>(h: &H) {
 }
 
 /// A done job is kept until `max_age` after its ack (on the engine's clock), then neither
-/// read, listed nor counted; a later ack removes it.
+/// read, listed, counted nor deleted; a later ack removes it.
 pub async fn retention_forgets_done_jobs_after_their_age<H: Harness>(h: &H) {
     let e = h.open().await;
     let t = new_topic(h, "aging").await;
     ok(e.set_topic_config(&t, &keep(h, 100, 1)).await, "set config");
+    // "c" first: the wait below is for the ack of "a", the later one.
+    let c = leased(&e, &t, &["c"]).await;
+    ok(e.ack(&c[0]).await, "ack");
     let l = leased(&e, &t, &["a"]).await;
     ok(e.ack(&l[0]).await, "ack");
     let a = get(&e, &t, "a").await;
@@ -244,6 +247,10 @@ pub async fn retention_forgets_done_jobs_after_their_age<H: Harness>(h: &H) {
     assert_eq!(ok(e.get(&t, &id("a")).await, "get"), None);
     assert!(done_ids(&e, &t, 10).await.is_empty());
     assert_eq!(ok(e.stats(&t).await, "stats").done, 0);
+    assert!(
+        !ok(e.delete(&t, &id("c")).await, "delete"),
+        "a done job past its age is none: there is nothing to delete"
+    );
     let l = leased(&e, &t, &["b"]).await;
     ok(e.ack(&l[0]).await, "ack");
     assert_eq!(done_ids(&e, &t, 10).await, ["b"]);
