@@ -1,6 +1,8 @@
 //! [`PostgresEngine`]: the [`Engine`] contract on PostgreSQL. Each operation checks its
 //! arguments, then calls one function of the engine's library (`sql/*.sql`) in one round
-//! trip on a pooled connection; reserves that find nothing wait as `waiters` describes.
+//! trip on a pooled connection; a worker's cycle (`settle_and_reserve`) calls its
+//! settlements' functions and the reserve's in one transaction. Reserves that find nothing
+//! wait as `waiters` describes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
