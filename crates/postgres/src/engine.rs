@@ -260,8 +260,8 @@ async fn reserve_on<C: CachingClient>(
         .collect()
 }
 
-/// Applies `settle` (checked already) in order on `client` (a run of acks as one call):
-/// one answer each; a retryable failure of the engine ends the call.
+/// Applies `settle` (checked already: `Settle::validate`) in order on `client` (a run of
+/// acks as one call): one answer each; a retryable failure of the engine ends the call.
 async fn settle_on<C: CachingClient>(
     client: &C,
     settle: &[Settle],
@@ -337,9 +337,8 @@ async fn ack_on<C: CachingClient>(client: &C, leases: &[Lease]) -> Result<Vec<Re
         .collect()
 }
 
-/// Nacks `lease` on `client`.
+/// Nacks `lease` on `client` (`nack` checked already).
 async fn nack_on<C: CachingClient>(client: &C, lease: &Lease, nack: Nack) -> Result<NackOutcome> {
-    nack.validate()?;
     let delay = nack.delay.map(|d| signed(delay_ms_ceil(d)));
     let reason = nack.reason.unwrap_or_default();
     let value = lease_call(
@@ -359,9 +358,8 @@ async fn nack_on<C: CachingClient>(client: &C, lease: &Lease, nack: Nack) -> Res
     })
 }
 
-/// Releases `lease` on `client`.
+/// Releases `lease` on `client` (`release` checked already).
 async fn release_on<C: CachingClient>(client: &C, lease: &Lease, release: Release) -> Result<()> {
-    release.validate()?;
     let delay = release.delay.map(|d| signed(delay_ms_ceil(d)));
     let priority = release.priority.map(i64::from);
     lease_call(
@@ -375,9 +373,8 @@ async fn release_on<C: CachingClient>(client: &C, lease: &Lease, release: Releas
     .map(|_| ())
 }
 
-/// Buries `lease` on `client`.
+/// Buries `lease` on `client` (`bury` checked already).
 async fn bury_on<C: CachingClient>(client: &C, lease: &Lease, bury: Bury) -> Result<()> {
-    check_reason(bury.reason.as_deref())?;
     let reason = bury.reason.unwrap_or_default();
     let priority = bury.priority.map(i64::from);
     lease_call(

@@ -193,8 +193,9 @@ impl Engine for FakeEngine {
                     lease.token = LeaseToken(s.next_token);
                 }
             }
+            // An empty answer waits the reserve's wait instead.
             let latency = if got.is_empty() {
-                s.reserve_latency
+                Duration::ZERO
             } else {
                 let fallback = s.reserve_latency;
                 s.scripted_latency.pop_front().unwrap_or(fallback)
