@@ -296,6 +296,29 @@ pub(crate) fn plot_with(root: &Path, json: &Path, out: &Path) -> anyhow::Result<
     Ok(())
 }
 
+/// The commit of the tree the suite was built from (`bench_dir`'s repository): its short
+/// hash, and "with uncommitted changes" when tracked files differ from it.
+fn commit(bench_dir: &Path) -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(bench_dir)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let Some(head) = git(&["rev-parse", "--short=10", "HEAD"]) else {
+        return "unknown (not a git checkout)".into();
+    };
+    match git(&["status", "--porcelain", "--untracked-files=no"]) {
+        Some(s) if s.is_empty() => head,
+        Some(_) => format!("{head} with uncommitted changes"),
+        None => format!("{head} (status unknown)"),
+    }
+}
+
 fn first_line(program: &Path, args: &[&str]) -> String {
     Command::new(program)
         .args(args)
@@ -324,6 +347,10 @@ fn load() -> String {
 pub(crate) struct Meta {
     pub command: String,
     pub date: String,
+    /// The commit measured, and whether the tree had uncommitted changes (absent from
+    /// older results).
+    #[serde(default)]
+    pub commit: String,
     pub cores: usize,
     pub cpu: String,
     pub memory_gib: f64,
@@ -389,6 +416,7 @@ impl Meta {
                 (false, o) => format!("bench/run.sh -- {o}"),
             },
             date: first_line(Path::new("date"), &["-u", "+%Y-%m-%d %H:%M UTC"]),
+            commit: commit(&env.bench_dir),
             cores: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(0),

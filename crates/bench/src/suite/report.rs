@@ -382,9 +382,14 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "Command: `{}` (it installs Redis 8.6 into `target/redis86` with `bench/install-redis.sh`, BullMQ and pg-boss from `bench/package-lock.json`, beanstalkd and PostgreSQL from Debian and matplotlib into `target/bench-venv`, then runs `cargo run --release -p delayq-bench -- all`). Recorded {}, in {:.0} s ({}).\n",
+        "Command: `{}` (it installs Redis 8.6 into `target/redis86` with `bench/install-redis.sh`, BullMQ and pg-boss from `bench/package-lock.json`, beanstalkd and PostgreSQL from Debian and matplotlib into `target/bench-venv`, then runs `cargo run --release -p delayq-bench -- all`). Recorded {} at commit {}, in {:.0} s ({}).\n",
         m.command,
         m.date,
+        if m.commit.is_empty() {
+            "unknown"
+        } else {
+            &m.commit
+        },
         m.duration_s,
         r.timings
             .iter()
