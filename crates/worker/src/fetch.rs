@@ -17,8 +17,11 @@
 //! the handlers run in tasks of their own.
 //!
 //! Two reserves on their way at once may reach the engine in either order, so a reserve
-//! that comes back while a cycle is still out waits for it, and the buffer puts each job in
-//! the engine's order (by its topic's lease token).
+//! that comes back waits (parked) until every reserve sent before it came back is in: only
+//! those can have been served before it. Then the buffer puts each job in the engine's
+//! order (by its topic's lease token). Reserves sent after it came back were served after
+//! it, so they do not hold it up, and reserving goes on meanwhile: the engine always has
+//! the next cycle on its way.
 //!
 //! At shutdown the loop stops handing out jobs, abandons an open long-poll (the engine's
 //! reserve is cancel-safe: a dropped reserve gives back what it leased), lets a cycle on
@@ -105,7 +108,8 @@ where
         main: None,
         side: None,
         ahead: None,
-        parked: None,
+        parked: Vec::new(),
+        sent: 0,
         asked_out: 0,
         idle: true,
         resume_at: None,
@@ -118,7 +122,16 @@ where
 struct InFlight {
     kind: Kind,
     asked: usize,
+    /// Its place among the worker's reserving calls, in the order they were sent.
+    seq: u64,
     call: Call,
+}
+
+/// A reserve that came back while a reserve sent before it may still be on its way.
+struct Parked {
+    done: Done,
+    /// Reserving calls sent before it came back: it waits for every one of these.
+    after: u64,
 }
 
 struct Fetch<E, H> {
@@ -138,12 +151,15 @@ struct Fetch<E, H> {
     /// A second cycle, started while the main one is on its way when the window has room
     /// for both, so that the engine's work on one overlaps the worker's on the other.
     ahead: Option<InFlight>,
-    /// A reserve that came back while another is still on its way: its jobs wait for that
-    /// one's, so that the buffer takes both in the engine's order (two calls on their way
-    /// at once may reach the engine in either order, and come back in either order when
-    /// the engine answers them on connections of their own, as on PostgreSQL; see
-    /// `Buffer::push`). No other reserve starts meanwhile.
-    parked: Option<Done>,
+    /// Reserves that came back while one sent before them was still on its way: their jobs
+    /// wait for that one's, so that the buffer takes them all in the engine's order (two
+    /// calls on their way at once may reach the engine in either order, and come back in
+    /// either order when the engine answers them on connections of their own, as on
+    /// PostgreSQL; see `Buffer::push`). A call sent after one came back was served after
+    /// it, so it never holds it up.
+    parked: Vec<Parked>,
+    /// Reserving calls sent so far (the next one's `seq`).
+    sent: u64,
     /// Jobs asked for by the reserves on their way: they count against the window.
     asked_out: usize,
     /// The last reserve found nothing: the next one long-polls.
@@ -222,46 +238,50 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             && self.main.is_none()
             && self.side.is_none()
             && self.ahead.is_none()
-            && self.parked.is_none()
+            && self.parked.is_empty()
     }
 
-    /// A call came back: it is finished now, unless it reserved while another cycle is on
-    /// its way; then it waits for that one (see [`Fetch::parked`]), and both are finished
-    /// together, the buffer putting their jobs in the engine's order. A flush that comes
-    /// back meanwhile leaves the parked call waiting.
+    /// A call came back. A flush is finished at once; a reserve waits (see
+    /// [`Fetch::parked`]) until every reserve sent before it came back is in, and then the
+    /// reserves that may go are finished together, the buffer putting their jobs in the
+    /// engine's order.
     fn arrived<P>(&mut self, done: Done)
     where
         P: Payload,
         H: Handler<P>,
     {
-        if done.asked > 0 && self.parked.is_none() && self.cycle_on_its_way() {
-            self.parked = Some(done);
+        if done.asked == 0 {
+            self.finish::<P>(done);
             return;
         }
-        self.finish::<P>(done);
-        if !self.cycle_on_its_way() {
-            self.unpark::<P>();
-        }
+        self.parked.push(Parked {
+            done,
+            after: self.sent,
+        });
+        self.unpark::<P>();
     }
 
-    /// Finishes the parked call.
+    /// Finishes the parked reserves that no reserve on its way can precede: those that came
+    /// back after the oldest one on its way was sent. A long-poll is never on its way beside
+    /// another reserve, so no parked reserve waits for one (it could wait its whole wait).
     fn unpark<P>(&mut self)
     where
         P: Payload,
         H: Handler<P>,
     {
-        if let Some(p) = self.parked.take() {
-            self.finish::<P>(p);
-        }
-    }
-
-    /// True when a cycle that reserves is on its way. A long-poll never is beside another
-    /// reserve, and a call that came back never waits for one (it could wait its whole wait).
-    fn cycle_on_its_way(&self) -> bool {
-        [&self.main, &self.ahead]
+        let oldest = [&self.main, &self.ahead]
             .into_iter()
             .flatten()
-            .any(|c| c.asked > 0 && c.kind == Kind::Cycle)
+            .filter(|c| c.asked > 0)
+            .map(|c| c.seq)
+            .min();
+        let (go, wait): (Vec<Parked>, Vec<Parked>) = std::mem::take(&mut self.parked)
+            .into_iter()
+            .partition(|p| oldest.is_none_or(|o| p.after <= o));
+        self.parked = wait;
+        for p in go {
+            self.finish::<P>(p.done);
+        }
     }
 
     /// The next timer: the end of a pause, the outbox's flush (when a flush could start),
@@ -395,13 +415,9 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         // At shutdown everything goes at once; otherwise outcomes wait for company.
         let flush_due = !self.outbox.is_empty() && (self.stopping || self.outbox.due(now));
         let refill = (self.window.size() / 2).clamp(1, RESERVE_BATCH);
-        // While an answer is parked, nothing more reserves: a third reserve could take later
-        // jobs than the cycle on its way and come back before it, and its jobs would go to
-        // the handlers before that cycle's earlier ones.
-        let parked = self.parked.is_some();
         if self.main.is_none() {
             // After an empty reserve, nothing more reserves until the cycle ahead is back.
-            let need = if self.stopping || parked || (self.idle && self.ahead.is_some()) {
+            let need = if self.stopping || (self.idle && self.ahead.is_some()) {
                 0
             } else {
                 self.window
@@ -429,7 +445,6 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
         }
         if !self.stopping
             && !self.idle
-            && !parked
             && self.ahead.is_none()
             && self.main.as_ref().is_some_and(|c| c.kind == Kind::Cycle)
         {
@@ -453,6 +468,10 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
     fn call(&mut self, kind: Kind, batch: Batch, asked: usize, wait: Duration) -> InFlight {
         debug_assert!(batch.settles.len() <= MAX_BATCH);
         self.asked_out += asked;
+        let seq = self.sent;
+        if asked > 0 {
+            self.sent += 1;
+        }
         let shared = Arc::clone(&self.shared);
         let req = Reserve {
             max: asked,
@@ -471,7 +490,12 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 result,
             }
         });
-        InFlight { kind, asked, call }
+        InFlight {
+            kind,
+            asked,
+            seq,
+            call,
+        }
     }
 
     /// A call came back: answer its settlements, buffer its jobs, adjust the window.

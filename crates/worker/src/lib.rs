@@ -107,6 +107,10 @@ mod scheduler;
 mod settle;
 mod shared;
 mod shutdown;
+#[cfg(test)]
+mod sim;
+#[cfg(test)]
+mod throughput_guard;
 mod window;
 mod worker;
 
