@@ -649,3 +649,384 @@ async fn select_all_that_match_and_bury_issue_15() {
     check_view(&c, "topic-dead-buried").await;
     c.close().await.unwrap();
 }
+
+/// The page's visible text (`document.body.innerText`, what a reader sees), checked for
+/// what a script bug prints instead of a value: `[object …]`, `undefined`, `NaN`. Also
+/// runs `check_view` (no script error, every control named) and saves a screenshot.
+async fn visible_text(c: &Client, page: &str) -> String {
+    check_view(c, &format!("text-{page}")).await;
+    let text = c
+        .execute("return document.body.innerText;", vec![])
+        .await
+        .unwrap();
+    let text = text.as_str().unwrap().to_string();
+    for bad in ["[object", "undefined", "NaN"] {
+        assert!(
+            !text.contains(bad),
+            "the {page} page shows {bad:?} instead of a value:\n{text}"
+        );
+    }
+    text
+}
+
+/// The visible text of each cell of each row of the table `css`, by row.
+async fn table_rows(c: &Client, css: &str) -> Vec<Vec<String>> {
+    let rows = c
+        .execute(
+            "return [...document.querySelectorAll(arguments[0] + ' tbody tr')]
+               .map((tr) => [...tr.cells].map((td) => td.innerText.trim()));",
+            vec![json!(css)],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(rows).unwrap()
+}
+
+/// The job page's fields as (term, visible text of its description), in order.
+async fn job_fields(c: &Client) -> Vec<(String, String)> {
+    let pairs = c
+        .execute(
+            "return [...document.querySelectorAll('main dl > dt')]
+               .map((dt) => [dt.innerText.trim(), dt.nextElementSibling ? dt.nextElementSibling.innerText.trim() : null]);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(pairs).unwrap()
+}
+
+/// Opens `hash` of the dashboard as a fresh page load (through `about:blank`), so that no
+/// refresh of the page before can draw over it; the token stays in the tab's session.
+async fn open(c: &Client, s: &TestServer, hash: &str) {
+    c.goto("about:blank").await.unwrap();
+    goto(c, s, hash).await;
+}
+
+/// A string field of a JSON answer, or "" when absent.
+fn field(v: &Value, name: &str) -> String {
+    v[name].as_str().map(str::to_string).unwrap_or_default()
+}
+
+/// Every page of the dashboard (sign-in, overview, a topic page and each of its state tabs,
+/// the job page of a job in each state, a missing job, dead letters, schedules; empty and
+/// full) shows its fields as text with the values the API answers, and none shows
+/// `[object …]`, `undefined` or `NaN`. The job page once showed `[object HTMLElement],…`
+/// instead of its fields, for every job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_dashboard_page_shows_its_fields_as_text_issue_36() {
+    // See: issue 36
+    let dir = tempfile::tempdir().unwrap();
+    let engine = embedded(dir.path());
+    let s = TestServer::start(
+        engine,
+        ServerConfig {
+            tokens: vec![TOKEN.to_string()],
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let driver = Driver::start();
+    let profile = tempfile::tempdir().unwrap();
+    let c = browser(&driver, profile.path()).await;
+
+    // The sign-in page, then the empty pages.
+    open(&c, &s, "").await;
+    wait_text(&c, "h1", "Sign in").await;
+    let text = visible_text(&c, "sign-in").await;
+    assert!(text.contains("Token"), "{text}");
+    c.find(Locator::Css("#token"))
+        .await
+        .unwrap()
+        .send_keys(TOKEN)
+        .await
+        .unwrap();
+    click(&c, Locator::Css("form.signin button")).await;
+    wait_text(&c, "h1", "Topics").await;
+    wait_text(&c, "main", "Jobs per minute").await;
+    let text = visible_text(&c, "overview-empty").await;
+    assert!(text.contains("No topic has jobs yet."), "{text}");
+    assert!(text.contains("No delivery in the last hour."), "{text}");
+    open(&c, &s, "#/dead").await;
+    wait_text(&c, "h1", "Dead letters").await;
+    let text = visible_text(&c, "dead-empty").await;
+    assert!(text.contains("No dead job in any topic."), "{text}");
+    open(&c, &s, "#/schedules").await;
+    wait_text(&c, "h1", "Schedules").await;
+    let text = visible_text(&c, "schedules-empty").await;
+    assert!(text.contains("No schedule."), "{text}");
+
+    // Seed, through the API, a job in each state of topic `billing` (which keeps acked
+    // jobs): retry-1 nacked with an error (delayed for its 1 h back-off), dead-1 nacked on
+    // its last attempt, done-1 acked, held-1 reserved, ready-1 ready, later-1 delayed with
+    // an expiry.
+    let t = "/v1/topics/billing";
+    let (st, v) = s
+        .call(
+            "PUT",
+            t,
+            Some(json!({"retention": {"max_jobs": 10, "max_age_ms": 3_600_000}})),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let reserve_one = |id: &'static str| {
+        let s = &s;
+        async move {
+            let (st, v) = s
+                .post(
+                    "/v1/reserve",
+                    json!({"topics": ["billing"], "max": 1, "wait_ms": 5000}),
+                )
+                .await;
+            assert_eq!(st, 200, "{v}");
+            assert_eq!(v["jobs"][0]["job"]["id"], id, "{v}");
+            v["jobs"][0]["token"].clone()
+        }
+    };
+    let push = |req: Value| {
+        let s = &s;
+        async move {
+            let (st, v) = s.post(&format!("{t}/jobs"), req).await;
+            assert!(st == 200 || st == 201, "{st} {v}");
+        }
+    };
+    push(
+        json!({"id": "retry-1", "body": "{\"invoice\": 7}", "ttr_ms": 45_000, "max_attempts": 3,
+                "priority": 5, "backoff": {"kind": "fixed", "base_ms": 3_600_000}}),
+    )
+    .await;
+    let token = reserve_one("retry-1").await;
+    let (st, v) = s
+        .post(
+            &format!("{t}/jobs/retry-1/nack"),
+            json!({"token": token, "reason": "smtp timeout"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    push(json!({"id": "dead-1", "body": "card", "max_attempts": 1})).await;
+    let token = reserve_one("dead-1").await;
+    let (st, v) = s
+        .post(
+            &format!("{t}/jobs/dead-1/nack"),
+            json!({"token": token, "reason": "card declined"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    push(json!({"id": "done-1", "body": "paid"})).await;
+    let token = reserve_one("done-1").await;
+    let (st, v) = s
+        .post(&format!("{t}/jobs/done-1/ack"), json!({"token": token}))
+        .await;
+    assert_eq!(st, 204, "{v}");
+    push(json!({"id": "held-1", "body": "working", "ttr_ms": 600_000})).await;
+    reserve_one("held-1").await;
+    push(json!({"id": "ready-1", "body": "waiting"})).await;
+    push(
+        json!({"id": "later-1", "body": "soon", "delay_ms": 3_600_000, "max_lateness_ms": 600_000}),
+    )
+    .await;
+    let (st, v) = s
+        .call(
+            "PUT",
+            "/v1/schedules/nightly",
+            Some(json!({"cron": "30 2 * * *", "time_zone": "Europe/Berlin", "topic": "reports"})),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+
+    // What the API says of each job, and what the page should show of it: its state, ttr
+    // and back-off as a reader reads them.
+    let fixed_hour = "fixed 60 min";
+    let default_backoff = "exponential from 1.0 s, ×2, up to 60 min, 10 % jitter";
+    let jobs = [
+        ("retry-1", "delayed", "45.0 s", fixed_hour),
+        ("dead-1", "dead", "30.0 s", default_backoff),
+        ("done-1", "done", "30.0 s", default_backoff),
+        ("held-1", "reserved", "10 min", default_backoff),
+        ("ready-1", "ready", "30.0 s", default_backoff),
+        ("later-1", "delayed", "30.0 s", default_backoff),
+    ];
+    let mut api_jobs = Vec::new();
+    for (id, state, _, _) in jobs {
+        let (st, j) = s.get(&format!("{t}/jobs/{id}")).await;
+        assert_eq!(st, 200, "{j}");
+        assert_eq!(j["state"], state, "{j}");
+        api_jobs.push(j);
+    }
+    let retry = &api_jobs[0];
+    assert_eq!(retry["attempts"], 1, "{retry}");
+    assert_eq!(retry["last_error"], "smtp timeout", "{retry}");
+    assert_eq!(api_jobs[1]["last_error"], "card declined");
+    assert!(api_jobs[3]["deadline"].is_string(), "a lease deadline");
+    assert!(api_jobs[5]["expires_at"].is_string(), "an expiry");
+
+    // The job page of each: every field, as text, with the API's values.
+    for ((id, _, ttr, backoff), j) in jobs.iter().zip(&api_jobs) {
+        open(&c, &s, &format!("#/job/billing/{id}")).await;
+        wait_text(&c, "h1", &format!("Job {id}")).await;
+        wait_for(&c, "pre[aria-label=Body]").await;
+        let text = visible_text(&c, &format!("job-{id}")).await;
+        let or_dash = |name: &str| match field(j, name) {
+            v if v.is_empty() => "—".to_string(),
+            v => v,
+        };
+        let expires = match field(j, "expires_at") {
+            at if at.is_empty() => "—".to_string(),
+            at => format!("{at} (then {})", field(j, "on_expire")),
+        };
+        let want: Vec<(String, String)> = [
+            ("state", field(j, "state")),
+            ("due", field(j, "ready_at")),
+            (
+                "attempts",
+                format!("{} of {}", j["attempts"], j["max_attempts"]),
+            ),
+            ("priority", j["priority"].to_string()),
+            ("ttr", ttr.to_string()),
+            ("back-off", backoff.to_string()),
+            ("deadline", or_dash("deadline")),
+            ("last error", or_dash("last_error")),
+            ("pushed", field(j, "created_at")),
+            ("expires", expires),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(
+            job_fields(&c).await,
+            want,
+            "the fields of job {id}; the page reads:\n{text}"
+        );
+        for (k, v) in &want {
+            assert!(text.contains(&format!("{k}\n{v}")), "{k} {v} in:\n{text}");
+        }
+    }
+    assert_eq!(retry["priority"], 5);
+
+    // A missing job: the server's answer, as text.
+    open(&c, &s, "#/job/billing/nobody").await;
+    let alert = wait_for(&c, "p[role=alert]").await.text().await.unwrap();
+    assert!(!alert.trim().is_empty(), "an empty error");
+    visible_text(&c, "job-missing").await;
+
+    // Each state tab of the topic page (and the page without one: ready) lists its jobs
+    // with their due time, attempts, deadline and last error.
+    for (hash, state) in [
+        ("#/topic/billing", "ready"),
+        ("#/topic/billing?state=ready", "ready"),
+        ("#/topic/billing?state=delayed", "delayed"),
+        ("#/topic/billing?state=reserved", "reserved"),
+        ("#/topic/billing?state=dead", "dead"),
+        ("#/topic/billing?state=done", "done"),
+    ] {
+        open(&c, &s, hash).await;
+        let table = format!("table[aria-label='Jobs {state}']");
+        wait_for(&c, &format!("{table}[data-prefix]")).await;
+        let text = visible_text(&c, &format!("topic-{state}")).await;
+        assert!(text.contains("Topic billing"), "{text}");
+        assert!(text.contains("Running"), "{text}");
+        let mut want: Vec<Vec<String>> = api_jobs
+            .iter()
+            .filter(|j| j["state"] == state)
+            .map(|j| {
+                vec![
+                    String::new(),
+                    field(j, "id"),
+                    field(j, "ready_at"),
+                    format!("{}/{}", j["attempts"], j["max_attempts"]),
+                    field(j, "deadline"),
+                    field(j, "last_error"),
+                ]
+            })
+            .collect();
+        want.sort();
+        let mut got = table_rows(&c, &table).await;
+        got.sort();
+        assert_eq!(got, want, "the {state} jobs; the page reads:\n{text}");
+    }
+
+    // The overview: the topic's counts and next due time, and this server's last hour.
+    open(&c, &s, "#/").await;
+    wait_text(&c, "table[aria-label=Topics] a", "billing").await;
+    wait_text(&c, "table[aria-label=Topics] a", "reports").await;
+    wait_for(&c, "#lateness-histogram[data-total='4']").await;
+    let text = visible_text(&c, "overview").await;
+    let (st, stats) = s.get(&format!("{t}/stats")).await;
+    assert_eq!(st, 200, "{stats}");
+    // The schedule's next fire waits in its topic as a delayed job.
+    let (st, v) = s.get("/v1/schedules").await;
+    assert_eq!(st, 200, "{v}");
+    let next_fire = field(&v["schedules"][0], "next_fire");
+    let rows = table_rows(&c, "table[aria-label=Topics]").await;
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(
+        rows[1],
+        ["reports", "0", "1", "0", "0", "0", "—", "0", &next_fire, ""],
+        "{text}"
+    );
+    let row = &rows[0];
+    assert_eq!(
+        row[..6],
+        ["billing", "1", "2", "1", "1", "1"],
+        "topic, ready, delayed, reserved, dead, done:\n{text}"
+    );
+    assert!(
+        [" ms", " s", " min"].iter().any(|u| row[6].ends_with(u)),
+        "oldest overdue {:?}",
+        row[6]
+    );
+    assert_eq!(
+        row[7..],
+        [
+            stats["expired_jobs"].to_string(),
+            field(&stats, "next_due"),
+            String::new()
+        ],
+        "expired, next due, paused:\n{text}"
+    );
+    for shown in [
+        "pushed 6",
+        "delivered 4",
+        "acked 1",
+        "dead 1",
+        "last hour\t4",
+    ] {
+        assert!(text.contains(shown), "{shown:?} in:\n{text}");
+    }
+
+    // Dead letters: the dead job with its time of death, attempts and reason.
+    open(&c, &s, "#/dead").await;
+    wait_text(&c, "h2", "billing (1)").await;
+    let text = visible_text(&c, "dead").await;
+    let dead = &api_jobs[1];
+    assert_eq!(
+        table_rows(&c, "table[aria-label='Dead jobs of billing']").await,
+        [[
+            "dead-1".to_string(),
+            field(dead, "deadline"),
+            "1".to_string(),
+            "card declined".to_string()
+        ]],
+        "{text}"
+    );
+
+    // Schedules: each with its cron, time zone, topic, misfire policy and next fire.
+    open(&c, &s, "#/schedules").await;
+    wait_text(&c, "table td", "nightly").await;
+    let text = visible_text(&c, "schedules").await;
+    let (st, v) = s.get("/v1/schedules").await;
+    assert_eq!(st, 200, "{v}");
+    let sched = &v["schedules"][0];
+    assert_eq!(
+        table_rows(&c, "table[aria-label=Schedules]").await,
+        [[
+            "nightly",
+            "30 2 * * *",
+            "Europe/Berlin",
+            "reports",
+            &field(sched, "misfire"),
+            &field(sched, "next_fire"),
+        ]],
+        "{text}"
+    );
+    c.close().await.unwrap();
+}

@@ -25,7 +25,9 @@ function el(tag, attrs = {}, ...children) {
     else if (v === true) n.setAttribute(k, "");
     else if (v !== false && v !== null && v !== undefined) n.setAttribute(k, v);
   }
-  for (const c of children.flat()) {
+  // Children nest as deep as the caller likes (a list of [dt, dd] pairs, say): an array
+  // left in would show as "[object HTMLElement],…" (issue 36).
+  for (const c of children.flat(Infinity)) {
     if (c !== null && c !== undefined) n.append(c instanceof Node ? c : String(c));
   }
   return n;
@@ -67,6 +69,16 @@ async function api(method, path, body) {
 const enc = encodeURIComponent;
 const readOnly = () => config.mode === "read-only";
 const fmtMs = (ms) => (ms === null || ms === undefined ? "—" : ms < 1000 ? `${ms} ms` : ms < 120000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 60000)} min`);
+
+// A back-off as a reader says it: "fixed 5.0 s", "exponential from 1.0 s, ×2, up to 60 min,
+// 10 % jitter" (the server fills in every field; the defaults are the API's).
+function fmtBackoff(b) {
+  if (!b) return "—";
+  const jitter = b.jitter ? `, ${Math.round(b.jitter * 100)} % jitter` : "";
+  return b.kind === "fixed"
+    ? `fixed ${fmtMs(b.base_ms)}${jitter}`
+    : `exponential from ${fmtMs(b.base_ms)}, ×${b.factor ?? 2}, up to ${fmtMs(b.max_ms ?? 3600000)}${jitter}`;
+}
 
 function showError(e) {
   if (e instanceof ApiError && e.status === 401) return signIn("The server needs a token.");
@@ -111,7 +123,7 @@ const SCOPE_NOTE = "per server, since it started";
 function svg(tag, attrs = {}, ...children) {
   const n = document.createElementNS(SVG_NS, tag);
   for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) n.setAttribute(k, v);
-  for (const c of children.flat()) if (c !== null && c !== undefined) n.append(c instanceof Node ? c : String(c));
+  for (const c of children.flat(Infinity)) if (c !== null && c !== undefined) n.append(c instanceof Node ? c : String(c));
   return n;
 }
 
@@ -396,7 +408,7 @@ async function jobView(topic, id) {
     el("p", {}, el("a", { href: `#/topic/${enc(topic)}?state=${job.state}` }, `← ${topic}, ${job.state}`)),
     el("dl", {}, [
       ["state", job.state], ["due", job.ready_at], ["attempts", `${job.attempts} of ${job.max_attempts}`],
-      ["priority", job.priority], ["ttr", fmtMs(job.ttr_ms)], ["back-off", JSON.stringify(job.backoff)],
+      ["priority", job.priority], ["ttr", fmtMs(job.ttr_ms)], ["back-off", fmtBackoff(job.backoff)],
       ["deadline", job.deadline || "—"], ["last error", job.last_error || "—"], ["pushed", job.created_at],
       ["expires", job.expires_at ? `${job.expires_at} (then ${job.on_expire})` : "—"],
     ].map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
