@@ -1,9 +1,9 @@
 //! The forwarder: every server runs one. It reads the engine's destinations every second
 //! and runs one worker ([`delayq_worker::Worker`]) per topic that has one, whose handler
 //! sends each due job there. So forwarding takes the contract as it is: leases (a send may
-//! take the job's ttr), attempts, back-off, dead letters, and any number of servers
-//! forwarding one topic without sending a job twice, except after a lease expired
-//! (at-least-once: each send carries the job id and attempt).
+//! take the job's ttr: its lease, never renewed), attempts, back-off, dead letters, and any
+//! number of servers forwarding one topic without sending a job twice, except after a lease
+//! expired (at-least-once: each send carries the job id and attempt).
 //!
 //! A changed destination replaces its worker (the old one gives its buffered jobs back and
 //! finishes what it sends); a removed one stops it. A document that does not read is logged
@@ -11,12 +11,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use delayq_core::{Engine, Topic};
 use delayq_worker::{Job, JobError, Worker, WorkerConfig};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::destination::{Destination, masked_url};
@@ -27,6 +28,20 @@ use crate::webhook::{Hook, Message, Outcome, Sender};
 
 /// How often the destinations are read again.
 pub const REFRESH: Duration = Duration::from_secs(1);
+
+/// The least share of its ttr a job's lease has left when its send starts.
+const MIN_SEND_SHARE: f64 = 0.9;
+
+/// How long a send may wait for its destination: until the job's lease ends (the worker's
+/// early estimate), less 2 % of the ttr (5 ms to 1 s) for the nack of a send that timed out
+/// to reach the engine before the lease does end. So an unanswered send fails as a
+/// `timeout`, with its destination's retry, instead of being stopped with the lease.
+fn send_timeout(ttr: Duration, lease_end: Option<Instant>, now: Instant) -> Duration {
+    let margin = (ttr / 50).clamp(Duration::from_millis(5), Duration::from_secs(1));
+    lease_end
+        .map_or(ttr, |end| end.saturating_duration_since(now))
+        .saturating_sub(margin)
+}
 
 /// Forwards the due jobs of every topic with a destination.
 pub struct Forwarder {
@@ -154,8 +169,12 @@ impl Forwarder {
         // job, and each reserve carried only the slots just freed (W10 in BENCHMARKS.md).
         let config = WorkerConfig::default()
             .with_concurrency(n)
-            // A send may take the job's ttr, no more: no renewal.
-            .with_max_extension(Duration::ZERO);
+            // A send may take the job's ttr, no more: no renewal (the worker then leaves the
+            // lease untouched and the send runs until its end, `send_timeout`).
+            .with_max_extension(Duration::ZERO)
+            // A job that waited in the buffer for more than a tenth of its ttr is touched
+            // before its send starts, so that every send has at least 90 % of the ttr.
+            .with_min_lease_left(MIN_SEND_SHARE);
         let kind = destination.kind();
         let target = match destination {
             Destination::Webhook(hook) => {
@@ -237,8 +256,9 @@ impl Context {
             body: job.body(),
         };
         let started = Instant::now();
+        let timeout = send_timeout(meta.ttr, job.lease_end(), started);
         let outcome = tokio::select! {
-            o = self.target.send(&msg, meta.ttr) => o,
+            o = self.target.send(&msg, timeout) => o,
             () = job.cancelled() => Outcome::retry("lease_lost", "the lease ended before the destination answered"),
         };
         let took = started.elapsed();
@@ -266,5 +286,28 @@ impl Context {
                 Err(JobError::permanent(reason))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_send_runs_until_its_lease_ends_less_the_margin() {
+        let now = Instant::now();
+        let ttr = Duration::from_secs(30);
+        let ms = Duration::from_millis;
+        // The whole lease left: 30 s less 600 ms.
+        assert_eq!(send_timeout(ttr, Some(now + ttr), now), ms(29_400));
+        // What is left of it.
+        assert_eq!(send_timeout(ttr, Some(now + ms(20_000)), now), ms(19_400));
+        // The margin is at least 5 ms and at most 1 s.
+        assert_eq!(send_timeout(ms(100), Some(now + ms(100)), now), ms(95));
+        let hour = Duration::from_secs(3600);
+        assert_eq!(send_timeout(hour, Some(now + hour), now), hour - ms(1000));
+        // A lease already over, and none (at-most-once).
+        assert_eq!(send_timeout(ttr, Some(now), now), Duration::ZERO);
+        assert_eq!(send_timeout(ttr, None, now), ms(29_400));
     }
 }

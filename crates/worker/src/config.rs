@@ -75,8 +75,9 @@ pub struct WorkerConfig {
     pub renew_fraction: f64,
     /// The most a lease is extended beyond its first deadline by renewals (default 1 h).
     /// After that the worker stops renewing and fires the job's cancellation token; the
-    /// handler has the rest of the lease to finish. Zero disables renewal, so a handler
-    /// runs at most one ttr.
+    /// handler has the rest of the lease to finish. Zero disables renewal: the lease is
+    /// never touched while the handler runs, the handler has the whole of it (one ttr, at
+    /// most) and its token fires only when it ends, as the handler is aborted.
     pub max_extension: Duration,
     /// How long shutdown waits for running handlers before it cancels them and releases
     /// their jobs (default 20 s). After it, a handler gets 1 s more to return once its token

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use delayq_core::{JobId, Lease, LeaseToken, Topic};
+use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 /// Why a job's cancellation token fired.
@@ -21,7 +22,9 @@ pub enum CancelReason {
     /// The handler ran past [`crate::WorkerConfig::max_extension`]: the lease is no longer
     /// renewed and ends within the rest of its ttr (`1 - renew_fraction` of it). Finish or
     /// give up quickly: a result returned before the lease ends is still acked or nacked;
-    /// a handler still running when it ends is aborted.
+    /// a handler still running when it ends is aborted. Without renewal (`max_extension`
+    /// zero) it fires only when the lease ends ([`Job::lease_end`]), as the handler is
+    /// aborted.
     RenewalLimit,
     /// The worker is shutting down and the grace period is over. The handler has one more
     /// second: if it returns `Ok` the job is acked; if it fails or is still running (it is
@@ -76,6 +79,7 @@ pub struct Job<P> {
     payload: P,
     meta: delayq_core::Job,
     lease: Option<Lease>,
+    lease_end: Option<Instant>,
     lateness: Duration,
     cancel: Cancel,
 }
@@ -84,14 +88,16 @@ impl<P> Job<P> {
     pub(crate) fn new(
         payload: P,
         meta: delayq_core::Job,
-        lease: Option<Lease>,
+        lease: Option<(Lease, Instant)>,
         lateness: Duration,
         cancel: Cancel,
     ) -> Self {
+        let (lease, lease_end) = lease.unzip();
         Job {
             payload,
             meta,
             lease,
+            lease_end,
             lateness,
             cancel,
         }
@@ -157,6 +163,18 @@ impl<P> Job<P> {
     /// so a downstream store can refuse writes carrying an older token than one it has seen.
     pub fn lease_token(&self) -> Option<LeaseToken> {
         self.lease.as_ref().map(|l| l.token)
+    }
+
+    /// When this delivery's lease ends, as the worker estimated it when the handler started
+    /// (on the early side: the engine's deadline is no sooner); `None` in at-most-once mode.
+    ///
+    /// Renewals move the lease's end later, so with renewal (the default) this is only the
+    /// first end. Without it ([`crate::WorkerConfig::max_extension`] zero) it is the end: a
+    /// handler still running then is aborted and its job left to the engine, which counts
+    /// the attempt. A handler that must fail with its own reason (a timeout of the work it
+    /// waits for) returns a little before it, so that the nack arrives in time.
+    pub fn lease_end(&self) -> Option<Instant> {
+        self.lease_end
     }
 
     /// The cancellation token of this delivery; clone it into tasks the handler starts.

@@ -130,7 +130,7 @@ where
     let cancel = Cancel::default();
     let ttr = d.job.ttr;
     let Some(lease) = d.lease.clone() else {
-        let mut handle = start_handler::<E, P, H>(shared, d, cancel.clone()).await;
+        let mut handle = start_handler::<E, P, H>(shared, d, lease_end, cancel.clone()).await;
         let outcome = at_most_once(shared, &mut handle, &cancel).await;
         drop(slot);
         return Step::Done(outcome);
@@ -155,7 +155,7 @@ where
     }
 
     let started = Instant::now();
-    let mut handle = start_handler::<E, P, H>(shared, d, cancel.clone()).await;
+    let mut handle = start_handler::<E, P, H>(shared, d, lease_end, cancel.clone()).await;
     let policy = RenewPolicy {
         fraction: shared.config.renew_fraction,
         max_extension: shared.config.max_extension,
@@ -228,10 +228,12 @@ async fn renew_before_start<E: Engine>(
     }
 }
 
-/// Starts the handler's run: decode, build the [`Job`], call the handler, read its error.
+/// Starts the handler's run: decode, build the [`Job`] (its lease estimated to end at
+/// `lease_end`), call the handler, read its error.
 async fn start_handler<E, P, H>(
     shared: &Arc<Shared<E, H>>,
     d: Delivery,
+    lease_end: Instant,
     cancel: Cancel,
 ) -> HandlerRun<Ran>
 where
@@ -245,7 +247,8 @@ where
             Ok(p) => p,
             Err(e) => return Ran::Undecodable(e.to_string()),
         };
-        let job = Job::new(payload, d.job, d.lease, d.lateness, cancel);
+        let lease = d.lease.map(|l| (l, lease_end));
+        let job = Job::new(payload, d.job, lease, d.lateness, cancel);
         match owner.handler.call(job).await {
             Ok(()) => Ran::Done,
             Err(e) => Ran::Failed(classify(e)),

@@ -1,5 +1,7 @@
 //! Lease renewal: while a handler runs, touch its lease every `renew_fraction` of the ttr,
-//! up to `max_extension`; then fire the job's token and wait for the lease to end.
+//! up to `max_extension`; then fire the job's token and wait for the lease to end. A
+//! `max_extension` of zero is no renewal: no touch and no early token, the handler has its
+//! whole lease, and the token fires when the lease ends.
 //!
 //! Times are local monotonic estimates of the engine's deadlines, always on the early side:
 //! a touch extends the lease to the engine's now + ttr, and the engine's now is after the
@@ -31,6 +33,8 @@ pub(crate) struct Renewal<'a, E: ?Sized> {
     interval: Duration,
     /// The latest a renewal may push the lease end to; `None` for no limit.
     limit: Option<Instant>,
+    /// False for no renewal (`max_extension` zero): the lease is left to run out untouched.
+    renews: bool,
     /// The pause before retrying a touch that failed with something other than lease lost.
     retry_initial: Duration,
     renew_at: Instant,
@@ -66,6 +70,7 @@ impl<'a, E: Engine + ?Sized> Renewal<'a, E> {
             ttr,
             interval,
             limit: lease_end.checked_add(policy.max_extension),
+            renews: !policy.max_extension.is_zero(),
             retry_initial: policy.retry_initial.min(interval),
             renew_at: start + interval,
             lease_end,
@@ -87,6 +92,12 @@ impl<'a, E: Engine + ?Sized> Renewal<'a, E> {
     /// Renews the lease for as long as it may, then waits for the lease to end. When this
     /// returns, the delivery's lease is over: the worker no longer stands behind it.
     pub(crate) async fn run(&mut self) {
+        if !self.renews {
+            // No renewal: no limit to reach before the end, so nothing fires early.
+            sleep_until(self.lease_end).await;
+            self.cancel.fire(CancelReason::RenewalLimit);
+            return;
+        }
         let mut pause = self.retry_initial;
         loop {
             sleep_until(self.renew_at).await;

@@ -72,6 +72,105 @@ async fn renewal_stops_at_the_limit_then_the_lease_end_stops_the_handler() {
     assert_eq!((report.failed, report.unfinished), (1, 0), "{report:?}");
 }
 
+// See: issue 36
+#[tokio::test(start_paused = true)]
+async fn without_renewal_a_handler_has_its_whole_lease_untouched_and_is_acked() {
+    let engine = FakeEngine::default();
+    engine.deliver("most", 3 * SEC, true);
+    let fired = Fired::default();
+    let ends = Arc::new(Mutex::new(Vec::new()));
+    let (f, e) = (fired.clone(), ends.clone());
+    let handler = move |job: Job<Bytes>| {
+        let (f, e) = (f.clone(), e.clone());
+        async move {
+            let start = Instant::now();
+            e.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(job.lease_end());
+            tokio::select! {
+                () = job.cancelled() => record(&f, &job, start),
+                () = sleep(3 * SEC - Duration::from_millis(10)) => {}
+            }
+            Ok::<(), JobError>(())
+        }
+    };
+    let config = WorkerConfig::default().with_max_extension(Duration::ZERO);
+    let started = Instant::now();
+    let report = run_for(&engine, config, handler, 10 * SEC).await;
+
+    let c = engine.calls();
+    assert!(c.touches.is_empty(), "touched: {:?}", c.touches);
+    let fired = fired
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    assert!(fired.is_empty(), "the token fired early: {fired:?}");
+    let ends = ends
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    assert_eq!(*ends, [Some(started + 3 * SEC)]);
+    assert_eq!(
+        c.acks.iter().map(|i| i.as_str()).collect::<Vec<_>>(),
+        ["most"]
+    );
+    assert_eq!((report.acked, report.failed), (1, 0), "{report:?}");
+}
+
+/// When (since the handler started) something happened to a delivery.
+type Events = Arc<Mutex<Vec<(&'static str, Duration)>>>;
+
+fn note(events: &Events, what: &'static str, since: Instant) {
+    events
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((what, since.elapsed()));
+}
+
+/// Notes "stopped" when the handler's future is dropped (aborted).
+struct OnDrop(Events, Instant);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        note(&self.0, "stopped", self.1);
+    }
+}
+
+// See: issue 36
+#[tokio::test(start_paused = true)]
+async fn without_renewal_the_token_fires_at_the_lease_end_and_the_handler_is_stopped() {
+    let engine = FakeEngine::default();
+    engine.deliver("long", 3 * SEC, true);
+    let events = Events::default();
+    let ev = events.clone();
+    let handler = move |job: Job<Bytes>| {
+        let ev = ev.clone();
+        async move {
+            let start = Instant::now();
+            // A task the handler started, holding its token.
+            let (token, watcher) = (job.cancellation_token().clone(), ev.clone());
+            tokio::spawn(async move {
+                token.cancelled().await;
+                note(&watcher, "token", start);
+            });
+            let _guard = OnDrop(ev, start);
+            std::future::pending::<()>().await; // Ignores its token.
+            Ok::<(), JobError>(())
+        }
+    };
+    let config = WorkerConfig::default().with_max_extension(Duration::ZERO);
+    let report = run_for(&engine, config, handler, 10 * SEC).await;
+
+    let c = engine.calls();
+    assert!(c.touches.is_empty(), "touched: {:?}", c.touches);
+    let mut events = events
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    events.sort();
+    assert_eq!(events, [("stopped", 3 * SEC), ("token", 3 * SEC)]);
+    assert!(c.acks.is_empty() && c.nacks.is_empty() && c.releases.is_empty());
+    assert_eq!((report.failed, report.unfinished), (1, 0), "{report:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_lost_lease_fires_the_token_and_is_never_settled() {
     let engine = FakeEngine::default();
