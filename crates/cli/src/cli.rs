@@ -281,7 +281,7 @@ pub enum SyncArg {
 /// Where the server is.
 #[derive(Args, Debug)]
 pub struct ClientArgs {
-    /// The server's base URL.
+    /// The server's base URL, with its scheme (`http://` or `https://`).
     #[arg(
         long,
         env = "DELAYQ_SERVER",
@@ -458,8 +458,9 @@ pub struct ArchiveArgs {
 /// `delayq bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// The engine: `redis://host:6379`, `rediss://…`, `sqlite:///path/to/dir`; default: a
-    /// temporary embedded engine, deleted at the end.
+    /// The engine: `redis://host:6379`, `rediss://…`, `redis+cluster://…`,
+    /// `postgres://user:password@host/db`, `sqlite:///path/to/dir`; default: a temporary
+    /// embedded engine, deleted at the end. A password never shows in the output.
     #[arg(long)]
     pub engine: Option<String>,
     /// Jobs pushed as a ready backlog, then drained.

@@ -38,6 +38,33 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
+/// Refuses a `--server` that is not an `http://` or `https://` URL with a host: bad usage
+/// (exit 2), said as such, rather than a failure to reach it.
+fn check_server(server: &str) -> Result<(), Failure> {
+    let usage = |why: &str| Failure {
+        code: exit::USAGE,
+        message: format!(
+            "--server {server}: {why}; give the server's base URL with its scheme, e.g. http://{}",
+            server
+                .split_once("://")
+                .map_or(server, |(_, rest)| rest)
+                .trim_start_matches('/')
+        ),
+    };
+    if !server.contains("://") {
+        return Err(usage("it has no scheme (add http:// or https://)"));
+    }
+    match reqwest::Url::parse(server) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Ok(()),
+        Ok(url) if matches!(url.scheme(), "http" | "https") => Err(usage("it names no host")),
+        Ok(url) => Err(usage(&format!(
+            "`{}` is not a scheme delayq speaks (http or https)",
+            url.scheme()
+        ))),
+        Err(e) => Err(usage(&format!("it is not a URL ({e})"))),
+    }
+}
+
 /// A client of one server.
 pub struct Client {
     http: reqwest::Client,
@@ -49,6 +76,7 @@ impl Client {
     /// A client of `args.server`: `https://` servers are checked against the system's
     /// certificate authorities, and against `--ca-cert` when given (a self-signed server).
     pub fn new(args: &ClientArgs) -> Result<Self, Failure> {
+        check_server(&args.server)?;
         let mut builder = reqwest::Client::builder();
         if let Some(path) = &args.ca_cert {
             let usage = |why: String| Failure {

@@ -1576,3 +1576,72 @@ fn serve_runs_on_postgres_issue_21() {
         "{err}"
     );
 }
+
+/// The startup log names the data directory exactly as given, capitals and all (it once
+/// lowercased the whole description, setting and path).
+// See: issue 36
+#[test]
+fn serve_logs_the_data_directory_as_given_issue_36() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("Queue").join("MyData");
+    let listen = format!("127.0.0.1:{}", support::free_port());
+    let log = dir.path().join("serve.log");
+    let child = support::serve_command(&listen, &data, &log)
+        .spawn()
+        .unwrap();
+    let serving = support::Serving { child, log };
+    support::wait_listening(&listen, || serving.log());
+    let text = serving.log();
+    assert!(
+        text.contains(&format!("data in {} (synchronous=normal)", data.display())),
+        "{text}"
+    );
+}
+
+/// A `--server` without a scheme is bad usage (exit 2) that says to add `http://`, not a
+/// server that cannot be reached (exit 5); so is a scheme delayq does not speak.
+// See: issue 36
+#[test]
+fn a_server_without_a_scheme_is_bad_usage_issue_36() {
+    for (server, says) in [
+        ("127.0.0.1:7070", "add http://"),
+        ("localhost:7070", "add http://"),
+        ("ftp://127.0.0.1:7070", "`ftp` is not a scheme"),
+    ] {
+        let o = Command::new(BIN)
+            .args(["stats", "--server", server])
+            .env_remove("DELAYQ_SERVER")
+            .env_remove("DELAYQ_TOKEN")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{server}: {err}");
+        assert!(err.contains(says), "{server}: {err}");
+        assert!(err.contains("e.g. http://"), "{server}: {err}");
+        assert!(!err.contains("cannot reach"), "{server}: {err}");
+    }
+}
+
+/// `delayq bench` against a PostgreSQL URL with a password never prints the password, in
+/// its error as in its figures (`serve` masks it too).
+// See: issue 36
+#[test]
+fn bench_never_prints_a_postgres_password_issue_36() {
+    let port = support::free_port();
+    let url = format!("postgres://app:s3cret-pw@127.0.0.1:{port}/db");
+    let o = Command::new(BIN)
+        .args(["bench", "--engine", &url, "--jobs", "10", "--delayed", "0"])
+        .output()
+        .unwrap();
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_ne!(o.status.code(), Some(0), "nothing listens there: {out}");
+    assert!(
+        out.contains("127.0.0.1"),
+        "the error names the engine: {out}"
+    );
+    assert!(!out.contains("s3cret-pw"), "the password shows: {out}");
+}

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::cli::BenchArgs;
+use crate::cmd::serve::without_password;
 
 /// The most jobs one phase may push: the command stays a bounded load.
 const MAX_JOBS: usize = 1_000_000;
@@ -51,7 +52,7 @@ pub async fn run(a: BenchArgs) -> anyhow::Result<()> {
     };
     let engine = delayq::open(&url)
         .await
-        .with_context(|| format!("cannot open the engine at {url}"))?;
+        .with_context(|| format!("cannot open the engine at {}", without_password(&url)))?;
     let topic = Topic::new(format!("bench.{}", clock::now_us()))?;
     let result = measure(&engine, &topic, &a).await;
     // Always leave the user's engine as it was, even after a failed phase.
@@ -86,7 +87,10 @@ async fn measure(
         );
     }
     let mut out = json!({
-        "engine": a.engine.clone().unwrap_or_else(|| "temporary embedded engine".into()),
+        "engine": a
+            .engine
+            .as_deref()
+            .map_or_else(|| "temporary embedded engine".into(), without_password),
         "push": { "jobs": a.jobs, "seconds": pushed.as_secs_f64(), "jobs_per_s": a.jobs as f64 / pushed.as_secs_f64().max(1e-9) },
         "drain": { "jobs": drained.jobs, "consumers": a.consumers, "seconds": drained.elapsed.as_secs_f64(), "jobs_per_s": drained.rate() },
     });

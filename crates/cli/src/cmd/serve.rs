@@ -303,19 +303,19 @@ fn engine_url(s: &Settings) -> (String, String) {
         ),
         (None, None) => (
             format!("sqlite://{}", s.data_dir.display()),
+            // Only the setting's name is lowercased: the path is shown as it is.
             format!(
-                "embedded, data in {} (synchronous={:?})",
+                "embedded, data in {} (synchronous={})",
                 s.data_dir.display(),
-                s.sync
-            )
-            .to_lowercase(),
+                format!("{:?}", s.sync).to_lowercase()
+            ),
         ),
     }
 }
 
 /// `scheme://***@host…` for a URL with credentials; a key-value PostgreSQL string with
 /// `password=` has it masked too.
-fn without_password(url: &str) -> String {
+pub(crate) fn without_password(url: &str) -> String {
     if let (Some(scheme), Some(at)) = (url.find("://"), url.rfind('@'))
         && at > scheme
     {
