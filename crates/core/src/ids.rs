@@ -54,13 +54,16 @@ impl Topic {
     }
 }
 
-/// A job id: 1 to 200 visible ASCII characters (`0x21..=0x7e`), given by the producer
-/// (it is then the idempotency key) or generated ([`JobId::generate`]).
+/// A job id: 1 to 200 visible ASCII characters (`0x21..=0x7e`), but not `.` or `..`,
+/// given by the producer (it is then the idempotency key) or generated
+/// ([`JobId::generate`]).
 ///
 /// ```
 /// use delayq_core::JobId;
 /// assert!(JobId::new("order-42:cancel").is_ok());
 /// assert!(JobId::new("two words").is_err());
+/// assert!(JobId::new("..").is_err());
+/// assert!(JobId::new("...").is_ok());
 /// assert_eq!(JobId::generate().as_str().len(), 36);
 /// ```
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -76,6 +79,11 @@ impl JobId {
             Some("it is longer than 200 characters")
         } else if !id.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
             Some("it has a space, a control character or a non-ASCII character")
+        } else if id == "." || id == ".." {
+            // A URL path cannot name them: clients, the CLI and browsers turn
+            // `/jobs/./ack` into `/ack` (dot-segment removal), so the job could never be
+            // reached again (issue 36).
+            Some("`.` and `..` cannot be named in a URL path; choose another id")
         } else {
             None
         };
