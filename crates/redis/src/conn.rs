@@ -76,6 +76,7 @@ impl Conn {
             .map_err(|e| connect_error(&addr, e))?;
         drop(probe);
         check_version(&info)?;
+        check_not_a_cluster_node(&info, &addr)?;
         let mut cm = client
             .get_connection_manager_with_config(cm_config)
             .await
@@ -299,7 +300,30 @@ impl Target {
 /// does not speak the Redis protocol (an HTTP port, say: [`Error::InvalidConfig`], since
 /// waiting will not help). The redis-rs error stays the source, out of the message, so that
 /// a report printing the message and its sources does not repeat the cause.
+/// A plain `redis://` URL pointed at a node of a Redis Cluster would connect, then answer
+/// every call of a topic on another node's slots `MOVED`: refused at connect instead, with
+/// the URL to use.
+fn check_not_a_cluster_node(info: &str, addr: &str) -> Result<()> {
+    if info.lines().any(|l| l.trim() == "redis_mode:cluster") {
+        return Err(Error::InvalidConfig {
+            reason: format!(
+                "the Redis at {addr} is a node of a Redis Cluster; use redis+cluster://{addr} (rediss+cluster:// for TLS) so that each topic goes to the node that holds it"
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn connect_error(addr: &str, e: RedisError) -> Error {
+    // A database index the server does not have (`redis://host/99` with `databases 16`)
+    // fails the connection's SELECT: a configuration error, which waiting does not fix.
+    if e.to_string().contains("DB index is out of range") {
+        return Error::InvalidConfig {
+            reason: format!(
+                "the Redis at {addr} has no such database: the URL's database index is out of range (Redis has 16 by default, 0 to 15, its `databases` setting); use a smaller index, e.g. redis://{addr}/0"
+            ),
+        };
+    }
     let message = if e.is_connection_refusal() {
         format!("connecting to Redis at {addr}: connection refused (nothing listens there)")
     } else if e.is_timeout() {

@@ -1020,3 +1020,21 @@ async fn a_wrong_password_or_an_untrusted_ca_fails_at_connect_issue_13() {
         assert!(e.to_string().contains("certificate"), "{e:?}");
     }
 }
+
+/// A plain `redis://` URL pointed at a cluster node is refused at connect, saying to use
+/// `redis+cluster://`, instead of starting and then answering 503 to everything.
+// See: issue 36
+#[tokio::test]
+async fn a_plain_redis_url_at_a_cluster_node_says_to_use_redis_cluster_issue_36() {
+    let cluster = RedisCluster::start();
+    let node = &cluster.primaries()[0];
+    let r =
+        RedisEngine::connect(RedisConfig::new(format!("redis://127.0.0.1:{}", node.port))).await;
+    match r {
+        Err(delayq_core::Error::InvalidConfig { reason }) => {
+            assert!(reason.contains("redis+cluster://"), "{reason}");
+        }
+        Err(e) => panic!("not a configuration error: {e}"),
+        Ok(_) => panic!("a plain URL at a cluster node was accepted"),
+    }
+}

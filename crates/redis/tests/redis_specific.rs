@@ -933,3 +933,28 @@ async fn large_batches_are_split_and_keep_their_order() {
     let stats = e.stats(&t).await.unwrap();
     assert_eq!((stats.ready, stats.reserved), (1500, 0));
 }
+
+/// A Redis URL whose database index the server does not have fails at once as a
+/// configuration error that says so, instead of being retried as an outage.
+// See: issue 36
+#[tokio::test]
+async fn a_database_index_out_of_range_is_a_configuration_error_at_once_issue_36() {
+    let server = RedisServer::start();
+    let started = Instant::now();
+    let r = RedisEngine::connect(RedisConfig::new(format!("{}/99", server.url()))).await;
+    match r {
+        Err(Error::InvalidConfig { reason }) => {
+            assert!(
+                reason.contains("database index is out of range"),
+                "{reason}"
+            );
+        }
+        Err(e) => panic!("not a configuration error: {e}"),
+        Ok(_) => panic!("database 99 was accepted"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
