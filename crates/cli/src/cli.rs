@@ -24,7 +24,8 @@ pub use lease::{BuryArgs, LeaseArgs, NackArgs, TouchArgs};
 /// 5m, 1h30m; a bare number is refused.
 ///
 /// Exit codes: 0 success, 1 error, 2 bad usage, 3 not found, 4 conflict (lease lost, wrong
-/// state, already exists), 5 server unreachable or unavailable.
+/// state, partitions in use; a push of an id that exists is idempotent and exits 0), 5
+/// server unreachable or unavailable.
 #[derive(Parser, Debug)]
 #[command(
     name = "delayq",
@@ -91,8 +92,9 @@ pub enum Command {
     /// Recurring jobs: create, show, list or delete a schedule (a cron expression in a time
     /// zone, run by every server; each fire pushes one job).
     Schedule(crate::cmd::schedule::ScheduleArgs),
-    /// Push delivery: send a topic's due jobs to a webhook or NATS JetStream from every
-    /// server, acked once the destination confirmed; show or remove that destination.
+    /// Push delivery: send a topic's due jobs to a webhook, a RabbitMQ exchange or NATS
+    /// JetStream from every server, acked once the destination confirmed; show or remove
+    /// that destination.
     Destination(crate::cmd::destination::DestinationArgs),
     /// Measure an engine directly (your Redis, or an embedded data directory): push a
     /// backlog and drain it, then deliver delayed jobs and report how late they came.
@@ -197,7 +199,8 @@ pub struct ServeArgs {
     /// Largest job body in bytes [default: 262144].
     #[arg(long, env = "DELAYQ_MAX_BODY")]
     pub max_body: Option<usize>,
-    /// Largest HTTP request body in bytes [default: 1048576].
+    /// Largest HTTP request body in bytes [default: 1048576, or more: enough to carry a body
+    /// of --max-body in base64].
     #[arg(long, env = "DELAYQ_MAX_REQUEST_BYTES")]
     pub max_request_bytes: Option<usize>,
     /// Longest reserve long-poll, e.g. 30s [default: 30s].
@@ -224,7 +227,7 @@ pub struct ServeArgs {
     #[arg(long, env = "DELAYQ_BEANSTALK")]
     pub beanstalk: Option<String>,
     /// The largest job a beanstalkd `put` may carry (its `max-job-size`), at most --max-body
-    /// [default: 65535].
+    /// [default: 65535, or --max-body when smaller].
     #[arg(long, env = "DELAYQ_BEANSTALK_MAX_JOB_SIZE")]
     pub beanstalk_max_job_size: Option<usize>,
     /// Log filter, e.g. info or debug (debug logs one line per request) [default: info].

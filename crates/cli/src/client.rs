@@ -16,7 +16,8 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The job (or route) does not exist.
     pub const NOT_FOUND: i32 = 3;
-    /// Lease lost, wrong state, already exists.
+    /// Lease lost, wrong state, partitions in use (and `already_exists`, which no route
+    /// answers today).
     pub const CONFLICT: i32 = 4;
     /// The server cannot be reached, its store is unavailable or full (`engine_full`), or a
     /// write was not acknowledged by the replicas asked for (`not_replicated`): retry later.

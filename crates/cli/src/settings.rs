@@ -165,15 +165,26 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .unwrap_or(Duration::from_secs(60)),
     };
     let max_body = args.max_body.or(file.max_body).unwrap_or(256 * 1024);
-    let beanstalk_max_job_size = args
-        .beanstalk_max_job_size
-        .or(file.beanstalk_max_job_size)
-        .unwrap_or(65_535);
-    if beanstalk_max_job_size == 0 || beanstalk_max_job_size > max_body {
-        anyhow::bail!(
-            "--beanstalk-max-job-size {beanstalk_max_job_size} is outside 1 to --max-body ({max_body}); lower it or raise --max-body"
-        );
-    }
+    // Unset, the beanstalkd job size follows a smaller --max-body (beanstalkd's own default
+    // is 65,535); set, it must fit in it.
+    let beanstalk_max_job_size = match args.beanstalk_max_job_size.or(file.beanstalk_max_job_size) {
+        Some(n) if n == 0 || n > max_body => anyhow::bail!(
+            "--beanstalk-max-job-size {n} is outside 1 to --max-body ({max_body}); lower it or raise --max-body"
+        ),
+        Some(n) => n,
+        None => 65_535.min(max_body),
+    };
+    // A push carries its body in JSON (base64 when it is not UTF-8: 4/3 of it), so a request
+    // must have room for the largest body. Unset, --max-request-bytes grows with
+    // --max-body; set too small, it is refused rather than failing each large push later.
+    let needed = request_bytes_for(max_body);
+    let max_request_bytes = match args.max_request_bytes.or(file.max_request_bytes) {
+        Some(n) if n < needed => anyhow::bail!(
+            "--max-request-bytes {n} cannot carry a body of --max-body {max_body} bytes (a push sends it in JSON, base64 when binary); raise it to at least {needed}, or lower --max-body"
+        ),
+        Some(n) => n,
+        None => needed.max(1 << 20),
+    };
     let destinations = file.destinations()?;
     let redis_url = args.redis_url.or(file.redis_url).filter(|u| !u.is_empty());
     let postgres_url = args
@@ -225,10 +236,7 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             (None, Some(_)) => anyhow::bail!("--tls-key needs --tls-cert: give both, or neither"),
         },
         max_body,
-        max_request_bytes: args
-            .max_request_bytes
-            .or(file.max_request_bytes)
-            .unwrap_or(1 << 20),
+        max_request_bytes,
         max_wait,
         request_timeout,
         concurrency: args.concurrency.or(file.concurrency).unwrap_or(1024),
@@ -243,6 +251,15 @@ pub fn resolve(args: ServeArgs, file: FileConfig) -> anyhow::Result<Settings> {
             .unwrap_or(LogFormat::Text),
         destinations,
     })
+}
+
+/// The request size a push of a `max_body`-byte body needs: its base64 (4/3 of it, when the
+/// body is not UTF-8) and 16 KiB for the JSON around it (id, options, field names).
+fn request_bytes_for(max_body: usize) -> usize {
+    max_body
+        .div_ceil(3)
+        .saturating_mul(4)
+        .saturating_add(16 * 1024)
 }
 
 #[cfg(test)]
@@ -422,6 +439,43 @@ mod tests {
         };
         let e = resolve(args, FileConfig::default()).expect_err("0 is refused");
         assert!(e.to_string().contains("--beanstalk-max-job-size 0"), "{e}");
+    }
+
+    /// `--max-body 2048` alone starts (the beanstalkd job size follows it down); a
+    /// `--max-body` larger than the default request size raises that size when it is unset,
+    /// and is refused with what to do when it is set too small.
+    // See: issue 36
+    #[test]
+    fn max_body_sizes_the_beanstalk_job_and_the_request_issue_36() {
+        let small = ServeArgs {
+            max_body: Some(2048),
+            ..ServeArgs::default()
+        };
+        let s = resolve(small, FileConfig::default()).expect("--max-body 2048 alone starts");
+        assert_eq!(s.beanstalk_max_job_size, 2048);
+        let big = ServeArgs {
+            max_body: Some(2_000_000),
+            ..ServeArgs::default()
+        };
+        let s = resolve(big, FileConfig::default()).expect("resolves");
+        assert!(
+            s.max_request_bytes >= 2_000_000 / 3 * 4,
+            "{}",
+            s.max_request_bytes
+        );
+        let too_small = ServeArgs {
+            max_body: Some(2_000_000),
+            max_request_bytes: Some(1 << 20),
+            ..ServeArgs::default()
+        };
+        let e = resolve(too_small, FileConfig::default()).expect_err("refused");
+        assert!(e.to_string().contains("--max-request-bytes 1048576"), "{e}");
+        assert!(e.to_string().contains("raise it to at least"), "{e}");
+        let s = resolve(ServeArgs::default(), FileConfig::default()).expect("defaults");
+        assert_eq!(
+            (s.max_request_bytes, s.beanstalk_max_job_size),
+            (1 << 20, 65_535)
+        );
     }
 
     #[test]

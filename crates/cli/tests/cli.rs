@@ -1645,3 +1645,55 @@ fn bench_never_prints_a_postgres_password_issue_36() {
     );
     assert!(!out.contains("s3cret-pw"), "the password shows: {out}");
 }
+
+/// `pause --for 0s` and `pause --until <a past time>` never print "paused … until resumed":
+/// the first is refused before anything is sent, the second says the topic is not paused
+/// (the server's clock decides what is past); both exit 2.
+// See: issue 36
+#[test]
+fn a_pause_that_ends_as_it_begins_is_said_plainly_issue_36() {
+    let s = Server::start(&[]);
+    let o = s.run(&["push", "held", "x"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let zero = s.run(&["pause", "held", "--for", "0s"]);
+    let err = String::from_utf8_lossy(&zero.stderr);
+    assert_eq!(zero.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--for 0s") && err.contains("delayq resume held"),
+        "{err}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&zero.stdout).contains("paused"),
+        "{zero:?}"
+    );
+    let past = s.run(&["pause", "held", "--until", "2001-01-01T00:00:00Z"]);
+    let err = String::from_utf8_lossy(&past.stderr);
+    assert_eq!(past.status.code(), Some(2), "{err}");
+    assert!(err.contains("held is not paused"), "{err}");
+    assert!(
+        !String::from_utf8_lossy(&past.stdout).contains("until resumed"),
+        "{past:?}"
+    );
+    let stats = s.run(&["stats", "held"]);
+    let out = String::from_utf8_lossy(&stats.stdout);
+    assert!(!out.contains("(paused)"), "{out}");
+}
+
+/// SIGUSR1 (beanstalkd's drain mode) no longer kills the server: it logs what to do instead
+/// and goes on serving.
+// See: issue 36
+#[test]
+fn sigusr1_is_logged_and_the_server_goes_on_issue_36() {
+    let s = Server::start(&[]);
+    let pid = s.serving.child.id().to_string();
+    let kill = Command::new("kill").args(["-USR1", &pid]).status().unwrap();
+    assert!(kill.success());
+    s.wait_for_log("SIGUSR1 received and ignored");
+    let o = s.run(&["push", "after-usr1", "x"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the server still answers: {o:?}\n{}",
+        s.log()
+    );
+}

@@ -95,6 +95,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("putting the config file's destination of {topic}"))?;
         tracing::info!(%topic, kind = destination.kind(), "push destination from the config file");
     }
+    ignore_sigusr1();
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(
         listen = %addr,
@@ -290,6 +291,31 @@ fn open_error(
             anyhow::anyhow!("cannot open the engine ({described}): {reason}")
         }
         (e, _) => anyhow::anyhow!("cannot open the engine ({described}): {e}"),
+    }
+}
+
+/// SIGUSR1, which beanstalkd operators send for its drain mode, would end the process at
+/// once (its default action). delayq has no drain mode of its own: it drains when it stops.
+/// So SIGUSR1 is caught and logged with what to do instead. The handler is installed before
+/// the server says it is serving.
+fn ignore_sigusr1() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::user_defined1()) {
+            Ok(mut usr1) => {
+                tokio::spawn(async move {
+                    while usr1.recv().await.is_some() {
+                        tracing::warn!(
+                            "SIGUSR1 received and ignored: delayq has no drain mode (beanstalkd's); to drain, stop it with SIGTERM: it stops taking work, ends long-polls and finishes what is in flight"
+                        );
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGUSR1; it would end the server")
+            }
+        }
     }
 }
 
