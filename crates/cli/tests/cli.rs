@@ -1685,6 +1685,9 @@ fn a_pause_that_ends_as_it_begins_is_said_plainly_issue_36() {
 #[test]
 fn sigusr1_is_logged_and_the_server_goes_on_issue_36() {
     let s = Server::start(&[]);
+    // The handler is in place before the server says it serves (it is installed first
+    // thing): the port may be bound earlier, while the engine still opens.
+    s.wait_for_log("delayq serving on");
     let pid = s.serving.child.id().to_string();
     let kill = Command::new("kill").args(["-USR1", &pid]).status().unwrap();
     assert!(kill.success());

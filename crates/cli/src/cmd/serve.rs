@@ -23,6 +23,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let s = resolve(args, file)?;
     init_log(&s)?;
+    // Before anything slow (the engine's open, migrations, the port): from here on a
+    // SIGUSR1 no longer ends the process.
+    ignore_sigusr1();
 
     let server_config = ServerConfig {
         tokens: s.tokens.clone(),
@@ -95,7 +98,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("putting the config file's destination of {topic}"))?;
         tracing::info!(%topic, kind = destination.kind(), "push destination from the config file");
     }
-    ignore_sigusr1();
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(
         listen = %addr,
@@ -296,8 +298,8 @@ fn open_error(
 
 /// SIGUSR1, which beanstalkd operators send for its drain mode, would end the process at
 /// once (its default action). delayq has no drain mode of its own: it drains when it stops.
-/// So SIGUSR1 is caught and logged with what to do instead. The handler is installed before
-/// the server says it is serving.
+/// So SIGUSR1 is caught and logged with what to do instead, from the start of `serve` on
+/// (before the engine opens), so long before the server says it is serving.
 fn ignore_sigusr1() {
     #[cfg(unix)]
     {
