@@ -48,20 +48,14 @@ CREATE OR REPLACE FUNCTION delayq.now_us() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE
 AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint $$;
 
--- The due time of a job asked for `delay` ms after `now_us` (µs, the calling function's one
--- clock reading): `now_us` rounded up to the millisecond plus the delay, so that it is never
--- before that time + the delay at µs resolution; a delay of 0 (or less) is due at `now_us`
--- rounded down. Mirrors delayq-core's due_after.
-CREATE OR REPLACE FUNCTION delayq.due_after_us(now_us bigint, delay bigint) RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN delay <= 0 THEN now_us / 1000 ELSE (now_us + 999) / 1000 + delay END $$;
-
--- The same for a caller that holds only its now in ms (`now`): the clock read again in µs
--- (never before `now`), which can only make the due time later, never earlier.
+-- The due time of a job asked for `delay` ms after `now` (ms, the calling function's
+-- clock): the clock read again in µs and rounded up to the millisecond (never before
+-- `now`), plus the delay, so that it is never before the call's time + the delay at µs
+-- resolution; a delay of 0 (or less) is due at `now`. Mirrors delayq-core's due_after.
 CREATE OR REPLACE FUNCTION delayq.due_in(now bigint, delay bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE
 AS $$ SELECT CASE WHEN delay <= 0 THEN now
-  ELSE delayq.due_after_us(greatest(now * 1000, delayq.now_us()), delay) END $$;
+  ELSE greatest(now, (delayq.now_us() + 999) / 1000) + delay END $$;
 
 -- Tells the waiters of every engine process that topic `topic` has work due at `at` ms.
 CREATE OR REPLACE FUNCTION delayq.signal(topic text, at bigint) RETURNS void
