@@ -65,7 +65,7 @@ BEGIN
   IF status <> 0 THEN
     RETURN;
   END IF;
-  due := CASE WHEN p_when >= 0 THEN delayq.due_in(v_now, p_when) ELSE greatest(-1 - p_when, v_now) END;
+  due := CASE WHEN p_when >= 0 THEN v_now + p_when ELSE greatest(-1 - p_when, v_now) END;
   UPDATE delayq.jobs j SET ready_at = due WHERE j.tid = t AND j.id = p_id;
   IF due < old.ready_at OR due <= v_now THEN
     PERFORM delayq.signal(p_topic, due);

@@ -142,7 +142,7 @@ BEGIN
   SELECT * INTO l FROM delayq.leased(p_topic, job_id, tok, v_now);
   status := l.status; pstate := l.pstate;
   IF status <> 0 THEN RETURN; END IF;
-  v_due := CASE WHEN delay_ms IS NULL THEN (l.job).ready_at ELSE delayq.due_in(v_now, delay_ms) END;
+  v_due := CASE WHEN delay_ms IS NULL THEN (l.job).ready_at ELSE v_now + delay_ms END;
   UPDATE delayq.jobs j SET state = 1, attempts = greatest(j.attempts - 1, 0), token = 0,
       deadline = 0, ready_at = v_due, priority = coalesce(new_priority, j.priority)
     WHERE j.tid = l.t AND j.id = job_id;

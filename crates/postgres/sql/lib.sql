@@ -3,9 +3,7 @@
 --
 -- Conventions of every function of the library:
 --   * time comes only from delayq.now_ms() (clock_timestamp(), the database's clock, read
---     when called, so a long transaction does not freeze it); no argument carries "now"; a
---     due time asked as a delay is the clock rounded up to the millisecond plus the delay
---     (delayq.due_in): never early;
+--     when called, so a long transaction does not freeze it); no argument carries "now";
 --   * every check that can refuse a call runs before its first write, so a refusal changes
 --     nothing even inside a caller's own transaction;
 --   * refusals of a whole call are raised with SQLSTATE DQ0xx and a DETAIL the engine reads
@@ -47,15 +45,6 @@ AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
 CREATE OR REPLACE FUNCTION delayq.now_us() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE
 AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint $$;
-
--- The due time of a job asked for `delay` ms after `now` (ms, the calling function's
--- clock): the clock read again in µs and rounded up to the millisecond (never before
--- `now`), plus the delay, so that it is never before the call's time + the delay at µs
--- resolution; a delay of 0 (or less) is due at `now`. Mirrors delayq-core's due_after.
-CREATE OR REPLACE FUNCTION delayq.due_in(now bigint, delay bigint) RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL SAFE
-AS $$ SELECT CASE WHEN delay <= 0 THEN now
-  ELSE greatest(now, (delayq.now_us() + 999) / 1000) + delay END $$;
 
 -- Tells the waiters of every engine process that topic `topic` has work due at `at` ms.
 CREATE OR REPLACE FUNCTION delayq.signal(topic text, at bigint) RETURNS void
@@ -127,8 +116,8 @@ BEGIN
       WHERE tid = t AND id = job_id;
     RETURN -1;
   END IF;
-  due := delayq.due_in(now, coalesce(delay_ms,
-    delayq.backoff_ms(bo_base, bo_factor, bo_max, bo_jitter, attempts)));
+  due := now + coalesce(delay_ms,
+    delayq.backoff_ms(bo_base, bo_factor, bo_max, bo_jitter, attempts));
   UPDATE delayq.jobs SET state = 1, ready_at = due, token = 0,
       deadline = 0, last_error = reason
     WHERE tid = t AND id = job_id;

@@ -73,7 +73,7 @@ BEGIN
         DETAIL = format('%s %s', i - 1, v_limit);
     END IF;
     IF expiries[i] < 0 THEN
-      v_due := CASE WHEN whens[i] >= 0 THEN delayq.due_in(v_now, whens[i]) ELSE greatest(-1 - whens[i], v_now) END;
+      v_due := CASE WHEN whens[i] >= 0 THEN v_now + whens[i] ELSE greatest(-1 - whens[i], v_now) END;
       IF -1 - expiries[i] <= v_due THEN
         RAISE EXCEPTION 'expiry not after the due time' USING ERRCODE = 'DQ006',
           DETAIL = format('%s %s', i - 1, v_now);
@@ -89,7 +89,7 @@ BEGIN
   UPDATE delayq.topics SET listed = true WHERE tid = t AND NOT listed;
 
   FOR i IN 1 .. n LOOP
-    v_due := CASE WHEN whens[i] >= 0 THEN delayq.due_in(v_now, whens[i]) ELSE greatest(-1 - whens[i], v_now) END;
+    v_due := CASE WHEN whens[i] >= 0 THEN v_now + whens[i] ELSE greatest(-1 - whens[i], v_now) END;
     v_ttr := coalesce(ttrs[i], cfg.cfg_ttr_ms, defaults[1]);
     v_max := coalesce(maxes[i], cfg.cfg_max_attempts, defaults[2]);
     IF bo_bases[i] IS NOT NULL THEN

@@ -6,7 +6,6 @@
 //! [`Error::WrongState`] when it has had no delivery since it was pushed, released or kicked,
 //! else [`Error::LeaseLost`] (a done job's lease too: it was acked).
 
-use delayq_core::limits::due_after;
 use delayq_core::{Error, Lease, NackOutcome, Result, Timestamp};
 use rusqlite::{CachedStatement, OptionalExtension, params};
 
@@ -162,10 +161,9 @@ pub(crate) fn release(
     delay_ms: Option<u64>,
     priority: Option<u32>,
 ) -> Result<()> {
-    let now_us = tx.now_us();
-    let now = now_us / 1000;
+    let now = tx.now_ms();
     let (tid, job) = leased(tx, lease, now, "release")?;
-    let ready_at = delay_ms.map_or(job.ready_at, |d| due_after(now_us, d));
+    let ready_at = delay_ms.map_or(job.ready_at, |d| now.saturating_add(d));
     place(tx, tid, ready_at, job.expires_at, now);
     exec(
         tx,

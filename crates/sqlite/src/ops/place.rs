@@ -1,7 +1,6 @@
 //! The steps several operations share, as `place` and `fail` in the Redis engine's
 //! `lua/lib.lua`: putting a job in the waiting state, and failing a delivery.
 
-use delayq_core::limits::due_after;
 use delayq_core::{Result, duration_ms};
 use rusqlite::params;
 
@@ -49,12 +48,7 @@ pub(crate) fn fail(
     }
     let delay = delay_ms
         .unwrap_or_else(|| duration_ms(job.backoff.delay(job.attempts, rand::random::<f64>())));
-    // A retry is never early either: the delay after now in µs, rounded up.
-    let ready_at = if delay == 0 {
-        now
-    } else {
-        due_after(tx.now_us().max(now * 1000), delay)
-    };
+    let ready_at = now.saturating_add(delay);
     place(tx, tid, ready_at, job.expires_at, now);
     exec(
         tx,

@@ -1,6 +1,6 @@
 //! Push, as the Redis engine's `lua/push.lua`: creates jobs, idempotent on `(topic, id)`.
 
-use delayq_core::limits::{delay_ms_ceil, due_after};
+use delayq_core::limits::delay_ms_ceil;
 use delayq_core::{
     NewJob, OnConflict, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms,
 };
@@ -14,12 +14,12 @@ use crate::error::db_err;
 use crate::row::{WAITING, state_of};
 use crate::tx::Tx;
 
-/// The due time of `schedule` pushed (or rescheduled) at `now_us` (µs): the delay after it
-/// as [`due_after`] rounds (never early), or the absolute time but never before now.
-pub(crate) fn due_time(schedule: Schedule, now_us: u64) -> u64 {
+/// The due time of `schedule` pushed (or rescheduled) at `now`: now + the delay rounded up
+/// to the millisecond, or the absolute time but never before now.
+pub(crate) fn due_time(schedule: Schedule, now: u64) -> u64 {
     match schedule {
-        Schedule::Delay(d) => due_after(now_us, delay_ms_ceil(d)),
-        Schedule::At(at) => at.as_millis().max(now_us / 1000),
+        Schedule::Delay(d) => now.saturating_add(delay_ms_ceil(d)),
+        Schedule::At(at) => at.as_millis().max(now),
     }
 }
 
@@ -39,8 +39,7 @@ fn expiry_ms(job: &NewJob, ready_at: u64) -> u64 {
 /// creation time and last error kept, and it is answered `replaced: true`. The caller validated the batch, absolute times
 /// included, so nothing here refuses a job.
 pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
-    let now_us = tx.now_us();
-    let now = now_us / 1000;
+    let now = tx.now_ms();
     let mut out = Vec::with_capacity(jobs.len());
     // The jobs this batch created or replaced, which later duplicates in it leave alone.
     let mut pushed_here: std::collections::HashSet<(i64, &str)> = std::collections::HashSet::new();
@@ -70,7 +69,7 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
             topic.max_attempts_of(job),
             topic.backoff_of(job),
         );
-        let ready_at = due_time(job.schedule, now_us);
+        let ready_at = due_time(job.schedule, now);
         let expires_at = expiry_ms(job, ready_at);
         let seq = tx.peek_seq(tid)?;
         let mut insert = || {

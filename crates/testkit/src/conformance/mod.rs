@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use delayq_core::limits::MAX_DELAY;
 use delayq_core::{
     Backoff, Cursor, Delivery, DeliveryMode, Engine, Error, Job, JobId, JobState, Lease,
-    LeaseToken, Limits, Nack, NackOutcome, NewJob, Release, Reserve, Result, Schedule, Timestamp,
-    Topic, TopicConfig,
+    LeaseToken, Limits, Nack, NackOutcome, NewJob, Reserve, Result, Schedule, Timestamp, Topic,
+    TopicConfig,
 };
 
 use crate::Harness;
@@ -807,110 +807,6 @@ pub async fn never_delivered_before_due<H: Harness>(h: &H) {
     }
 }
 
-/// The caller's clock in µs since the epoch (the engines run on this host: their clocks are
-/// this one).
-fn caller_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
-}
-
-/// A job asked for a delay is never due before the caller's clock when it asked plus the
-/// delay, to the microsecond: pushed, rescheduled, nacked or released with a delay. The
-/// engine's now is rounded up to the millisecond first (today's engines once truncated it,
-/// and 1 push in 16 was due up to 0.4 ms early). Then the jobs are handed out no earlier
-/// than that on the caller's clock either.
-///
-/// See: issue 36.
-pub async fn a_delayed_job_is_never_due_before_the_callers_clock_plus_its_delay_issue_36<
-    H: Harness,
->(
-    h: &H,
-) {
-    let e = h.open().await;
-    let t = new_topic(h, "never-early").await;
-    let delay = ms(40);
-    let check = |what: &str, asked_us: u64, due: Timestamp| {
-        let due_us = due.as_millis() * 1000;
-        assert!(
-            due_us >= asked_us + 40_000,
-            "{what}: due at {due_us} µs, asked at {asked_us} µs with a 40 ms delay: {} µs early",
-            asked_us + 40_000 - due_us
-        );
-    };
-    let mut asked = Vec::new();
-    for i in 0..200 {
-        let name = format!("p{i}");
-        let at = caller_us();
-        let p = ok(e.push(job(&t, &name).with_delay(delay)).await, "push");
-        check(&name, at, p.ready_at);
-        asked.push((name, at));
-    }
-    // Rescheduled with a delay.
-    let at = caller_us();
-    let due = ok(
-        e.reschedule(&t, &id("p0"), Schedule::Delay(delay)).await,
-        "reschedule",
-    );
-    check("reschedule", at, due);
-    asked[0].1 = at;
-    // Handed out: never before the caller's clock when it asked plus the delay.
-    let mut leases = Vec::new();
-    let start = Instant::now();
-    while leases.len() < asked.len() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "only {} delivered",
-            leases.len()
-        );
-        let got = ok(
-            e.reserve(&Reserve::new(t.clone()).max(50).wait(Duration::from_secs(2)))
-                .await,
-            "reserve",
-        );
-        let now = caller_us();
-        for d in got {
-            let (_, at) = asked
-                .iter()
-                .find(|(n, _)| n.as_str() == d.job.id.as_str())
-                .expect("a job pushed here");
-            assert!(
-                now >= at + 40_000,
-                "{} handed out {} µs early on the caller's clock",
-                d.job.id,
-                at + 40_000 - now
-            );
-            leases.push(lease_of(&d));
-        }
-    }
-    // Nacked and released with a delay.
-    let at = caller_us();
-    let nack = Nack {
-        delay: Some(delay),
-        reason: None,
-    };
-    let outcome = ok(e.nack(&leases[0], nack).await, "nack");
-    match outcome {
-        NackOutcome::Retry { ready_at } => check("nack", at, ready_at),
-        other => panic!("a nack with attempts left retries: {other:?}"),
-    }
-    let at = caller_us();
-    ok(
-        e.release_with(
-            &leases[1],
-            Release {
-                delay: Some(delay),
-                priority: None,
-            },
-        )
-        .await,
-        "release",
-    );
-    let j = get(&e, &t, leases[1].id.as_str()).await;
-    check("release", at, j.ready_at);
-}
-
 /// Delays of 0, 1 ms, 1 h and 10 years are exact on the engine clock; more is refused.
 pub async fn delays_from_zero_to_ten_years<H: Harness>(h: &H) {
     let e = h.open().await;
@@ -923,20 +819,7 @@ pub async fn delays_from_zero_to_ten_years<H: Harness>(h: &H) {
     ] {
         ok(e.push(job(&t, name).with_delay(d)).await, "push");
         let j = get(&e, &t, name).await;
-        // The push's time rounds up to the millisecond when the delay is not 0, so the due
-        // time is the creation time (rounded down) plus the delay, or one ms more.
-        let exact = j.created_at.plus(d);
-        let up = if d.is_zero() {
-            exact
-        } else {
-            exact.plus(ms(1))
-        };
-        assert!(
-            j.ready_at == exact || j.ready_at == up,
-            "{name}: due {:?}, created {:?}",
-            j.ready_at,
-            j.created_at
-        );
+        assert_eq!(j.ready_at, j.created_at.plus(d), "{name}");
     }
     // Sub-millisecond delays round up: never due early.
     ok(
@@ -945,12 +828,7 @@ pub async fn delays_from_zero_to_ten_years<H: Harness>(h: &H) {
         "push",
     );
     let j = get(&e, &t, "micro").await;
-    assert!(
-        j.ready_at == j.created_at.plus(ms(1)) || j.ready_at == j.created_at.plus(ms(2)),
-        "micro: due {:?}, created {:?}",
-        j.ready_at,
-        j.created_at
-    );
+    assert_eq!(j.ready_at, j.created_at.plus(ms(1)));
     let before = h.snapshot().await;
     let r = e
         .push(job(&t, "too-far").with_delay(MAX_DELAY + ms(1)))
@@ -1756,7 +1634,6 @@ macro_rules! conformance_suite {
             ordering_priority_then_due_then_push,
             never_delivered_before_due,
             delays_from_zero_to_ten_years,
-            a_delayed_job_is_never_due_before_the_callers_clock_plus_its_delay_issue_36,
             absolute_times,
             reschedule_in_every_state,
             delete_in_every_state,
