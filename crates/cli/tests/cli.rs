@@ -50,15 +50,7 @@ impl Server {
 
     /// Waits (bounded) until the log has a line containing `needle`.
     fn wait_for_log(&self, needle: &str) {
-        let start = Instant::now();
-        while !self.log().contains(needle) {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "no {needle:?} in the log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_log(|| self.log(), needle);
     }
 
     fn log(&self) -> String {
@@ -1339,6 +1331,20 @@ fn sigterm_ends_long_polls_and_exits_cleanly() {
     assert!(s.log().contains("stopped"), "{}", s.log());
 }
 
+/// Waits, 30 s at most, until the log holds `needle`. A server accepts connections a moment
+/// before its startup line reaches the log file.
+fn wait_for_log(log: impl Fn() -> String, needle: &str) {
+    let start = Instant::now();
+    while !log().contains(needle) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no {needle:?} in the log:\n{}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The schemathesis binary: `DELAYQ_SCHEMATHESIS` or `schemathesis` on the PATH.
 fn schemathesis() -> PathBuf {
     let bin = std::env::var_os("DELAYQ_SCHEMATHESIS")
@@ -1591,6 +1597,7 @@ fn serve_logs_the_data_directory_as_given_issue_36() {
         .unwrap();
     let serving = support::Serving { child, log };
     support::wait_listening(&listen, || serving.log());
+    wait_for_log(|| serving.log(), "delayq serving on");
     let text = serving.log();
     assert!(
         text.contains(&format!("data in {} (synchronous=normal)", data.display())),
