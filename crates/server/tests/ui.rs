@@ -268,6 +268,18 @@ async fn wait_gone(c: &Client, css: &str) {
     }
 }
 
+/// Signs in on the sign-in page with [`TOKEN`] and waits for the overview.
+async fn sign_in(c: &Client) {
+    c.find(Locator::Css("#token"))
+        .await
+        .unwrap()
+        .send_keys(TOKEN)
+        .await
+        .unwrap();
+    click(c, Locator::Css("form.signin button")).await;
+    wait_text(c, "h1", "Topics").await;
+}
+
 /// Clicks the element `at` finds.
 async fn click(c: &Client, at: Locator<'_>) {
     c.find(at).await.unwrap().click().await.unwrap();
@@ -313,14 +325,7 @@ async fn the_dashboard_in_a_browser_issue_15() {
     goto(&c, &s, "").await;
     wait_text(&c, "h1", "Sign in").await;
     check_view(&c, "sign-in").await;
-    c.find(Locator::Css("#token"))
-        .await
-        .unwrap()
-        .send_keys(TOKEN)
-        .await
-        .unwrap();
-    click(&c, Locator::Css("form.signin button")).await;
-    wait_text(&c, "h1", "Topics").await;
+    sign_in(&c).await;
 
     // A pushed job appears on the overview (it refreshes itself).
     let orders = Topic::new("orders").unwrap();
@@ -734,14 +739,7 @@ async fn every_dashboard_page_shows_its_fields_as_text_issue_36() {
     wait_text(&c, "h1", "Sign in").await;
     let text = visible_text(&c, "sign-in").await;
     assert!(text.contains("Token"), "{text}");
-    c.find(Locator::Css("#token"))
-        .await
-        .unwrap()
-        .send_keys(TOKEN)
-        .await
-        .unwrap();
-    click(&c, Locator::Css("form.signin button")).await;
-    wait_text(&c, "h1", "Topics").await;
+    sign_in(&c).await;
     wait_text(&c, "main", "Jobs per minute").await;
     let text = visible_text(&c, "overview-empty").await;
     assert!(text.contains("No topic has jobs yet."), "{text}");
