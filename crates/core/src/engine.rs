@@ -274,6 +274,20 @@ pub struct StoredDestination {
     pub doc: String,
 }
 
+/// Whether an engine's store can serve calls now, as [`Engine::readiness`] found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    /// The store answered and can serve calls.
+    Ready,
+    /// The store answered, and what it answered says that it cannot serve calls now: a
+    /// Redis Cluster that reports itself down, say.
+    NotReady {
+        /// Why, for an operator, with what to expect: one sentence that names no address,
+        /// key or credential, so a server may show it to anyone (`/readyz` is open).
+        reason: String,
+    },
+}
+
 /// The largest destination document, in bytes.
 pub const MAX_DESTINATION_DOC: usize = 64 * 1024;
 
@@ -569,6 +583,16 @@ pub trait Engine: Send + Sync + 'static {
     /// The engine's clock.
     async fn now(&self) -> Result<Timestamp>;
 
+    /// Whether the store can serve calls now: what a readiness probe (`/readyz`) asks, so
+    /// it must stay cheap (one round trip). An error is a store that did not answer, as for
+    /// any call; [`Readiness::NotReady`] a store that answered that it cannot serve (a
+    /// Redis Cluster reporting `cluster_state:fail`). The default reads the clock
+    /// ([`Engine::now`]): a store that answers is ready, which holds for one Redis node,
+    /// the embedded engine and PostgreSQL.
+    async fn readiness(&self) -> Result<Readiness> {
+        self.now().await.map(|_| Readiness::Ready)
+    }
+
     /// A topic's settings: what [`Engine::set_topic_config`] set last, or
     /// [`TopicConfig::default`] (nothing set). The default implementation answers that,
     /// for an engine that keeps no settings.
@@ -863,6 +887,9 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn now(&self) -> Result<Timestamp> {
         (**self).now().await
+    }
+    async fn readiness(&self) -> Result<Readiness> {
+        (**self).readiness().await
     }
     async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
         (**self).topic_config(topic).await

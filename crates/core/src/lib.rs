@@ -46,9 +46,9 @@ pub use cron::{
 };
 pub use detach::detach_lease;
 pub use engine::{
-    Bury, Cursor, DeliveryMode, Engine, MAX_CLAIM, MAX_DESTINATION_DOC, Nack, Page, Release,
-    Reserve, Settle, Settled, SettledAndReserved, StoredDestination, StoredSchedule, TopicStats,
-    check_ack_batch, check_claim, check_destination_doc, check_push_batch,
+    Bury, Cursor, DeliveryMode, Engine, MAX_CLAIM, MAX_DESTINATION_DOC, Nack, Page, Readiness,
+    Release, Reserve, Settle, Settled, SettledAndReserved, StoredDestination, StoredSchedule,
+    TopicStats, check_ack_batch, check_claim, check_destination_doc, check_push_batch,
     check_settle_and_reserve,
 };
 pub use error::{BoxError, Error, Result};

@@ -2,9 +2,11 @@
 //! server checks (version, eviction policy), loading the functions library, and running
 //! function calls alone or in pipelines, loading the library again when Redis answers that
 //! it lost it. `cluster` owns what only a cluster needs (its URL, routing per slot);
-//! `replicas` the wait-replicas option (a `WAIT` after each state-changing call).
+//! `replicas` the wait-replicas option (a `WAIT` after each state-changing call);
+//! `readiness` what a readiness probe asks (a node answers, a cluster is up).
 
 mod cluster;
+mod readiness;
 mod replicas;
 
 use delayq_core::{Error, Result};

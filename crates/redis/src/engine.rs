@@ -10,8 +10,8 @@ use std::time::Duration;
 use delayq_core::limits::{check_count, check_reason, check_ttr};
 use delayq_core::{
     Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Nack,
-    NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Schedule, ScheduleName, Settle,
-    SettledAndReserved, StoredDestination, StoredSchedule, Timestamp, Topic, TopicConfig,
+    NackOutcome, NewJob, Page, Pushed, Readiness, Release, Reserve, Result, Schedule, ScheduleName,
+    Settle, SettledAndReserved, StoredDestination, StoredSchedule, Timestamp, Topic, TopicConfig,
     TopicStats, async_trait, check_ack_batch, check_claim, check_destination_doc, check_push_batch,
     check_settle_and_reserve,
 };
@@ -214,6 +214,10 @@ impl Engine for RedisEngine {
 
     async fn now(&self) -> Result<Timestamp> {
         self.ops.now().await
+    }
+
+    async fn readiness(&self) -> Result<Readiness> {
+        self.ops.conn.readiness().await
     }
 
     async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {

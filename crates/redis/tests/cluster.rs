@@ -3,7 +3,8 @@
 //! registry, the functions library reloaded after a `FUNCTION FLUSH` and after a failover,
 //! a slot migration under traffic, the wait-replicas option across a failover (one and under
 //! 10,000 jobs of traffic), waits across primaries that follow a migration and a failover,
-//! and all of it over TLS with an ACL user (issue 13).
+//! and all of it over TLS with an ACL user (issue 13); readiness as the cluster's own verdict
+//! (issue 36; the cluster going down under a server is `delayq-server`'s `tests/readyz.rs`).
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
@@ -13,8 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use delayq_core::{
-    Backoff, Delivery, Engine, Error, JobId, JobState, Nack, NackOutcome, NewJob, Reserve, Settle,
-    Settled, Topic,
+    Backoff, Delivery, Engine, Error, JobId, JobState, Nack, NackOutcome, NewJob, Readiness,
+    Reserve, Settle, Settled, Topic,
 };
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::{
@@ -1037,4 +1038,58 @@ async fn a_plain_redis_url_at_a_cluster_node_says_to_use_redis_cluster_issue_36(
         Err(e) => panic!("not a configuration error: {e}"),
         Ok(_) => panic!("a plain URL at a cluster node was accepted"),
     }
+}
+
+/// Readiness on a cluster is the cluster's own verdict, which it reads with `CLUSTER INFO`
+/// (allowed by `delayq_testkit::ACL_RULES`). A Redis user that may not run it (rules
+/// written before readiness needed it) gets the check of one node, `TIME`, rather than an
+/// error that would take every server out of its load balancer on upgrade.
+#[tokio::test]
+async fn readiness_reads_the_cluster_state_or_without_the_permission_checks_a_node_issue_36() {
+    // See: issue 36 (bug 7)
+    let user = app_user();
+    let cluster = RedisCluster::start_with(ClusterOptions {
+        replicas: 0,
+        tls: false,
+        acl: Some(user.clone()),
+    });
+    let old_rules = delayq_testkit::ACL_RULES.replace(" +cluster|info", "");
+    assert_ne!(old_rules, delayq_testkit::ACL_RULES);
+    let mut admins = Vec::new();
+    for n in cluster.nodes() {
+        let mut admin = cluster.server(n.port).connection().await;
+        let _: () = redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg("delayq-old")
+            .arg("on")
+            .arg(">old-s3cret")
+            .arg(old_rules.split_whitespace().collect::<Vec<_>>())
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        admins.push(admin);
+    }
+    let denied = |admins: Vec<redis::aio::MultiplexedConnection>| async move {
+        let mut log = String::new();
+        for mut admin in admins {
+            let entries: redis::Value = redis::cmd("ACL")
+                .arg("LOG")
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+            log.push_str(&format!("{entries:?}"));
+        }
+        log.contains("cluster|info")
+    };
+
+    let app = engine(&cluster).await;
+    assert_eq!(app.readiness().await.unwrap(), Readiness::Ready);
+    assert!(!denied(admins.clone()).await, "CLUSTER INFO was refused");
+
+    let old_url = cluster
+        .url()
+        .replace(&user.userinfo(), "delayq-old:old-s3cret");
+    let old = engine_with(&cluster, RedisConfig::new(old_url)).await;
+    assert_eq!(old.readiness().await.unwrap(), Readiness::Ready);
+    assert!(denied(admins).await, "CLUSTER INFO was not tried");
 }

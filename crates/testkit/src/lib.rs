@@ -20,7 +20,7 @@
 //! - `redis_cluster`: [`RedisCluster`], 3 primaries and 3 replicas formed with
 //!   `redis-cli --cluster create`, each node a cluster-mode [`RedisServer`], optionally all
 //!   TLS and with an ACL user ([`ClusterOptions`]); helpers kill a primary or move a slot and
-//!   wait until the cluster has settled. [`key_slot`] computes a key's hash slot as Redis
+//!   wait until the cluster has settled, or kill a node and return at once. [`key_slot`] computes a key's hash slot as Redis
 //!   does.
 //! - `tls`: the CA and server certificate generated for a test server that speaks TLS.
 //! - `harness`: [`Harness`], what an engine provides to be checked by the suite.

@@ -324,6 +324,14 @@ impl RedisCluster {
         Failover { killed, promoted }
     }
 
+    /// Kills the node on `port` with SIGKILL and returns at once, without waiting for the
+    /// cluster to react. A primary without a replica leaves its slots unserved: the other
+    /// nodes report `cluster_state:fail` once they have marked it failed (after
+    /// `cluster-node-timeout`, 2 s here), and [`Self::restart`] brings it back.
+    pub fn kill_node(&mut self, port: u16) {
+        self.server_mut(port).kill();
+    }
+
     /// Starts the node on `port` again (killing it first if it runs) on the same ports and
     /// directory, and waits until it has rejoined and the cluster is settled (a replica
     /// again synced and streaming). A killed
