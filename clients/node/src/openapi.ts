@@ -148,9 +148,17 @@ export interface DeliveryDto {
  * every attempt of one job), `webhook-timestamp`, `webhook-signature` (Standard Webhooks:
  * `v1,<base64 HMAC-SHA256 of id.timestamp.body>`, one per secret), `delayq-topic`,
  * `delayq-job-id`, `delayq-attempt` and `delayq-due-at` (Unix ms). A `2xx` answer acks
- * the job; `429` and `5xx` retry it with its back-off (or after `Retry-After`); any other
- * status sends it to dead with the status and the start of the answer as the reason. A
- * send may take the job's ttr.
+ * the job; a `429` or `503` with `Retry-After` is waited out and sent again within the
+ * same attempt while the lease allows (at most 5 times, waits adding up to at most half the
+ * ttr), else the job is retried after it; other `429` and `5xx` answers retry it with its
+ * back-off (or after `Retry-After`); any other status sends it to dead with the status and
+ * the start of the answer as the reason. A send may take the job's ttr, or `timeout_ms`
+ * when that is shorter.
+ *
+ * Putting a destination fills the topic's unset `max_attempts` and `backoff` with the
+ * receiver schedule (10 attempts; 5 s growing fourfold up to 10 h, 10 % jitter: about 27
+ * hours in all), so that a receiver down for a while does not send jobs to dead; settings
+ * the topic has are kept. `GET /v1/topics/{topic}` shows them.
  *
  * To RabbitMQ, each due job is published (persistent, mandatory) to `exchange` with
  * `routing_key`, `message_id` the same for every attempt, and the headers `delayq-topic`,
@@ -175,8 +183,9 @@ export interface DestinationDoc {
    */
   exchange?: string | null;
   /**
-   * Webhook: extra headers (at most 32), e.g. `authorization`; their values are never
-   * returned.
+   * Webhook: extra headers (at most 32), e.g. `authorization`; the values of those that
+   * carry credentials (a name containing `auth`, `cookie`, `token`, `secret`, `key`,
+   * `pass`, `credential`, `session` or `signature`) are never returned.
    */
   headers?: Record<string, string> | null;
   /** The most sends in flight from one server (1 to 1,000; default 16). */
@@ -184,13 +193,19 @@ export interface DestinationDoc {
   /** RabbitMQ: the routing key (required; a queue's name for the default exchange). */
   routing_key?: string | null;
   /**
-   * Webhook: the signing secrets (1 to 10, required): `whsec_` and the base64 of 24 to 64
-   * random bytes. Each request carries one signature per secret; rotate by adding the
+   * Webhook: the signing secrets (1 to 10, required): `whsec_` and the standard base64
+   * (padded or not) of 24 to 64 random bytes. Each request carries one signature per secret; rotate by adding the
    * new secret, moving the receiver to it, then removing the old one. Never returned.
    */
   secrets?: string[] | null;
   /** NATS: the subject to publish to (required; no wildcards). */
   subject?: string | null;
+  /**
+   * How long one send may wait for its answer, in ms (10 ms to 24 h); unset: until the
+   * job's lease ends (its ttr, less 2 % of it), which also bounds a longer one. A send cut
+   * short is a `timeout`, retried with the job's back-off.
+   */
+  timeout_ms?: number | null;
   /** The kind: `webhook`, `rabbitmq` or `nats`. */
   type: DestinationType;
   /**
@@ -204,15 +219,19 @@ export interface DestinationDoc {
 export type DestinationType = "webhook" | "rabbitmq" | "nats";
 
 /**
- * A destination as `GET` shows it: no secrets, header values masked, a password in the
- * URL masked.
+ * A destination as `GET` shows it: no secrets, the values of headers that carry
+ * credentials masked, a password in the URL masked.
  */
 export interface DestinationView {
   /** Webhook: the requests' `content-type`; RabbitMQ: the messages' `content_type`. */
   content_type?: string | null;
   /** RabbitMQ: the exchange (empty: the default exchange). */
   exchange?: string | null;
-  /** Webhook: the extra headers' names, each value `***`. */
+  /**
+   * Webhook: the extra headers, the value of each that carries credentials (a name
+   * containing `auth`, `cookie`, `token`, `secret`, `key`, `pass`, `credential`,
+   * `session` or `signature`) shown as `***`.
+   */
   headers?: Record<string, string> | null;
   /** The most sends in flight from one server. */
   max_concurrency: number;
@@ -222,6 +241,8 @@ export interface DestinationView {
   secret_count?: number | null;
   /** NATS: the subject. */
   subject?: string | null;
+  /** How long one send may wait for its answer, in ms; null: until the job's lease ends. */
+  timeout_ms?: number | null;
   /** The kind: `webhook`, `rabbitmq` or `nats`. */
   type: DestinationType;
   /** The URL (a password in it as `***`). */

@@ -5,15 +5,18 @@
 //! {"type": "webhook", "url": "https://example.com/hooks/delayq",
 //!  "secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
 //!  "headers": {"authorization": "Bearer …"}, "content_type": "application/json",
-//!  "max_concurrency": 16}
+//!  "max_concurrency": 16, "timeout_ms": 10000}
 //! ```
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use base64::Engine as _;
+use delayq_core::limits::MAX_TTR;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
+
+use crate::secret::{is_secret_header, masked_url, secret_key};
 
 /// The most requests one server sends to one destination at once, unless set.
 pub const DEFAULT_MAX_CONCURRENCY: u32 = 16;
@@ -23,6 +26,8 @@ pub const MAX_CONCURRENCY: u32 = 1000;
 pub const MAX_SECRETS: usize = 10;
 /// The most extra headers of a webhook.
 pub const MAX_HEADERS: usize = 32;
+/// The shortest `timeout_ms`.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(10);
 
 /// A destination refused: the field at fault (a JSON pointer-like path, `secrets[1]`) and
 /// what to do.
@@ -99,6 +104,10 @@ pub struct RabbitMq {
     /// 1,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
+    /// How long one send may wait for its answer, in milliseconds (10 ms to 24 h); unset:
+    /// until the job's lease ends. A longer one is cut there too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 impl RabbitMq {
@@ -148,7 +157,8 @@ impl RabbitMq {
                 "not a content type; e.g. application/json",
             ));
         }
-        check_concurrency(self.max_concurrency)
+        check_concurrency(self.max_concurrency)?;
+        check_timeout(self.timeout_ms)
     }
 }
 
@@ -164,6 +174,10 @@ pub struct Nats {
     /// 1,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
+    /// How long one send may wait for its answer, in milliseconds (10 ms to 24 h); unset:
+    /// until the job's lease ends. A longer one is cut there too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 impl Nats {
@@ -189,7 +203,8 @@ impl Nats {
                 ),
             ));
         }
-        check_concurrency(self.max_concurrency)
+        check_concurrency(self.max_concurrency)?;
+        check_timeout(self.timeout_ms)
     }
 }
 
@@ -223,6 +238,22 @@ fn check_concurrency(n: Option<u32>) -> Result<(), DestinationError> {
     Ok(())
 }
 
+fn check_timeout(ms: Option<u64>) -> Result<(), DestinationError> {
+    if let Some(ms) = ms
+        && !(MIN_TIMEOUT..=MAX_TTR).contains(&Duration::from_millis(ms))
+    {
+        return Err(DestinationError::new(
+            "timeout_ms",
+            format!(
+                "{ms} ms is outside {} ms to {} ms (24 h); leave it out to wait until the job's lease ends",
+                MIN_TIMEOUT.as_millis(),
+                MAX_TTR.as_millis()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// An HTTP endpoint that takes a POST per job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -243,6 +274,10 @@ pub struct Webhook {
     /// The most requests in flight from one server (default 16, at most 1,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
+    /// How long one send may wait for its answer, in milliseconds (10 ms to 24 h); unset:
+    /// until the job's lease ends. A longer one is cut there too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// Headers a webhook's `headers` may not set: delayq sets them.
@@ -316,6 +351,16 @@ impl Destination {
         .unwrap_or(DEFAULT_MAX_CONCURRENCY)
     }
 
+    /// How long one send may wait for its answer, when set (the job's lease bounds it too).
+    pub fn timeout(&self) -> Option<Duration> {
+        match self {
+            Destination::Webhook(w) => w.timeout_ms,
+            Destination::Nats(n) => n.timeout_ms,
+            Destination::RabbitMq(r) => r.timeout_ms,
+        }
+        .map(Duration::from_millis)
+    }
+
     /// Its kind, for metrics and logs: `webhook`, `nats`, `rabbitmq`.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -334,13 +379,25 @@ impl Destination {
         }
     }
 
-    /// What `GET` shows: the document without its secrets (their count instead), header
-    /// values and a password in the URL masked.
+    /// What `GET` shows: the document without its secrets (their count instead), the
+    /// values of headers that carry credentials ([`is_secret_header`]) and a password in
+    /// the URL masked as `***`; `timeout_ms` null when unset.
     pub fn public_view(&self) -> serde_json::Value {
+        let timeout_ms = self.timeout().map(|t| t.as_millis() as u64);
         match self {
             Destination::Webhook(w) => {
-                let headers: BTreeMap<&str, &str> =
-                    w.headers.keys().map(|k| (k.as_str(), "***")).collect();
+                let headers: BTreeMap<&str, &str> = w
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        let shown = if is_secret_header(k) {
+                            "***"
+                        } else {
+                            v.as_str()
+                        };
+                        (k.as_str(), shown)
+                    })
+                    .collect();
                 serde_json::json!({
                     "type": "webhook",
                     "url": masked_url(&w.url),
@@ -348,6 +405,7 @@ impl Destination {
                     "headers": headers,
                     "content_type": w.content_type(),
                     "max_concurrency": self.max_concurrency(),
+                    "timeout_ms": timeout_ms,
                 })
             }
             Destination::Nats(n) => serde_json::json!({
@@ -355,6 +413,7 @@ impl Destination {
                 "url": masked_url(&n.url),
                 "subject": n.subject,
                 "max_concurrency": self.max_concurrency(),
+                "timeout_ms": timeout_ms,
             }),
             Destination::RabbitMq(r) => serde_json::json!({
                 "type": "rabbitmq",
@@ -363,6 +422,7 @@ impl Destination {
                 "routing_key": r.routing_key,
                 "content_type": r.content_type,
                 "max_concurrency": self.max_concurrency(),
+                "timeout_ms": timeout_ms,
             }),
         }
     }
@@ -381,17 +441,6 @@ fn fields_of<T: serde::de::DeserializeOwned>(
         };
         DestinationError::new(field, e.inner().to_string())
     })
-}
-
-/// `url` with the password of its user part replaced by `***`.
-pub fn masked_url(url: &str) -> String {
-    match Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_string(),
-    }
 }
 
 impl Webhook {
@@ -455,25 +504,9 @@ impl Webhook {
                 )
             })?;
         }
-        check_concurrency(self.max_concurrency)
+        check_concurrency(self.max_concurrency)?;
+        check_timeout(self.timeout_ms)
     }
-}
-
-/// The key of a `whsec_…` secret: the bytes its base64 part decodes to (24 to 64).
-pub fn secret_key(secret: &str) -> Result<Vec<u8>, String> {
-    let b64 = secret.strip_prefix("whsec_").ok_or_else(|| {
-        "a secret starts with \"whsec_\" and then the base64 of 24 to 64 random bytes (e.g. \"whsec_\" + `openssl rand -base64 32`)".to_string()
-    })?;
-    let key = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .map_err(|e| format!("the part after \"whsec_\" is not base64 ({e})"))?;
-    if !(24..=64).contains(&key.len()) {
-        return Err(format!(
-            "the secret's key is {} bytes; use 24 to 64 random bytes (e.g. `openssl rand -base64 32`)",
-            key.len()
-        ));
-    }
-    Ok(key)
 }
 
 #[cfg(test)]
@@ -504,6 +537,47 @@ mod tests {
         );
         assert!(view.contains(r#""secret_count":1"#), "{view}");
         assert!(view.contains("https://u:***@example.com/h"), "{view}");
+    }
+
+    #[test]
+    fn a_view_masks_only_the_headers_that_carry_credentials_issue_36() {
+        // See: issue 36.
+        let doc = format!(
+            r#"{{"type":"webhook","url":"https://example.com/h","secrets":["{SECRET}"],"headers":{{"authorization":"Bearer x","x-api-key":"k-1","x-tenant":"t-1"}}}}"#
+        );
+        let d = Destination::from_json(&doc).unwrap_or_else(|e| panic!("{e}"));
+        let view = d.public_view();
+        assert_eq!(
+            view["headers"],
+            serde_json::json!({"authorization": "***", "x-api-key": "***", "x-tenant": "t-1"})
+        );
+        assert_eq!(view["timeout_ms"], serde_json::Value::Null, "{view}");
+    }
+
+    #[test]
+    fn a_timeout_is_kept_shown_and_bounds_each_send_issue_36() {
+        // See: issue 36.
+        for (kind, fields) in [
+            (
+                "webhook",
+                format!(r#""url":"https://x","secrets":["{SECRET}"]"#),
+            ),
+            ("nats", r#""url":"nats://x","subject":"a""#.to_string()),
+            (
+                "rabbitmq",
+                r#""url":"amqp://x","routing_key":"k""#.to_string(),
+            ),
+        ] {
+            let doc = format!(r#"{{"type":"{kind}",{fields},"timeout_ms":2500}}"#);
+            let d = Destination::from_json(&doc).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(d.timeout(), Some(Duration::from_millis(2500)), "{kind}");
+            assert_eq!(
+                Destination::from_json(&d.to_json()),
+                Ok(d.clone()),
+                "{kind}"
+            );
+            assert_eq!(d.public_view()["timeout_ms"], 2500, "{kind}");
+        }
     }
 
     #[test]
@@ -649,6 +723,27 @@ mod tests {
                     r#"{{"type":"webhook","url":"https://x","secrets":["{SECRET}"],"max_concurrency":"a"}}"#
                 ),
                 "max_concurrency",
+            ),
+            (
+                format!(
+                    r#"{{"type":"webhook","url":"https://x","secrets":["{SECRET}"],"timeout_ms":0}}"#
+                ),
+                "timeout_ms",
+            ),
+            (
+                r#"{"type":"nats","url":"nats://x","subject":"a","timeout_ms":9}"#.to_string(),
+                "timeout_ms",
+            ),
+            (
+                r#"{"type":"rabbitmq","url":"amqp://x","routing_key":"k","timeout_ms":86400001}"#
+                    .to_string(),
+                "timeout_ms",
+            ),
+            (
+                format!(
+                    r#"{{"type":"webhook","url":"https://x","secrets":["{SECRET}"],"timeout_ms":"5s"}}"#
+                ),
+                "timeout_ms",
             ),
         ];
         let wrong: Vec<String> = cases

@@ -5,6 +5,10 @@
 //! number of servers forwarding one topic without sending a job twice, except after a lease
 //! expired (at-least-once: each send carries the job id and attempt).
 //!
+//! A send waits at most until the job's lease ends (less a margin for the nack), or the
+//! destination's `timeout_ms` when that is sooner. A `429` or `503` with `Retry-After` is
+//! waited out and sent again within the same attempt when the lease allows (see `retry`).
+//!
 //! A changed destination replaces its worker (the old one gives its buffered jobs back and
 //! finishes what it sends); a removed one stops it. A document that does not read is logged
 //! once and skipped.
@@ -20,10 +24,12 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::destination::{Destination, masked_url};
+use crate::destination::Destination;
 use crate::metrics::PushMetrics;
 use crate::nats::Publisher as NatsPublisher;
 use crate::rabbitmq::Publisher as RabbitMqPublisher;
+use crate::retry::waits_in_place;
+use crate::secret::masked_url;
 use crate::webhook::{Hook, Message, Outcome, Sender};
 
 /// How often the destinations are read again.
@@ -41,6 +47,12 @@ fn send_timeout(ttr: Duration, lease_end: Option<Instant>, now: Instant) -> Dura
     lease_end
         .map_or(ttr, |end| end.saturating_duration_since(now))
         .saturating_sub(margin)
+}
+
+/// The timeout of one send: what the lease leaves ([`send_timeout`]), or the destination's
+/// own `timeout` when that is shorter.
+fn timeout_of(own: Option<Duration>, left: Duration) -> Duration {
+    own.map_or(left, |t| t.min(left))
 }
 
 /// Forwards the due jobs of every topic with a destination.
@@ -176,6 +188,7 @@ impl Forwarder {
             // before its send starts, so that every send has at least 90 % of the ttr.
             .with_min_lease_left(MIN_SEND_SHARE);
         let kind = destination.kind();
+        let timeout = destination.timeout();
         let target = match destination {
             Destination::Webhook(hook) => {
                 tracing::info!(%topic, url = %masked_url(&hook.url), concurrency = n, "push: forwarding to a webhook");
@@ -196,6 +209,7 @@ impl Forwarder {
         let ctx = Arc::new(Context {
             target,
             kind,
+            timeout,
             metrics: self.metrics.clone(),
         });
         let handler = move |job: Job<Bytes>| {
@@ -235,6 +249,8 @@ impl Target {
 struct Context {
     target: Target,
     kind: &'static str,
+    /// The destination's `timeout_ms`, if it has one.
+    timeout: Option<Duration>,
     metrics: PushMetrics,
 }
 
@@ -255,18 +271,56 @@ impl Context {
             due_at_ms: meta.ready_at.as_millis(),
             body: job.body(),
         };
-        let started = Instant::now();
-        let timeout = send_timeout(meta.ttr, job.lease_end(), started);
-        let outcome = tokio::select! {
-            o = self.target.send(&msg, timeout) => o,
-            () = job.cancelled() => Outcome::retry("lease_lost", "the lease ended before the destination answered"),
+        let lease_lost = || {
+            Outcome::retry(
+                "lease_lost",
+                "the lease ended before the destination answered",
+            )
         };
-        let took = started.elapsed();
+        let (mut waits, mut waited) = (0, Duration::ZERO);
+        let first = Instant::now();
+        let (outcome, took) = loop {
+            let started = Instant::now();
+            let left = send_timeout(meta.ttr, job.lease_end(), started);
+            let outcome = tokio::select! {
+                o = self.target.send(&msg, timeout_of(self.timeout, left)) => o,
+                () = job.cancelled() => lease_lost(),
+            };
+            let took = started.elapsed();
+            let Outcome::Throttled { after, cause, .. } = &outcome else {
+                break (outcome, took);
+            };
+            let left = send_timeout(meta.ttr, job.lease_end(), Instant::now());
+            if !waits_in_place(*after, waits, waited, meta.ttr, left) {
+                break (outcome, took);
+            }
+            // The receiver is up and said when to come back: wait within this attempt, so
+            // that the answer uses up none of the job's attempts.
+            self.metrics.failed(topic, self.kind, cause, Some(took));
+            tracing::debug!(%topic, id = %job.id(), attempt = job.attempt(), after_ms = after.as_millis() as u64, "push: the destination asked to come back later; waiting within the attempt");
+            let after = *after;
+            tokio::select! {
+                () = tokio::time::sleep(after) => {}
+                () = job.cancelled() => break (lease_lost(), took),
+            }
+            waits += 1;
+            waited += after;
+        };
         match outcome {
             Outcome::Delivered => {
+                // The latency is the last send's; the lateness counts the waits before it.
                 self.metrics
-                    .delivered(topic, self.kind, took, job.lateness() + took);
+                    .delivered(topic, self.kind, took, job.lateness() + first.elapsed());
                 Ok(())
+            }
+            Outcome::Throttled {
+                after,
+                cause,
+                reason,
+            } => {
+                self.metrics.failed(topic, self.kind, cause, Some(took));
+                tracing::debug!(%topic, id = %job.id(), attempt = job.attempt(), %reason, "push: the destination asked to come back later than this attempt allows; retrying then");
+                Err(JobError::retry_after(after, reason))
             }
             Outcome::Retry {
                 after,
@@ -309,5 +363,14 @@ mod tests {
         // A lease already over, and none (at-most-once).
         assert_eq!(send_timeout(ttr, Some(now), now), Duration::ZERO);
         assert_eq!(send_timeout(ttr, None, now), ms(29_400));
+    }
+
+    #[test]
+    fn a_destination_timeout_cuts_a_send_short_never_longer() {
+        let ms = Duration::from_millis;
+        assert_eq!(timeout_of(None, ms(29_400)), ms(29_400));
+        assert_eq!(timeout_of(Some(ms(500)), ms(29_400)), ms(500));
+        // The lease still ends the send.
+        assert_eq!(timeout_of(Some(ms(60_000)), ms(29_400)), ms(29_400));
     }
 }

@@ -13,7 +13,8 @@ use std::time::Duration;
 use async_nats::jetstream;
 use async_nats::jetstream::context::PublishErrorKind;
 
-use crate::destination::{Nats, masked_url};
+use crate::destination::Nats;
+use crate::secret::masked_url;
 use crate::webhook::{Message, Outcome};
 
 /// Publishes to one destination over one connection, made at the first send and kept (the

@@ -17,7 +17,8 @@ use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ErrorKind};
 
-use crate::destination::{RabbitMq, masked_url};
+use crate::destination::RabbitMq;
+use crate::secret::masked_url;
 use crate::webhook::{Message, Outcome};
 
 /// Publishes to one destination over one connection and one confirm-mode channel, made at

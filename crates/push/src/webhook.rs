@@ -7,10 +7,11 @@
 //! Beside them: `delayq-topic`, `delayq-job-id`, `delayq-attempt` (1 for the first),
 //! `delayq-due-at` (the due time, Unix milliseconds) and the destination's own headers.
 //!
-//! A `2xx` answer acks the job. `429` and `5xx` retry it with its back-off, or after the
-//! answer's `Retry-After` when that is later; a timeout or a connection error retries too.
-//! Any other status sends it to dead with the status and the start of the answer's body as
-//! the reason.
+//! A `2xx` answer acks the job. `429` and `503` with a `Retry-After` are [`Outcome::Throttled`]:
+//! the forwarder waits and sends again within the same attempt when that fits (see
+//! `retry`). Other `429` and `5xx` answers retry the job with its back-off, or after the
+//! answer's `Retry-After`; a timeout or a connection error retries too. Any other status
+//! sends it to dead with the status and the start of the answer's body as the reason.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -20,7 +21,8 @@ use hmac::{Hmac, Mac};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use sha2::Sha256;
 
-use crate::destination::{Webhook, secret_key};
+use crate::destination::Webhook;
+use crate::secret::secret_key;
 
 /// How much of an answer's body a dead job's reason keeps.
 const EXCERPT: usize = 512;
@@ -54,6 +56,17 @@ pub enum Outcome {
         /// The receiver's `Retry-After`, if it gave one.
         after: Option<Duration>,
         /// The metric label.
+        cause: &'static str,
+        /// What the job records.
+        reason: String,
+    },
+    /// The destination is up but asks to come back after `after` (a `429` or `503` with
+    /// `Retry-After`): sent again after that wait within the same attempt when the lease
+    /// allows, else retried after it as the next attempt.
+    Throttled {
+        /// The receiver's `Retry-After`.
+        after: Duration,
+        /// The metric label (`status_429`, `status_5xx`).
         cause: &'static str,
         /// What the job records.
         reason: String,
@@ -200,15 +213,24 @@ impl Sender {
         let body = response.bytes().await.unwrap_or_default();
         let excerpt = String::from_utf8_lossy(&body[..body.len().min(EXCERPT)]).into_owned();
         let reason = format!("webhook answered {}: {excerpt}", status.as_u16());
-        if status.as_u16() == 429 || status.is_server_error() {
-            Outcome::Retry {
-                after,
-                cause: if status.as_u16() == 429 {
-                    "status_429"
-                } else {
-                    "status_5xx"
+        let code = status.as_u16();
+        if code == 429 || status.is_server_error() {
+            let cause = if code == 429 {
+                "status_429"
+            } else {
+                "status_5xx"
+            };
+            match after {
+                Some(after) if code == 429 || code == 503 => Outcome::Throttled {
+                    after,
+                    cause,
+                    reason,
                 },
-                reason,
+                after => Outcome::Retry {
+                    after,
+                    cause,
+                    reason,
+                },
             }
         } else {
             Outcome::Refused {

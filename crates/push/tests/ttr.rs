@@ -1,5 +1,5 @@
 //! How long a send may take (issue 36): the whole of the job's lease, its ttr, and no
-//! renewal beyond it. A real receiver (axum on a free loopback port) answers `200` after a
+//! renewal beyond it; or the destination's `timeout_ms` when that is shorter. A real receiver (axum on a free loopback port) answers `200` after a
 //! set time; a forwarder runs over the embedded engine; jobs have a ttr of 3 s.
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
@@ -64,13 +64,27 @@ async fn receiver(delays: Vec<Duration>) -> (Arc<Receiver>, SocketAddr) {
 
 /// Points topic `name` of `engine` at the receiver on `addr`, `max_concurrency` sends at once.
 async fn hooked(engine: &Arc<dyn Engine>, name: &str, addr: SocketAddr, n: u32) -> Topic {
+    hooked_with(engine, name, addr, n, None).await
+}
+
+/// As [`hooked`], with the destination's `timeout_ms` when given.
+async fn hooked_with(
+    engine: &Arc<dyn Engine>,
+    name: &str,
+    addr: SocketAddr,
+    n: u32,
+    timeout_ms: Option<u64>,
+) -> Topic {
     let t = topic(name);
-    let doc = serde_json::json!({
+    let mut doc = serde_json::json!({
         "type": "webhook",
         "url": format!("http://{addr}/hook"),
         "secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
         "max_concurrency": n,
     });
+    if let Some(ms) = timeout_ms {
+        doc["timeout_ms"] = ms.into();
+    }
     engine.put_destination(&t, &doc.to_string()).await.unwrap();
     t
 }
@@ -167,4 +181,40 @@ async fn a_receiver_answering_after_the_ttr_is_a_timeout_and_the_job_comes_back(
     // The first send had its whole ttr (less the margin for its nack) before the second.
     let between = got[1].2.duration_since(got[0].2);
     assert!(between >= TTR * 9 / 10, "sent again after {between:?}");
+}
+
+// See: issue 36
+/// A destination's `timeout_ms` shorter than the ttr cuts a slow receiver's send at that
+/// timeout, not at the end of the lease: counted under the cause `timeout`, and the job
+/// comes back with its back-off for another attempt, which is acked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destination_timeout_cuts_a_slow_receiver_and_counts_timeout_issue_36() {
+    let (engine, _dir) = sqlite();
+    let (r, addr) = receiver(vec![Duration::from_secs(2), Duration::ZERO]).await;
+    let t = hooked_with(&engine, "cut", addr, 1, Some(500)).await;
+    push(&engine, &t, 1).await;
+    let f = forward(engine.clone());
+    until_acked(&engine, &t, 4 * TTR).await;
+    let got = r.got.lock().unwrap().clone();
+    let attempts: Vec<u32> = got.iter().map(|(_, a, _)| *a).collect();
+    assert_eq!(attempts, [1, 2], "{got:?}");
+    // Cut after 500 ms, sent again after the 200 ms back-off: long before the 3 s ttr, and
+    // before the 2 s receiver would have answered.
+    let between = got[1].2.duration_since(got[0].2);
+    assert!(
+        between >= Duration::from_millis(650) && between < Duration::from_millis(1600),
+        "sent again after {between:?}"
+    );
+    let text = exposed(&f.metrics);
+    assert!(
+        text.contains(
+            r#"delayq_push_failures_total{topic="cut",destination="webhook",cause="timeout"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(!text.contains(r#"cause="lease_lost""#), "{text}");
+    assert!(
+        text.contains(r#"delayq_push_deliveries_total{topic="cut",destination="webhook"} 1"#),
+        "{text}"
+    );
 }

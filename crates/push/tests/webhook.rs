@@ -468,3 +468,136 @@ async fn a_receiver_down_for_a_while_gets_everything_when_it_comes_back() {
         "every job was retried meanwhile"
     );
 }
+
+/// How the Standard Webhooks libraries verify a request, in Python's standard library: the
+/// secret read as `standardwebhooks.Webhook(secret)` reads it (the part after `whsec_`,
+/// `base64.b64decode(secret + "==")`, so padded or not), the timestamp within 5 minutes,
+/// any `v1` signature matching. When the `standardwebhooks` package itself is importable,
+/// its `Webhook(secret).verify` must agree. Reads `{"secret", "headers", "body_b64"}` on
+/// standard input; exits 0 and prints `verified` when the request verifies.
+const VERIFY_PY: &str = r#"
+import base64, hashlib, hmac, json, sys, time
+req = json.load(sys.stdin)
+secret = req["secret"]
+if secret.startswith("whsec_"):
+    secret = secret[len("whsec_"):]
+key = base64.b64decode(secret + "==")
+h = {k.lower(): v for k, v in req["headers"].items()}
+body = base64.b64decode(req["body_b64"])
+ts = int(h["webhook-timestamp"])
+fresh = abs(time.time() - ts) <= 300
+want = hmac.new(key, f'{h["webhook-id"]}.{ts}.'.encode() + body, hashlib.sha256).digest()
+ok = fresh and any(
+    version == "v1" and hmac.compare_digest(want, base64.b64decode(sig))
+    for version, sig in (part.split(",", 1) for part in h["webhook-signature"].split(" "))
+)
+try:
+    import standardwebhooks
+except ImportError:
+    standardwebhooks = None
+if standardwebhooks is not None:
+    try:
+        standardwebhooks.Webhook(req["secret"]).verify(body, h, json_parse=False)
+        library = True
+    except Exception:
+        library = False
+    assert library == ok, f"the standardwebhooks library says {library}, the replica {ok}"
+print("verified" if ok else "not verified")
+sys.exit(0 if ok else 1)
+"#;
+
+/// Runs [`VERIFY_PY`] with `python3` (or `DELAYQ_PYTHON`) on one request; true when it
+/// verifies.
+fn python_verifies(secret: &str, headers: &HeaderMap, body: &[u8]) -> bool {
+    use std::io::Write as _;
+    let python = std::env::var("DELAYQ_PYTHON").unwrap_or_else(|_| "python3".into());
+    let headers: serde_json::Map<String, serde_json::Value> = headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap().into()))
+        .collect();
+    let input = serde_json::json!({
+        "secret": secret,
+        "headers": headers,
+        "body_b64": base64::engine::general_purpose::STANDARD.encode(body),
+    });
+    let mut child = std::process::Command::new(&python)
+        .args(["-c", VERIFY_PY])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {python} ({e}): install python3 (apt-get install python3) or set DELAYQ_PYTHON")
+        });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() || stdout.contains("not verified"),
+        "{python} failed: {}{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout.trim() == "verified"
+}
+
+// See: issue 36
+/// A secret in unpadded base64 (`whsec_` and 43 characters for 32 bytes, as some secret
+/// generators write it) is taken, and the requests it signs verify the way the Standard
+/// Webhooks libraries verify them, with the same secret as the receiver was given it; a
+/// receiver with another key refuses them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unpadded_secret_signs_what_standard_webhooks_verifies_issue_36() {
+    let (engine, _dir) = sqlite();
+    let unpadded = new_secret(0xa7);
+    let unpadded = unpadded.trim_end_matches('=').to_string();
+    assert_eq!(unpadded.len(), "whsec_".len() + 43);
+    let got: Arc<Mutex<Vec<(HeaderMap, Bytes)>>> = Arc::default();
+    let record = got.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
+            let record = record.clone();
+            async move {
+                record.lock().unwrap().push((headers, body));
+                StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let t = topic("unpadded");
+    let doc = serde_json::json!({
+        "type": "webhook",
+        "url": format!("http://{addr}/hook"),
+        "secrets": [unpadded],
+    });
+    engine.put_destination(&t, &doc.to_string()).await.unwrap();
+    let _f = forward(engine.clone());
+    engine
+        .push(NewJob::new(t.clone(), r#"{"order": 42}"#).with_id(JobId::new("u1").unwrap()))
+        .await
+        .unwrap();
+    until("the signed request", Duration::from_secs(10), || {
+        !got.lock().unwrap().is_empty()
+    })
+    .await;
+    let (headers, body) = got.lock().unwrap()[0].clone();
+    assert!(
+        python_verifies(&unpadded, &headers, &body),
+        "signed with an unpadded secret, not verified with it"
+    );
+    assert!(
+        python_verifies(&format!("{unpadded}="), &headers, &body),
+        "the same secret padded"
+    );
+    assert!(
+        !python_verifies(&new_secret(0xa8), &headers, &body),
+        "another key verified it"
+    );
+}

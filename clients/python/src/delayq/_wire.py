@@ -175,6 +175,7 @@ class DestinationDoc(_DestinationDocRequired, total=False):
     routing_key: Optional[str]
     secrets: Optional[List[str]]
     subject: Optional[str]
+    timeout_ms: Optional[int]
 
 
 class _DestinationViewRequired(TypedDict):
@@ -184,7 +185,7 @@ class _DestinationViewRequired(TypedDict):
 
 
 class DestinationView(_DestinationViewRequired, total=False):
-    """A destination as `GET` shows it: no secrets, header values masked, a password in the"""
+    """A destination as `GET` shows it: no secrets, the values of headers that carry"""
 
     content_type: Optional[str]
     exchange: Optional[str]
@@ -192,6 +193,7 @@ class DestinationView(_DestinationViewRequired, total=False):
     routing_key: Optional[str]
     secret_count: Optional[int]
     subject: Optional[str]
+    timeout_ms: Optional[int]
 
 
 class ErrorBody(TypedDict):

@@ -35,9 +35,17 @@ pub enum DestinationType {
 /// every attempt of one job), `webhook-timestamp`, `webhook-signature` (Standard Webhooks:
 /// `v1,<base64 HMAC-SHA256 of id.timestamp.body>`, one per secret), `delayq-topic`,
 /// `delayq-job-id`, `delayq-attempt` and `delayq-due-at` (Unix ms). A `2xx` answer acks
-/// the job; `429` and `5xx` retry it with its back-off (or after `Retry-After`); any other
-/// status sends it to dead with the status and the start of the answer as the reason. A
-/// send may take the job's ttr.
+/// the job; a `429` or `503` with `Retry-After` is waited out and sent again within the
+/// same attempt while the lease allows (at most 5 times, waits adding up to at most half the
+/// ttr), else the job is retried after it; other `429` and `5xx` answers retry it with its
+/// back-off (or after `Retry-After`); any other status sends it to dead with the status and
+/// the start of the answer as the reason. A send may take the job's ttr, or `timeout_ms`
+/// when that is shorter.
+///
+/// Putting a destination fills the topic's unset `max_attempts` and `backoff` with the
+/// receiver schedule (10 attempts; 5 s growing fourfold up to 10 h, 10 % jitter: about 27
+/// hours in all), so that a receiver down for a while does not send jobs to dead; settings
+/// the topic has are kept. `GET /v1/topics/{topic}` shows them.
 ///
 /// To RabbitMQ, each due job is published (persistent, mandatory) to `exchange` with
 /// `routing_key`, `message_id` the same for every attempt, and the headers `delayq-topic`,
@@ -59,8 +67,8 @@ pub struct DestinationDoc {
     /// URL (`amqp://user:password@host:5672/%2f`); a NATS server's `nats://` or `tls://` URL.
     #[schema(example = "https://example.com/hooks/delayq")]
     url: String,
-    /// Webhook: the signing secrets (1 to 10, required): `whsec_` and the base64 of 24 to 64
-    /// random bytes. Each request carries one signature per secret; rotate by adding the
+    /// Webhook: the signing secrets (1 to 10, required): `whsec_` and the standard base64
+    /// (padded or not) of 24 to 64 random bytes. Each request carries one signature per secret; rotate by adding the
     /// new secret, moving the receiver to it, then removing the old one. Never returned.
     #[serde(default)]
     #[schema(example = json!(["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]))]
@@ -75,8 +83,9 @@ pub struct DestinationDoc {
     /// NATS: the subject to publish to (required; no wildcards).
     #[serde(default)]
     subject: Option<String>,
-    /// Webhook: extra headers (at most 32), e.g. `authorization`; their values are never
-    /// returned.
+    /// Webhook: extra headers (at most 32), e.g. `authorization`; the values of those that
+    /// carry credentials (a name containing `auth`, `cookie`, `token`, `secret`, `key`,
+    /// `pass`, `credential`, `session` or `signature`) are never returned.
     #[serde(default)]
     headers: Option<BTreeMap<String, String>>,
     /// Webhook: the requests' `content-type` (default `application/octet-stream`);
@@ -86,10 +95,16 @@ pub struct DestinationDoc {
     /// The most sends in flight from one server (1 to 1,000; default 16).
     #[serde(default)]
     max_concurrency: Option<u32>,
+    /// How long one send may wait for its answer, in ms (10 ms to 24 h); unset: until the
+    /// job's lease ends (its ttr, less 2 % of it), which also bounds a longer one. A send cut
+    /// short is a `timeout`, retried with the job's back-off.
+    #[serde(default)]
+    #[schema(minimum = 10, maximum = 86_400_000, example = 10000)]
+    timeout_ms: Option<u64>,
 }
 
-/// A destination as `GET` shows it: no secrets, header values masked, a password in the
-/// URL masked.
+/// A destination as `GET` shows it: no secrets, the values of headers that carry
+/// credentials masked, a password in the URL masked.
 #[derive(Serialize, ToSchema)]
 #[allow(dead_code)] // Only read by the OpenAPI document; the body is `public_view`.
 pub struct DestinationView {
@@ -100,7 +115,9 @@ pub struct DestinationView {
     url: String,
     /// Webhook: how many signing secrets it has.
     secret_count: Option<usize>,
-    /// Webhook: the extra headers' names, each value `***`.
+    /// Webhook: the extra headers, the value of each that carries credentials (a name
+    /// containing `auth`, `cookie`, `token`, `secret`, `key`, `pass`, `credential`,
+    /// `session` or `signature`) shown as `***`.
     headers: Option<BTreeMap<String, String>>,
     /// Webhook: the requests' `content-type`; RabbitMQ: the messages' `content_type`.
     content_type: Option<String>,
@@ -112,6 +129,8 @@ pub struct DestinationView {
     subject: Option<String>,
     /// The most sends in flight from one server.
     max_concurrency: u32,
+    /// How long one send may wait for its answer, in ms; null: until the job's lease ends.
+    timeout_ms: Option<u64>,
 }
 
 /// The topic has no destination.
@@ -169,6 +188,8 @@ pub async fn get_destination(
 /// Every server then sends the topic's due jobs there, within a second, and acks each one
 /// once the destination confirmed it (at-least-once: a job is sent again only after a lease
 /// expired, e.g. a server killed mid-send). Workers may still reserve from the topic too.
+/// The topic's unset `max_attempts` and `backoff` become the receiver schedule (10
+/// attempts over about 27 hours), for jobs pushed from then on without their own.
 #[utoipa::path(
     put,
     path = "/v1/topics/{topic}/destination",
@@ -193,7 +214,7 @@ pub async fn put_destination(
             None => err,
         }
     })?;
-    state.engine.put_destination(&t, &d.to_json()).await?;
+    delayq_push::put_destination(state.engine.as_ref(), &t, &d).await?;
     Ok(axum::Json(d.public_view()))
 }
 
