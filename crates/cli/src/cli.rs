@@ -8,10 +8,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::duration::DurationParser;
 
+mod client;
 mod docs;
 mod jobs;
 mod lease;
 
+pub use client::{ClientArgs, GlobalArgs, HealthArgs};
 pub use docs::{CompletionsArgs, ManArgs};
 pub use jobs::{ListArgs, PageArgs, PurgeArgs, RescheduleArgs, StateArg, TopicsArgs};
 pub use lease::{BuryArgs, LeaseArgs, NackArgs, TouchArgs};
@@ -23,9 +25,14 @@ pub use lease::{BuryArgs, LeaseArgs, NackArgs, TouchArgs};
 /// Durations take a unit everywhere (flags, DELAYQ_* variables, the config file): 500ms, 30s,
 /// 5m, 1h30m; a bare number is refused.
 ///
-/// Exit codes: 0 success, 1 error, 2 bad usage, 3 not found, 4 conflict (lease lost, wrong
-/// state, partitions in use; a push of an id that exists is idempotent and exits 0), 5
-/// server unreachable or unavailable.
+/// The client options --server, --token, --ca-cert and --json go after the subcommand or
+/// before it (`delayq --json stats`). With --json an error is JSON too, on standard error:
+/// {"error": {"code", "message", "field"?, "index"?}}.
+///
+/// Exit codes: 0 success, 1 error (a TLS failure too, naming its cause), 2 bad usage, 3 not
+/// found, 4 conflict (lease lost, wrong state, partitions in use; a push of an id that
+/// exists is idempotent and exits 0), 5 server unreachable or unavailable (retry), 6
+/// `reserve` got no job.
 #[derive(Parser, Debug)]
 #[command(
     name = "delayq",
@@ -33,6 +40,8 @@ pub use lease::{BuryArgs, LeaseArgs, NackArgs, TouchArgs};
     propagate_version = true
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -55,7 +64,8 @@ pub enum Command {
     Reschedule(RescheduleArgs),
     /// Delete (cancel) a job in any state.
     Delete(JobArgs),
-    /// Reserve due jobs (waiting up to --wait), printing each with its lease token.
+    /// Reserve due jobs (waiting up to --wait), printing each with its lease token; exit 6
+    /// when no job came.
     Reserve(ReserveArgs),
     /// Acknowledge a delivery: the job is done and removed.
     Ack(LeaseArgs),
@@ -70,6 +80,9 @@ pub enum Command {
     Bury(BuryArgs),
     /// Show counts per state and the oldest overdue job, for one topic or all.
     Stats(StatsArgs),
+    /// Check that the server is ready (its /readyz): exit 0 when it is, else non-zero with
+    /// the reason (5 when it is not ready or cannot be reached). For container health checks.
+    Health(HealthArgs),
     /// List the topics, one per line.
     Topics(TopicsArgs),
     /// Work with dead jobs.
@@ -281,38 +294,17 @@ pub enum SyncArg {
     Full,
 }
 
-/// Where the server is.
-#[derive(Args, Debug)]
-pub struct ClientArgs {
-    /// The server's base URL, with its scheme (`http://` or `https://`).
-    #[arg(
-        long,
-        env = "DELAYQ_SERVER",
-        default_value = "http://127.0.0.1:7070",
-        global = true
-    )]
-    pub server: String,
-    /// Bearer token, when the server requires one.
-    #[arg(long, env = "DELAYQ_TOKEN", global = true, hide_env_values = true)]
-    pub token: Option<String>,
-    /// For an `https://` server whose certificate no system authority signed (a
-    /// self-signed `--tls-cert`): the PEM file of that certificate or of its authority.
-    #[arg(long, env = "DELAYQ_CA_CERT", global = true)]
-    pub ca_cert: Option<PathBuf>,
-    /// Print the server's JSON answer instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
-}
-
 /// `delayq push`.
 #[derive(Args, Debug)]
 pub struct PushArgs {
     /// The topic.
     pub topic: String,
-    /// The body (text). Use --file for a file, '-' for standard input.
+    /// The body (text). '-' reads it from standard input as a line of text: one trailing
+    /// newline is dropped (`echo body | delayq push t -` pushes "body"); --file keeps every
+    /// byte.
     pub body: Option<String>,
-    /// Read the body from this file ('-' for standard input); sent as base64 when it is not
-    /// UTF-8.
+    /// Read the body from this file ('-' for standard input), byte for byte (a trailing
+    /// newline is kept); sent as base64 when it is not UTF-8.
     #[arg(long, conflicts_with = "body")]
     pub file: Option<PathBuf>,
     /// The job id (idempotency key); generated when absent.
@@ -391,8 +383,9 @@ pub struct ReserveArgs {
     /// and no retry; a job whose worker crashes while handling it is lost.
     #[arg(long)]
     pub at_most_once: bool,
-    /// Print only each job's lease token, one per line (nothing when no job came), for
-    /// scripts: `token=$(delayq reserve orders --wait 10s -q)`.
+    /// Print only each job's lease token, one per line, for scripts:
+    /// `token=$(delayq reserve orders --wait 10s -q)`. When no job came it prints nothing
+    /// and, as without -q, exits 6, so that a `set -e` script stops there.
     #[arg(short, long, conflicts_with_all = ["at_most_once", "json"])]
     pub quiet: bool,
     #[command(flatten)]
@@ -497,6 +490,41 @@ mod tests {
     fn help_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    /// The client options before the subcommand reach its arguments; after it, they win.
+    #[test]
+    fn client_options_before_the_subcommand_reach_it() {
+        let stats = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).expect("parses");
+            let Command::Stats(s) = cli.command else {
+                panic!("not stats: {cli:?}");
+            };
+            s.client
+        };
+        let c = stats(&["delayq", "--json", "--server", "http://a:1", "stats"]);
+        assert!(c.json);
+        assert_eq!(c.server, "http://a:1");
+        let c = stats(&[
+            "delayq",
+            "--server",
+            "http://a:1",
+            "--token",
+            "t",
+            "stats",
+            "--server",
+            "http://b:2",
+        ]);
+        assert_eq!(c.server, "http://b:2", "after the subcommand wins");
+        assert_eq!(c.token.as_deref(), Some("t"));
+        assert!(!c.json);
+        // Before `serve`, --token is one of its tokens, as after it.
+        let cli = Cli::try_parse_from(["delayq", "--token", "a-token-of-16-chars", "serve"])
+            .expect("parses");
+        let Command::Serve(s) = cli.command else {
+            panic!("not serve: {cli:?}");
+        };
+        assert_eq!(s.tokens, Some(vec!["a-token-of-16-chars".to_string()]));
     }
 
     #[test]

@@ -22,35 +22,93 @@ pub mod exit {
     /// The server cannot be reached, its store is unavailable or full (`engine_full`), or a
     /// write was not acknowledged by the replicas asked for (`not_replicated`): retry later.
     pub const UNAVAILABLE: i32 = 5;
+    /// `delayq reserve` got no job (none was due within --wait): not an error, but not a
+    /// token either, so `token=$(delayq reserve … -q)` stops a `set -e` script.
+    pub const NO_JOB: i32 = 6;
 }
 
 /// A failed command, with the exit code it should end with.
 #[derive(Debug)]
 pub struct Failure {
+    /// The exit code.
     pub code: i32,
+    /// The stable code `--json` prints: the server's (`not_found`, `lease_lost` ...) or the
+    /// command's own (`usage`, `unreachable`, `tls`, `error`).
+    pub kind: String,
+    /// What went wrong and what to do.
     pub message: String,
+    /// The server's `field`, when it named the request field at fault.
+    pub field: Option<String>,
+    /// The server's `index`, when that field is in an item of a list.
+    pub index: Option<u64>,
+    /// Whether the server said it (then the text starts with its code).
+    pub from_server: bool,
+}
+
+impl Failure {
+    /// A failure of the command itself.
+    pub fn new(code: i32, kind: &str, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            kind: kind.to_string(),
+            message: message.into(),
+            field: None,
+            index: None,
+            from_server: false,
+        }
+    }
+
+    /// Bad usage (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Failure::new(exit::USAGE, "usage", message)
+    }
+
+    /// The failure as `--json` prints it on standard error: the shape of the server's
+    /// errors, `{"error": {"code", "message", "field"?, "index"?}}`.
+    pub fn to_json(&self) -> Value {
+        let mut error = serde_json::json!({ "code": self.kind, "message": self.message });
+        if let Some(f) = &self.field {
+            error["field"] = f.clone().into();
+        }
+        if let Some(i) = self.index {
+            error["index"] = i.into();
+        }
+        serde_json::json!({ "error": error })
+    }
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        if self.from_server {
+            write!(f, "{}: {}", self.kind, self.message)
+        } else {
+            f.write_str(&self.message)
+        }
     }
 }
 
 impl std::error::Error for Failure {}
 
+/// Any error of a command as `--json` prints it: a [`Failure`] as itself, anything else as
+/// `{"error": {"code": "error", "message"}}`.
+pub fn error_json(e: &anyhow::Error) -> Value {
+    match e.downcast_ref::<Failure>() {
+        Some(f) => f.to_json(),
+        None => serde_json::json!({ "error": { "code": "error", "message": format!("{e:#}") } }),
+    }
+}
+
 /// Refuses a `--server` that is not an `http://` or `https://` URL with a host: bad usage
 /// (exit 2), said as such, rather than a failure to reach it.
 fn check_server(server: &str) -> Result<(), Failure> {
-    let usage = |why: &str| Failure {
-        code: exit::USAGE,
-        message: format!(
+    let usage = |why: &str| {
+        Failure::usage(format!(
             "--server {server}: {why}; give the server's base URL with its scheme, e.g. http://{}",
             server
                 .split_once("://")
                 .map_or(server, |(_, rest)| rest)
                 .trim_start_matches('/')
-        ),
+        ))
     };
     if !server.contains("://") {
         return Err(usage("it has no scheme (add http:// or https://)"));
@@ -75,31 +133,21 @@ pub struct Client {
 
 impl Client {
     /// A client of `args.server`: `https://` servers are checked against the system's
-    /// certificate authorities, and against `--ca-cert` when given (a self-signed server).
+    /// certificate authorities, and with `--ca-cert` against the certificates of that file
+    /// too, each as an authority or as exactly the server's own (a self-signed server; see
+    /// `tls`).
     pub fn new(args: &ClientArgs) -> Result<Self, Failure> {
         check_server(&args.server)?;
         let mut builder = reqwest::Client::builder();
         if let Some(path) = &args.ca_cert {
-            let usage = |why: String| Failure {
-                code: exit::USAGE,
-                message: format!(
-                    "--ca-cert {}: {why}; give the PEM file of the certificate (or its authority) that the server's --tls-cert was issued by",
-                    path.display()
-                ),
-            };
-            let pem = std::fs::read(path).map_err(|e| usage(e.to_string()))?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| usage(format!("not a PEM certificate ({e})")))?;
-            if certs.is_empty() {
-                return Err(usage("it holds no certificate".into()));
-            }
-            for cert in certs {
-                builder = builder.add_root_certificate(cert);
-            }
+            builder = builder.use_preconfigured_tls(crate::tls::client_config(path)?);
         }
-        let http = builder.build().map_err(|e| Failure {
-            code: exit::ERROR,
-            message: format!("cannot set up the HTTP client: {e}"),
+        let http = builder.build().map_err(|e| {
+            Failure::new(
+                exit::ERROR,
+                "error",
+                format!("cannot set up the HTTP client: {e}"),
+            )
         })?;
         Ok(Client {
             http,
@@ -122,14 +170,14 @@ impl Client {
         if let Some(b) = body {
             rb = rb.json(b);
         }
-        let resp = rb.send().await.map_err(|e| Failure {
-            code: exit::UNAVAILABLE,
-            message: format!("cannot reach the server at {}: {e}; is `delayq serve` running? (set --server or DELAYQ_SERVER)", self.base),
-        })?;
+        let resp = rb.send().await.map_err(|e| self.unreachable(&e))?;
         let status = resp.status();
-        let text = resp.text().await.map_err(|e| Failure {
-            code: exit::UNAVAILABLE,
-            message: format!("the server's answer was cut: {e}"),
+        let text = resp.text().await.map_err(|e| {
+            Failure::new(
+                exit::UNAVAILABLE,
+                "unreachable",
+                format!("the server's answer was cut: {e}"),
+            )
         })?;
         let json: Value = if text.is_empty() {
             Value::Null
@@ -139,8 +187,9 @@ impl Client {
         if status.is_success() {
             return Ok(json);
         }
-        let code = json["error"]["code"].as_str().unwrap_or("");
-        let message = json["error"]["message"]
+        let error = &json["error"];
+        let code = error["code"].as_str().unwrap_or("");
+        let message = error["message"]
             .as_str()
             .map(str::to_string)
             .unwrap_or_else(|| format!("HTTP {status}"));
@@ -155,8 +204,35 @@ impl Client {
                 }
                 _ => exit::ERROR,
             },
-            message: format!("{code}: {message}"),
+            kind: code.to_string(),
+            message,
+            field: error["field"].as_str().map(str::to_string),
+            index: error["index"].as_u64(),
+            from_server: true,
         })
+    }
+
+    /// A request that got no answer: a TLS failure says its cause and what to do (exit 1:
+    /// waiting does not fix it); anything else is a server that cannot be reached (exit 5).
+    fn unreachable(&self, e: &reqwest::Error) -> Failure {
+        if let Some(tls) = crate::tls::cause(e) {
+            return Failure::new(exit::ERROR, "tls", crate::tls::explain(tls, &self.base));
+        }
+        // reqwest's own text says only "error sending request"; its causes say why.
+        let mut why = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            why = format!("{why}: {s}");
+            source = s.source();
+        }
+        Failure::new(
+            exit::UNAVAILABLE,
+            "unreachable",
+            format!(
+                "cannot reach the server at {}: {why}; is `delayq serve` running? (set --server or DELAYQ_SERVER)",
+                self.base
+            ),
+        )
     }
 }
 

@@ -72,6 +72,18 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// The standard output of a `delayq reserve` that got no job: it exits 6.
+fn no_job(o: Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(6),
+        "a reserve that got nothing exits 6: {}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout(&o)
+}
+
 fn ok(o: Output) -> String {
     assert!(
         o.status.success(),
@@ -153,7 +165,7 @@ fn client_subcommands_and_exit_codes() {
     );
     let out = ok(s.run(&["stats", "mail", "--json"]));
     assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&out).unwrap()[0]["ready"],
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()["topics"][0]["ready"],
         1
     );
     ok(s.run(&["delete", "mail", "m1"]));
@@ -210,7 +222,7 @@ fn pause_and_resume_from_the_command_line_issue_14() {
         "paused orders until resumed\n"
     );
     assert!(ok(s.run(&["stats"])).contains("orders (paused)"));
-    let none = ok(s.run(&["reserve", "orders", "--json"]));
+    let none = no_job(s.run(&["reserve", "orders", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&none).unwrap();
     assert_eq!(v["jobs"], serde_json::json!([]), "{v}");
     // Replace and debounce from the command line.
@@ -285,7 +297,7 @@ fn expiry_from_the_command_line_issue_14() {
     );
     std::thread::sleep(std::time::Duration::from_millis(400));
     ok(s.run(&["resume", "mail"]));
-    let none = ok(s.run(&["reserve", "mail", "--json"]));
+    let none = no_job(s.run(&["reserve", "mail", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&none).unwrap();
     assert_eq!(v["jobs"], serde_json::json!([]), "{v}");
     let m1 = ok(s.run(&["get", "mail", "m1"]));
@@ -740,7 +752,8 @@ fn https_end_to_end_and_sighup_reload_issue_12() {
     let anonymous = client.get(format!("{base}/v1/topics")).send().unwrap();
     assert_eq!(anonymous.status().as_u16(), 401);
     // The CLI talks HTTPS too, trusting the self-signed certificate with --ca-cert; without
-    // it, the certificate is refused; a file that is not a certificate is a usage error.
+    // it, the certificate is refused, saying why (a TLS failure: exit 1, not "unreachable");
+    // a file that is not a certificate is a usage error.
     let cli = |extra: &[&str]| {
         Command::new(BIN)
             .args(["get", "tls", "j1", "--server", &base, "--token", token])
@@ -752,7 +765,11 @@ fn https_end_to_end_and_sighup_reload_issue_12() {
     let out = ok(cli(&["--ca-cert", cert.to_str().unwrap()]));
     assert!(out.contains("body: over TLS"), "{out}");
     let (code, err) = fails(cli(&[]));
-    assert_eq!(code, Some(5), "{err}");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("TLS with https://") && err.contains("--ca-cert"),
+        "{err}"
+    );
     let (code, err) = fails(cli(&["--ca-cert", key.to_str().unwrap()]));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--ca-cert"), "{err}");
@@ -971,8 +988,9 @@ fn job_and_topic_subcommands() {
     assert_eq!(out.trim(), "purged orders: 2 jobs removed");
     let out = ok(s.run(&["stats", "orders", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let row = &v["topics"][0];
     assert_eq!(
-        (&v[0]["delayed"], &v[0]["ready"]),
+        (&row["delayed"], &row["ready"]),
         (&serde_json::json!(0), &serde_json::json!(0)),
         "{out}"
     );
@@ -1025,7 +1043,7 @@ fn the_readme_cli_example_runs_as_written_issue_12() {
     for line in [
         "acked order-42 in orders",
         "buried order-43 in orders: dead",
-        "kicked 1 dead jobs in orders",
+        "kicked 1 dead job in orders",
         "deleted order-43 from orders",
     ] {
         assert!(text.contains(line), "{line:?} not in:\n{text}");
@@ -1120,7 +1138,7 @@ fn a_bare_number_is_not_a_duration_issue_12() {
 }
 
 /// Every subcommand, as `--help`, the completions and the manual page must show them.
-const SUBCOMMANDS: [&str; 23] = [
+const SUBCOMMANDS: [&str; 24] = [
     "serve",
     "push",
     "get",
@@ -1144,6 +1162,7 @@ const SUBCOMMANDS: [&str; 23] = [
     "man",
     "topic",
     "destination",
+    "health",
 ];
 
 /// `delayq completions` prints a script for each shell, and bash takes it; `delayq man`
@@ -1309,7 +1328,7 @@ fn sigterm_ends_long_polls_and_exits_cleanly() {
         .unwrap();
     assert!(term.success());
     let (out, took) = poll.join().unwrap();
-    let answer = ok(out);
+    let answer = no_job(out);
     assert_eq!(
         answer.trim(),
         "{\"jobs\":[],\"settled\":[],\"wait_ms\":25000}",
@@ -1706,4 +1725,394 @@ fn sigusr1_is_logged_and_the_server_goes_on_issue_36() {
         "the server still answers: {o:?}\n{}",
         s.log()
     );
+}
+
+/// Runs `delayq` with `args` and `input` on its standard input.
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_remove("DELAYQ_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Parses the JSON a command printed (on standard output or error).
+fn json_of(text: &str) -> serde_json::Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// `openssl req -x509` as people type it to make a server certificate: self-signed for
+/// 127.0.0.1, and so marked as an authority (CA:TRUE, openssl's default), which webpki
+/// refuses as a server's own certificate. Writes `<name>.pem` and `<name>.key` into `dir`.
+fn openssl_self_signed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let (cert, key) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl (scripts/test.sh installs it)");
+    assert!(made.status.success(), "openssl: {made:?}");
+    let ext = ok(Command::new("openssl")
+        .args(["x509", "-noout", "-ext", "basicConstraints", "-in"])
+        .arg(&cert)
+        .output()
+        .unwrap());
+    assert!(
+        ext.contains("CA:TRUE"),
+        "the certificate is an authority: {ext}"
+    );
+    (cert, key)
+}
+
+/// `--ca-cert` takes the certificate `openssl req -x509` makes (CA:TRUE), as curl and the
+/// Python and Node clients do: push, get and health over HTTPS. Without it, with another
+/// certificate, for a host the certificate does not name, or against a server that does not
+/// speak TLS, the command fails with exit 1 naming the TLS problem, never "is `delayq
+/// serve` running?" (exit 5).
+// See: issue 36
+#[test]
+fn ca_cert_trusts_an_openssl_self_signed_certificate_issue_36() {
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = openssl_self_signed(certs.path(), "server");
+    let (other, _) = openssl_self_signed(certs.path(), "other");
+    let s = Server::start(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    s.wait_for_log("serving on https://");
+    let base = s.url.replace("http://", "https://");
+    let cli = |args: &[&str], server: &str, ca: Option<&Path>| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .args(["--server", server])
+            .env_remove("DELAYQ_CA_CERT")
+            .env_remove("DELAYQ_TOKEN");
+        if let Some(ca) = ca {
+            cmd.arg("--ca-cert").arg(ca);
+        }
+        cmd.output().unwrap()
+    };
+    let out = ok(cli(
+        &["push", "tls", "over TLS", "--id", "j1"],
+        &base,
+        Some(&cert),
+    ));
+    assert!(out.starts_with("pushed j1 in tls"), "{out}");
+    let out = ok(cli(&["get", "tls", "j1"], &base, Some(&cert)));
+    assert!(out.contains("body: over TLS"), "{out}");
+    let out = ok(cli(&["health"], &base, Some(&cert)));
+    assert!(out.starts_with("ready"), "{out}");
+
+    let refused = |args: &[&str], server: &str, ca: Option<&Path>, why: &str| {
+        let (code, err) = fails(cli(args, server, ca));
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains("TLS with https://") && err.contains(why),
+            "{err}"
+        );
+        assert!(!err.contains("is `delayq serve` running"), "{err}");
+        err
+    };
+    let err = refused(
+        &["get", "tls", "j1"],
+        &base,
+        None,
+        "this client does not trust",
+    );
+    assert!(err.contains("--ca-cert"), "{err}");
+    refused(
+        &["get", "tls", "j1"],
+        &base,
+        Some(&other),
+        "this client does not trust",
+    );
+    // The exact certificate, but for another host than the one it names.
+    let localhost = base.replace("127.0.0.1", "localhost");
+    refused(
+        &["get", "tls", "j1"],
+        &localhost,
+        Some(&cert),
+        "does not name the host",
+    );
+    // A server that answers in plain HTTP.
+    let plain = format!("https://127.0.0.1:{}", http_listener(1));
+    refused(&["stats"], &plain, None, "did not answer in TLS");
+    // With --json the TLS failure is JSON on standard error.
+    let (code, err) = fails(cli(&["get", "tls", "j1", "--json"], &base, None));
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(json_of(&err)["error"]["code"], "tls", "{err}");
+}
+
+/// The client options go before the subcommand too (`delayq --json stats`), as kubectl and
+/// redis-cli take them: before it they win over the environment, after it over before it;
+/// before a subcommand that talks to no server they are bad usage (exit 2), not ignored.
+// See: issue 36
+#[test]
+fn client_options_go_before_the_subcommand_too_issue_36() {
+    let s = Server::start(&[]);
+    let elsewhere = "http://127.0.0.1:1";
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("DELAYQ_SERVER", elsewhere)
+            .env_remove("DELAYQ_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let out = ok(run(&[
+        "--server", &s.url, "push", "orders", "x", "--id", "o1",
+    ]));
+    assert!(out.starts_with("pushed o1 in orders"), "{out}");
+    let v = json_of(&ok(run(&["--json", "--server", &s.url, "stats"])));
+    assert_eq!(v["topics"][0]["topic"], "orders", "{v}");
+    let v = json_of(&ok(run(&[
+        "--server", &s.url, "--json", "get", "orders", "o1",
+    ])));
+    assert_eq!(v["id"], "o1", "{v}");
+    let out = ok(run(&[
+        "--server", elsewhere, "get", "orders", "o1", "--server", &s.url,
+    ]));
+    assert!(out.contains("state: ready"), "{out}");
+    let (code, _) = fails(run(&["stats"]));
+    assert_eq!(
+        code,
+        Some(5),
+        "without --server the environment's server is asked"
+    );
+
+    let (code, err) = fails(exits_within(
+        Command::new(BIN).args(["--server", &s.url, "serve"]),
+        Duration::from_secs(10),
+    ));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`delayq serve` takes no --server"), "{err}");
+    let (code, err) = fails(run(&["--json", "man"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(json_of(&err)["error"]["code"], "usage", "{err}");
+}
+
+/// `delayq reserve` exits 6 when no job came, in every output mode, so that the README's
+/// `token=$(delayq reserve … -q)` stops a `set -e` script instead of carrying on with an
+/// empty token; with a job it exits 0. `--help` says so.
+// See: issue 36
+#[test]
+fn reserve_exits_6_when_no_job_came_issue_36() {
+    let s = Server::start(&[]);
+    assert_eq!(no_job(s.run(&["reserve", "empty"])), "no job due\n");
+    let quiet = s.run(&["reserve", "empty", "-q"]);
+    assert_eq!(stdout(&quiet), "", "-q prints no token");
+    let err = String::from_utf8_lossy(&quiet.stderr).into_owned();
+    assert!(err.contains("no job due in empty"), "{err}");
+    no_job(quiet);
+    let json = s.run(&["reserve", "empty", "--json"]);
+    assert!(json.stderr.is_empty(), "{json:?}");
+    assert_eq!(json_of(&no_job(json))["jobs"], serde_json::json!([]));
+
+    let script = "token=$(delayq reserve empty --wait 200ms -q)\necho \"reached with [$token]\"\n";
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let sh = |script: &str| {
+        Command::new("sh")
+            .args(["-ec", script])
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin_dir.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("DELAYQ_SERVER", &s.url)
+            .env_remove("DELAYQ_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let stopped = sh(script);
+    assert_eq!(stopped.status.code(), Some(6), "{stopped:?}");
+    assert!(!stdout(&stopped).contains("reached"), "{stopped:?}");
+    ok(s.run(&["push", "empty", "x", "--id", "e1"]));
+    let went_on = ok(sh(script));
+    assert!(
+        went_on.starts_with("reached with [") && !went_on.contains("[]"),
+        "{went_on}"
+    );
+
+    let help = ok(Command::new(BIN).arg("--help").output().unwrap());
+    assert!(help.contains("6 `reserve` got no job"), "{help}");
+}
+
+/// With --json an error is JSON on standard error, in the server's shape (code, message,
+/// the field at fault); `stats --json` and `topics --json` print one shape; the text output
+/// writes durations for people ("1s 200ms", "30s"), keeps a long topic name from widening
+/// every row, and counts "1 job" and "2 jobs".
+// See: issue 36
+#[test]
+fn json_errors_and_text_for_people_issue_36() {
+    let s = Server::start(&[]);
+    let (code, err) = fails(s.run(&["get", "orders", "missing", "--json"]));
+    assert_eq!(code, Some(3));
+    let v = json_of(&err);
+    assert_eq!(v["error"]["code"], "not_found", "{err}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{err}"
+    );
+    let (code, err) = fails(s.run(&["push", "orders", "x", "--at", "tomorrow", "--json"]));
+    assert_eq!(code, Some(1));
+    assert_eq!(json_of(&err)["error"]["field"], "/ready_at", "{err}");
+    let (code, err) = fails(Command::new(BIN).args(["push", "--json"]).output().unwrap());
+    assert_eq!(code, Some(2));
+    assert_eq!(json_of(&err)["error"]["code"], "usage", "{err}");
+    let (code, err) = fails(
+        Command::new(BIN)
+            .args(["stats", "--json", "--server", "http://127.0.0.1:1"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(code, Some(5));
+    assert_eq!(json_of(&err)["error"]["code"], "unreachable", "{err}");
+    // Without --json the same error is a line of text.
+    let (_, err) = fails(s.run(&["get", "orders", "missing"]));
+    assert!(err.starts_with("delayq: not_found: "), "{err}");
+
+    let long = "invoices.reminders.for-customers-on-the-yearly-plan";
+    ok(s.run(&["push", "orders", "x", "--id", "o1"]));
+    ok(s.run(&["push", long, "x"]));
+    ok(s.run(&["push", "mail", "x", "--id", "m1"]));
+    let topics = json_of(&ok(s.run(&["topics", "--json"])));
+    let stats = json_of(&ok(s.run(&["stats", "--json"])));
+    let one = json_of(&ok(s.run(&["stats", "orders", "--json"])));
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v["topics"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{{\"topics\": [...]}}: {v}"))
+            .iter()
+            .map(|t| t["topic"].as_str().unwrap_or("?").to_string())
+            .collect()
+    };
+    assert_eq!(names(&topics), names(&stats));
+    assert_eq!(names(&one), ["orders"]);
+    let keys = |row: &serde_json::Value| -> Vec<String> {
+        row.as_object().unwrap().keys().cloned().collect()
+    };
+    assert_eq!(keys(&topics["topics"][0]), keys(&stats["topics"][0]));
+    assert_eq!(keys(&one["topics"][0]), keys(&stats["topics"][0]));
+
+    // The ready jobs are overdue for more than a second now.
+    std::thread::sleep(Duration::from_millis(1200));
+    let table = ok(s.run(&["stats"]));
+    let lines: Vec<&str> = table.lines().collect();
+    let overdue = lines[0].find("OLDEST OVERDUE").unwrap();
+    let orders = lines.iter().find(|l| l.starts_with("orders ")).unwrap();
+    let cell = orders[overdue..].trim_start().split("  ").next().unwrap();
+    let took = humantime::parse_duration(cell).unwrap_or_else(|e| panic!("{cell:?}: {e}\n{table}"));
+    assert!(
+        took >= Duration::from_secs(1) && !cell.contains(" ms"),
+        "{table}"
+    );
+    assert!(
+        lines.contains(&long),
+        "the long name on a line of its own:\n{table}"
+    );
+    assert!(
+        lines[0].find("DELAYED").unwrap() < 30,
+        "the long name does not widen the table:\n{table}"
+    );
+    let get = ok(s.run(&["get", "orders", "o1"]));
+    assert!(get.contains("ttr: 30s"), "{get}");
+
+    let token = reserve_token(&s, "mail");
+    ok(s.run(&["bury", "mail", "m1", &token]));
+    assert_eq!(ok(s.run(&["kick", "mail"])), "kicked 1 dead job in mail\n");
+    assert_eq!(
+        ok(s.run(&["purge", "mail", "--yes"])),
+        "purged mail: 1 job removed\n"
+    );
+}
+
+/// `echo body | delayq push t -` pushes "body", without the newline echo ends it with (as
+/// `$(…)` and `curl -d @-` drop it); `--file -` keeps every byte.
+// See: issue 36
+#[test]
+fn a_body_from_standard_input_drops_the_newline_echo_adds_issue_36() {
+    let s = Server::start(&[]);
+    let server = ["--server", s.url.as_str()];
+    let push = |args: &[&str], input: &[u8]| {
+        let args: Vec<&str> = args.iter().chain(&server).copied().collect();
+        ok(run_with_stdin(&args, input))
+    };
+    push(&["push", "t", "-", "--id", "line"], b"cancel order 42\n");
+    push(
+        &["push", "t", "--file", "-", "--id", "bytes"],
+        b"cancel order 42\n",
+    );
+    let body = |id: &str| json_of(&ok(s.run(&["get", "t", id, "--json"])))["body"].clone();
+    assert_eq!(body("line"), "cancel order 42");
+    assert_eq!(body("bytes"), "cancel order 42\n");
+    let help = ok(Command::new(BIN).args(["push", "--help"]).output().unwrap());
+    assert!(help.contains("one trailing newline is dropped"), "{help}");
+}
+
+/// `delayq health` exits 0 while the server is ready (its /readyz), 5 with the reason when
+/// its store is down, when nothing listens, or when the server does not answer in
+/// --timeout.
+// See: issue 36
+#[test]
+fn health_says_whether_the_server_is_ready_issue_36() {
+    let mut redis = delayq_testkit::RedisServer::start();
+    let s = Server::start(&["--redis", &redis.url()]);
+    s.wait_for_log("serving on");
+    let out = ok(s.run(&["health"]));
+    assert_eq!(out, format!("ready: {}\n", s.url));
+    assert_eq!(
+        json_of(&ok(s.run(&["health", "--json"]))),
+        serde_json::json!({"ready": true})
+    );
+    redis.kill();
+    let (code, err) = fails(s.run(&["health"]));
+    assert_eq!(code, Some(5), "{err}");
+    assert!(err.contains("unavailable"), "{err}");
+
+    let (code, err) = fails(
+        Command::new(BIN)
+            .args(["health", "--server", "http://127.0.0.1:1"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(code, Some(5), "{err}");
+    assert!(err.contains("cannot reach the server"), "{err}");
+    // A listener that never answers: its backlog takes the connection.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let start = Instant::now();
+    let (code, err) = fails(exits_within(
+        Command::new(BIN).args(["health", "--timeout", "500ms", "--server", &url]),
+        Duration::from_secs(10),
+    ));
+    assert_eq!(code, Some(5), "{err}");
+    assert!(err.contains("did not answer /readyz within 500ms"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
 }

@@ -172,8 +172,10 @@ fn unit_config_and_package_agree() {
 }
 
 /// The image listens where it says it does, on the port it exposes, and keeps its data in
-/// its volume, as a non-root user. (Docker cannot run here: hadolint lints the file in
-/// scripts/test.sh, and nothing builds it.)
+/// its volume, as a non-root user; it checks its health with `delayq health`, has the
+/// system's certificate authorities, and builds the dependencies in a layer of their own
+/// (issue 36). (Docker cannot run here: hadolint lints the file in scripts/test.sh, and
+/// nothing builds it.)
 #[test]
 fn dockerfile_agrees_with_itself() {
     let file = read("Dockerfile");
@@ -184,10 +186,47 @@ fn dockerfile_agrees_with_itself() {
     assert!(has("EXPOSE 7070"), "{file}");
     assert!(has("USER 10001:10001"), "{file}");
     assert!(has("CMD [\"serve\"]"), "{file}");
+    let stages: Vec<&str> = file.lines().filter(|l| l.starts_with("FROM ")).collect();
     assert_eq!(
-        file.lines().filter(|l| l.starts_with("FROM ")).count(),
-        2,
-        "a build stage and a run stage"
+        stages.last().copied(),
+        Some("FROM debian:trixie-slim"),
+        "the image runs on Debian slim: {stages:?}"
+    );
+    // The health check is a subcommand the binary has (its --help answers).
+    let check = file
+        .lines()
+        .skip_while(|l| !l.starts_with("HEALTHCHECK "))
+        .nth(1)
+        .unwrap_or_default()
+        .trim();
+    assert!(
+        check.starts_with("CMD [\"delayq\", \"health\""),
+        "HEALTHCHECK runs `delayq health`: {file}"
+    );
+    let help = Command::new(BIN)
+        .args(["health", "--help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success(), "{help:?}");
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("--timeout"),
+        "{help:?}"
+    );
+    let runtime = file
+        .rsplit_once("FROM debian:trixie-slim")
+        .unwrap_or_default()
+        .1;
+    assert!(
+        runtime.contains("apt-get install -y --no-install-recommends ca-certificates"),
+        "the runtime image has the system's certificate authorities: {file}"
+    );
+    // The dependencies are cooked before the sources are copied in.
+    let cook = file.find("cargo chef cook --release --locked -p delayq-cli");
+    let sources = cook.and_then(|at| file[at..].find("COPY . .").map(|n| at + n));
+    let build = file.find("cargo build --release --locked -p delayq-cli");
+    assert!(
+        cook.is_some() && sources.is_some() && sources < build,
+        "a dependency layer (cargo chef cook), then the sources, then the build: {file}"
     );
     let ignore = read(".dockerignore");
     assert!(ignore.lines().any(|l| l == "target/"), "{ignore}");

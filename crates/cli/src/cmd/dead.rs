@@ -35,8 +35,8 @@ pub async fn kick(a: KickArgs) -> anyhow::Result<()> {
                 .await?;
             report(&a.client, &v, || {
                 format!(
-                    "kicked {} dead jobs in {}",
-                    v["count"].as_u64().unwrap_or(0),
+                    "kicked {} in {}",
+                    crate::text::count(v["count"].as_u64().unwrap_or(0), "dead job"),
                     a.topic
                 )
             });

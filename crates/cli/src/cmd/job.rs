@@ -33,6 +33,15 @@ pub async fn get(a: JobArgs) -> anyhow::Result<()> {
     ] {
         match &v[key] {
             Value::Null => {}
+            // Durations for people ("30s", not 30000), named without the unit.
+            Value::Number(ms) if key.ends_with("_ms") => {
+                let d = std::time::Duration::from_millis(ms.as_u64().unwrap_or(0));
+                println!(
+                    "{:>12}: {}",
+                    key.trim_end_matches("_ms"),
+                    crate::text::duration(d)
+                );
+            }
             Value::String(s) => println!("{key:>12}: {s}"),
             other => println!("{key:>12}: {other}"),
         }

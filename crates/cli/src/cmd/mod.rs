@@ -4,6 +4,7 @@ pub mod bench;
 pub mod dead;
 pub mod destination;
 pub mod docs;
+pub mod health;
 pub mod job;
 pub mod lease;
 pub mod list;

@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::cli::ClientArgs;
-use crate::client::{Client, Failure, exit, seg};
+use crate::client::{Client, Failure, seg};
 use crate::duration::DurationParser;
 
 /// `delayq pause`.
@@ -46,14 +46,11 @@ fn request(a: &PauseArgs) -> Value {
 
 pub async fn pause(a: PauseArgs) -> anyhow::Result<()> {
     if a.for_.is_some_and(|d| d.is_zero()) {
-        return Err(Failure {
-            code: exit::USAGE,
-            message: format!(
-                "--for 0s would end the pause of {} as it begins; give a longer time, or run `delayq resume {}` to lift a pause",
-                a.topic, a.topic
-            ),
-        }
-        .into());
+        let message = format!(
+            "--for 0s would end the pause of {} as it begins; give a longer time, or run `delayq resume {}` to lift a pause",
+            a.topic, a.topic
+        );
+        return Err(Failure::usage(message).into());
     }
     let v = Client::new(&a.client)?
         .call(
@@ -65,15 +62,12 @@ pub async fn pause(a: PauseArgs) -> anyhow::Result<()> {
     // A pause whose end has already passed on the server's clock lifts the topic's pause
     // at once: say so plainly, never "until resumed".
     if v["paused"] == Value::Bool(false) {
-        return Err(Failure {
-            code: exit::USAGE,
-            message: format!(
-                "{} is not paused: --until {} has already passed on the server's clock, so the pause ended as it began (and lifted any pause the topic had); give a time in the future",
-                a.topic,
-                a.until.as_deref().unwrap_or("?")
-            ),
-        }
-        .into());
+        let message = format!(
+            "{} is not paused: --until {} has already passed on the server's clock, so the pause ended as it began (and lifted any pause the topic had); give a time in the future",
+            a.topic,
+            a.until.as_deref().unwrap_or("?")
+        );
+        return Err(Failure::usage(message).into());
     }
     if a.client.json {
         println!("{v}");

@@ -86,10 +86,12 @@ pub async fn run(a: PushArgs) -> anyhow::Result<()> {
 }
 
 /// The body and its encoding: the argument as text, or a file sent as text when it is
-/// UTF-8, else as base64.
+/// UTF-8, else as base64. The argument `-` reads standard input as a line of text, without
+/// the newline `echo` ends it with (as `$(…)` and `curl -d @-` drop it); `--file -` keeps
+/// every byte (as `curl --data-binary @-`).
 fn body(a: &PushArgs) -> anyhow::Result<(String, &'static str)> {
     let bytes = match (&a.body, &a.file) {
-        (Some(b), _) if b == "-" => read_stdin()?,
+        (Some(b), _) if b == "-" => without_final_newline(read_stdin()?),
         (Some(b), _) => return Ok((b.clone(), "utf8")),
         (None, Some(p)) if p.as_os_str() == "-" => read_stdin()?,
         (None, Some(p)) => {
@@ -117,4 +119,30 @@ fn read_stdin() -> anyhow::Result<Vec<u8>> {
         .read_to_end(&mut buf)
         .context("cannot read standard input")?;
     Ok(buf)
+}
+
+/// `bytes` without one final line ending (`\n` or `\r\n`).
+fn without_final_newline(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.ends_with(b"\n") {
+        bytes.pop();
+        if bytes.ends_with(b"\r") {
+            bytes.pop();
+        }
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_final_newline_is_dropped() {
+        let cut = |b: &[u8]| without_final_newline(b.to_vec());
+        assert_eq!(cut(b"body\n"), b"body");
+        assert_eq!(cut(b"body\r\n"), b"body");
+        assert_eq!(cut(b"two\nlines\n\n"), b"two\nlines\n");
+        assert_eq!(cut(b"none"), b"none");
+        assert_eq!(cut(b""), b"");
+    }
 }

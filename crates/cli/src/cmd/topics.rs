@@ -3,7 +3,7 @@
 use reqwest::Method;
 
 use crate::cli::{PurgeArgs, TopicsArgs};
-use crate::client::{Client, Failure, exit, report, seg};
+use crate::client::{Client, Failure, report, seg};
 
 pub async fn list(a: TopicsArgs) -> anyhow::Result<()> {
     let v = Client::new(&a.client)?
@@ -22,13 +22,10 @@ pub async fn list(a: TopicsArgs) -> anyhow::Result<()> {
 
 pub async fn purge(a: PurgeArgs) -> anyhow::Result<()> {
     if !a.yes {
-        return Err(Failure {
-            code: exit::USAGE,
-            message: format!(
-                "purge removes every job of {} in every state, for good; add --yes to do it",
-                a.topic
-            ),
-        }
+        return Err(Failure::usage(format!(
+            "purge removes every job of {} in every state, for good; add --yes to do it",
+            a.topic
+        ))
         .into());
     }
     let v = Client::new(&a.client)?
@@ -40,9 +37,9 @@ pub async fn purge(a: PurgeArgs) -> anyhow::Result<()> {
         .await?;
     report(&a.client, &v, || {
         format!(
-            "purged {}: {} jobs removed",
+            "purged {}: {} removed",
             a.topic,
-            v["count"].as_u64().unwrap_or(0)
+            crate::text::count(v["count"].as_u64().unwrap_or(0), "job")
         )
     });
     Ok(())
