@@ -628,10 +628,14 @@ export interface ScheduleDto {
   encoding: Encoding;
   /** No fire after this time (RFC 3339). */
   end?: string | null;
+  /** The jobs' `expires_at` (RFC 3339); absent: none. */
+  expires_at?: string | null;
   /** The jitter in ms. */
   jitter_ms: number;
   /** The jobs' deliveries before dead; absent: the topic's. */
   max_attempts?: number | null;
+  /** The jobs' `max_lateness_ms`; absent: none. */
+  max_lateness_ms?: number | null;
   /** The misfire policy. */
   misfire: MisfireDto;
   /** With `each`, the most missed fires pushed. */
@@ -642,6 +646,8 @@ export interface ScheduleDto {
   next_fire?: string | null;
   /** `next_fire` in ms since the Unix epoch. */
   next_fire_ms?: number | null;
+  /** What happens to an expired job; absent without an expiry. */
+  on_expire?: OnExpireDto | null;
   /** The jobs' priority. */
   priority: number;
   /** The latest fire time whose job was pushed (RFC 3339); absent before the first. */
@@ -671,23 +677,46 @@ export interface ScheduleRequest {
   backoff?: BackoffDto | null;
   /** The jobs' payload, as `encoding` says. */
   body?: string;
-  /** Five fields (minute hour day-of-month month day-of-week), or six with seconds first. */
+  /**
+   * Five fields (minute hour day-of-month month day-of-week), six with seconds first, or
+   * a nickname: `@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`, `@hourly`. A
+   * seventh field (the year) is refused: bound the schedule with `start` and `end`.
+   */
   cron: string;
   /** `utf8` (default) or `base64`. */
   encoding?: Encoding;
   /** No fire after this RFC 3339 time. */
   end?: string | null;
+  /**
+   * No job is delivered after this RFC 3339 time, as a push's `expires_at` (one time for
+   * every job), and no fire whose job would be due at or after it is pushed.
+   */
+  expires_at?: string | null;
   /** Each job is due up to this many ms after its fire time (0 to 3,600,000; default 0). */
   jitter_ms?: number | null;
   /** The jobs' deliveries before dead (default: the topic's). */
   max_attempts?: number | null;
   /**
-   * What to do with fires missed while no server ran (default `skip`). A fire less than
-   * 60 s late is pushed whatever this says.
+   * Each job is not delivered more than this many ms after its due time (1 ms to 10
+   * years), as a push's `max_lateness_ms`: its fire time plus jitter, or the time a missed
+   * fire is pushed. At most one of this and `expires_at`.
+   */
+  max_lateness_ms?: number | null;
+  /**
+   * What to do with fires missed while no server ran (default `skip`). The fire after
+   * the one pushed last is late, not missed, and pushed whatever this says, when found
+   * less than 60 s (or the schedule's interval, when shorter) after its time. The fire
+   * pushed ahead before an outage is delivered after it, late, whatever this says (give
+   * `max_lateness_ms` to have it expire instead).
    */
   misfire?: MisfireDto;
   /** With `misfire: each`, the most missed fires pushed (1 to 1000; default 10). */
   misfire_limit?: number | null;
+  /**
+   * With `max_lateness_ms` or `expires_at`: `dead` (default) sends an expired job to dead
+   * with the reason `expired`, `drop` deletes it.
+   */
+  on_expire?: OnExpireDto | null;
   /** The jobs' priority (default 0). */
   priority?: number | null;
   /** No fire before this RFC 3339 time. */

@@ -6,8 +6,10 @@
 //! - `proto`: the sans-IO parser (bytes in, [`proto::Command`]s or error replies out) and
 //!   the replies ([`proto::Reply`]), with beanstalkd's limits.
 //! - `tube`: tube names and their mapping onto topic names.
-//! - `server`: the listener ([`serve`], [`Options`]): a connection limit, one task per
-//!   connection, graceful stop.
+//! - `server`: the listener ([`serve`] on TCP, [`serve_unix`] on a Unix domain socket,
+//!   [`Options`]): a connection limit, one task per connection, graceful stop.
+//! - `unix`: [`UnixSocket`], the socket file of `serve_unix` (a stale one replaced, removed
+//!   at the end).
 //! - `session`: one connection's state (used and watched tubes, the jobs it holds) and what
 //!   each command does to the engine; `put` puts (a pipelined run in one engine call),
 //!   `reserve` the reserve family (`DEADLINE_SOON`), `stats`
@@ -27,5 +29,11 @@ mod server;
 mod session;
 mod stats;
 pub mod tube;
+#[cfg(unix)]
+mod unix;
 
+#[cfg(unix)]
+pub use server::serve_unix;
 pub use server::{Options, serve};
+#[cfg(unix)]
+pub use unix::{MAX_SOCKET_PATH, UnixSocket};

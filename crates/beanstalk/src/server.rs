@@ -1,7 +1,7 @@
-//! The listener: accepts connections up to a limit, runs each one (read, parse, run, reply)
-//! in its own task, and stops on the shutdown future: puts answer `DRAINING`, waiting
-//! reserves end, and every connection closes once its current command has answered, giving
-//! back the jobs it held.
+//! The listener (TCP, or a Unix domain socket): accepts connections up to a limit, runs each
+//! one (read, parse, run, reply) in its own task, and stops on the shutdown future: puts
+//! answer `DRAINING`, waiting reserves end, and every connection closes once its current
+//! command has answered, giving back the jobs it held.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use delayq_core::{Engine, Topic};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tracing::{info, warn};
@@ -209,6 +209,56 @@ pub async fn serve(
     options: Options,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
+    run(Listener::Tcp(listener), engine, options, shutdown).await
+}
+
+/// Serves beanstalkd's protocol on a Unix domain socket (beanstalkd's `-l unix:/path`)
+/// until `shutdown` resolves, then removes the socket's file once every connection has
+/// drained.
+///
+/// # Errors
+/// As [`serve`].
+#[cfg(unix)]
+pub async fn serve_unix(
+    socket: crate::UnixSocket,
+    engine: Arc<dyn Engine>,
+    options: Options,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    run(Listener::Unix(socket), engine, options, shutdown).await
+}
+
+/// Where connections come from.
+enum Listener {
+    Tcp(TcpListener),
+    #[cfg(unix)]
+    Unix(crate::UnixSocket),
+}
+
+/// An accepted connection.
+enum Stream {
+    Tcp(TcpStream),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
+}
+
+impl Listener {
+    async fn accept(&self) -> std::io::Result<Stream> {
+        match self {
+            Listener::Tcp(l) => l.accept().await.map(|(s, _)| Stream::Tcp(s)),
+            #[cfg(unix)]
+            Listener::Unix(u) => u.listener.accept().await.map(|(s, _)| Stream::Unix(s)),
+        }
+    }
+}
+
+/// [`serve`] and [`serve_unix`]: the accept loop, then the drain.
+async fn run(
+    listener: Listener,
+    engine: Arc<dyn Engine>,
+    options: Options,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
     let default = Tube::default_tube();
     let default_topic = default
         .topic()
@@ -233,7 +283,7 @@ pub async fn serve(
     tokio::pin!(shutdown);
     let mut refused_logged = false;
     loop {
-        let (stream, _) = tokio::select! {
+        let stream = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -260,7 +310,18 @@ pub async fn serve(
         let shared = shared.clone();
         let stop = stop_rx.clone();
         tokio::spawn(async move {
-            connection(stream, shared, stop).await;
+            match stream {
+                Stream::Tcp(mut s) => {
+                    let _ = s.set_nodelay(true);
+                    let (rd, wr) = s.split();
+                    connection(rd, wr, shared, stop).await;
+                }
+                #[cfg(unix)]
+                Stream::Unix(mut s) => {
+                    let (rd, wr) = s.split();
+                    connection(rd, wr, shared, stop).await;
+                }
+            }
             drop(permit);
         });
     }
@@ -271,16 +332,22 @@ pub async fn serve(
     let _ = slots
         .acquire_many(u32::try_from(options.max_connections).unwrap_or(u32::MAX))
         .await;
+    // A Unix socket's file goes with it, now that no connection is left.
+    drop(listener);
     Ok(())
 }
 
 /// The most bytes read ahead while a command runs (a client pipelining more than this waits).
 const READ_AHEAD: usize = 1 << 20;
 
-/// One connection: read, parse, run, reply, until the client quits or goes away, or the
-/// server stops.
-async fn connection(mut stream: TcpStream, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
+/// One connection (its two halves): read, parse, run, reply, until the client quits or goes
+/// away, or the server stops.
+async fn connection(
+    mut rd: impl AsyncRead + Unpin,
+    mut wr: impl AsyncWrite + Unpin,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
     shared.stats.connected();
     let mut session = Session::new(shared.clone());
     shared.tubes.r#use(&session.used.0);
@@ -288,7 +355,6 @@ async fn connection(mut stream: TcpStream, shared: Arc<Shared>, mut stop: watch:
     let mut parser = Parser::new(shared.options.max_job_size);
     let mut buf = BytesMut::with_capacity(4096);
     let mut out = BytesMut::with_capacity(4096);
-    let (mut rd, mut wr) = stream.split();
     // Whole commands (and error replies) parsed and not yet run, in order.
     let mut pending: VecDeque<Step> = VecDeque::new();
     'conn: loop {

@@ -234,9 +234,11 @@ pub struct ServeArgs {
     /// or off [default: on].
     #[arg(long, env = "DELAYQ_UI")]
     pub ui: Option<UiArg>,
-    /// Also speak beanstalkd's text protocol on this address, e.g. 127.0.0.1:11300, so that
-    /// beanstalkd clients work unchanged. It has no authentication (as beanstalkd): keep it
-    /// on loopback or behind a firewall [default: off].
+    /// Also speak beanstalkd's text protocol on this address, e.g. 127.0.0.1:11300, or on a
+    /// Unix domain socket, unix:/run/delayq/beanstalk.sock (as beanstalkd's -l unix:), so
+    /// that beanstalkd clients work unchanged. It has no authentication (as beanstalkd): keep
+    /// it on loopback, behind a firewall, or on a socket only its users may write [default:
+    /// off].
     #[arg(long, env = "DELAYQ_BEANSTALK")]
     pub beanstalk: Option<String>,
     /// The largest job a beanstalkd `put` may carry (its `max-job-size`), at most --max-body

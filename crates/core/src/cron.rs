@@ -21,11 +21,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use croner::Cron;
-use croner::parser::{CronParser, Seconds};
+use croner::parser::{CronParser, Seconds, Year};
 use jiff::tz::TimeZone;
 
-use crate::limits::check_ttr;
-use crate::{Backoff, Error, JobId, NewJob, Schedule, Timestamp, Topic, check_max_attempts};
+use crate::limits::{check_at, check_ttr};
+use crate::{
+    Backoff, Error, Expiry, JobId, NewJob, OnExpire, Schedule, Timestamp, Topic,
+    check_max_attempts, check_max_lateness,
+};
 
 /// Longest accepted schedule name, in characters.
 pub const MAX_SCHEDULE_NAME_LEN: usize = 100;
@@ -33,10 +36,15 @@ pub const MAX_SCHEDULE_NAME_LEN: usize = 100;
 pub const MAX_JITTER: Duration = Duration::from_secs(3600);
 /// The most missed fires [`Misfire::Each`] pushes at once.
 pub const MAX_MISFIRE_LIMIT: u32 = 1000;
-/// A fire whose time passed less than this before the tick that finds it unpushed is late,
-/// not missed: it is pushed (due now) whatever the misfire policy (as Quartz's misfire
-/// threshold). A scheduler that ticks a little late (a busy machine, a restart) then loses
-/// nothing.
+/// The most a fire may be late and still be pushed whatever the misfire policy (as Quartz's
+/// misfire threshold, Sidekiq-cron's grace period). A fire is late, not missed, when it is
+/// the first one after the fire pushed last and the tick that finds it unpushed comes less
+/// than its grace after it: this constant or the time from the fire before it (the
+/// schedule's interval there), whichever is shorter ([`JobSchedule::grace`]). So a
+/// scheduler slow to push the next fire ahead (a busy machine, a quick restart) loses
+/// nothing, while after an outage of more than one interval the missed fires follow the
+/// policy alone: with [`Misfire::Skip`] only the fire pushed ahead before the outage comes
+/// (late), never a burst of the fires of the last minute.
 pub const MISFIRE_GRACE: Duration = Duration::from_secs(60);
 /// How far ahead a fire is looked for. Cron has no year field, so an expression that matches
 /// at all matches within 28 years; one that matches nothing (e.g. `0 0 30 2 *`, the 30th of
@@ -56,7 +64,8 @@ pub enum Misfire {
     Each(u32),
 }
 
-/// The job each fire pushes: everything of a [`NewJob`] but the id and the due time.
+/// The job each fire pushes: everything of a [`NewJob`] but the id, the due time and what a
+/// push does on a conflict (a fire's push keeps a job of its id).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct JobTemplate {
     /// The payload.
@@ -69,6 +78,15 @@ pub struct JobTemplate {
     pub max_attempts: Option<u32>,
     /// The retry delays; `None`: the topic's default.
     pub backoff: Option<Backoff>,
+    /// The latest each job may be delivered, as a push's [`Expiry`]; `None`: no limit.
+    /// [`Expiry::AfterDue`] (`max_lateness`) counts from each job's due time: its fire time
+    /// plus jitter, or the tick's time for a missed fire pushed late. [`Expiry::At`]
+    /// (`expires_at`) is one time for every job, so the schedule pushes no job due at or
+    /// after it: its fires end there.
+    pub expiry: Option<Expiry>,
+    /// What happens to a job whose expiry passed before a delivery (default: dead with the
+    /// reason `expired`).
+    pub on_expire: OnExpire,
 }
 
 /// A schedule's name: 1 to 100 characters from `[A-Za-z0-9_.:-]`, as a topic.
@@ -180,7 +198,8 @@ impl PartialEq for JobSchedule {
 /// A [`JobSchedule`] as plain values, for an engine to store and read back
 /// ([`JobSchedule::parts`], [`JobSchedule::from_parts`]): durations and times in ms, the
 /// back-off as its four parts, the misfire policy as a code (0 skip, 1 once, 2 each) and
-/// its limit (0 unless each).
+/// its limit (0 unless each), the jobs' expiry as one of two times and what happens at it
+/// as a code (0 dead, 1 drop).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScheduleParts {
     /// The cron expression.
@@ -209,6 +228,13 @@ pub struct ScheduleParts {
     pub misfire: u8,
     /// The misfire policy's limit.
     pub misfire_limit: u32,
+    /// The jobs' `max_lateness` in ms ([`Expiry::AfterDue`]); at most one of this and
+    /// `expires_at_ms`.
+    pub max_lateness_ms: Option<u64>,
+    /// The jobs' `expires_at` in ms ([`Expiry::At`]).
+    pub expires_at_ms: Option<u64>,
+    /// What happens to an expired job: 0 dead, 1 drop.
+    pub on_expire: u8,
 }
 
 /// What a scheduler does at one tick for one schedule ([`JobSchedule::plan`]).
@@ -223,14 +249,17 @@ pub struct Plan {
     pub through: Option<Timestamp>,
     /// The next fire time, if the schedule has one.
     pub next: Option<Timestamp>,
-    /// Missed fire times the policy dropped.
+    /// Missed fire times the policy dropped, and fires whose job would be due at or after
+    /// the template's `expires_at` (never pushed).
     pub skipped: u64,
 }
 
 impl JobSchedule {
     /// A schedule with no window, no jitter and [`Misfire::Skip`]; checks the cron
-    /// expression (five fields, or six with seconds first), the time zone (an IANA name such
-    /// as `Europe/Berlin`, or `UTC`) and the template.
+    /// expression (five fields, six with seconds first, or a nickname: `@yearly`,
+    /// `@annually`, `@monthly`, `@weekly`, `@daily`, `@hourly`; a seventh field, the year,
+    /// is refused), the time zone (an IANA name such as `Europe/Berlin`, or `UTC`) and the
+    /// template.
     pub fn new(
         name: ScheduleName,
         cron: &str,
@@ -238,18 +267,34 @@ impl JobSchedule {
         topic: Topic,
         template: JobTemplate,
     ) -> Result<Self, Error> {
+        Self::build(name, cron, time_zone, topic, template, Year::Disallowed)
+    }
+
+    /// [`JobSchedule::new`], with `years` saying whether a seventh field (the year) parses:
+    /// only for a definition stored before it was refused, which must still run.
+    fn build(
+        name: ScheduleName,
+        cron: &str,
+        time_zone: &str,
+        topic: Topic,
+        template: JobTemplate,
+        years: Year,
+    ) -> Result<Self, Error> {
+        const FIELDS: &str = "give five fields (minute hour day-of-month month day-of-week), six with seconds first, or a nickname such as @daily, e.g. \"*/5 * * * *\"";
+        if years.is_disallowed() && cron.split_whitespace().count() == 7 {
+            return Err(Error::invalid(
+                "cron",
+                format!(
+                    "{cron:?} has seven fields, and a seventh (the year) is not supported; {FIELDS}, and bound the schedule with start and end"
+                ),
+            ));
+        }
         let parsed = CronParser::builder()
             .seconds(Seconds::Optional)
+            .year(years)
             .build()
             .parse(cron)
-            .map_err(|e| {
-                Error::invalid(
-                    "cron",
-                    format!(
-                        "{cron:?}: {e}; give five fields (minute hour day-of-month month day-of-week) or six with seconds first, e.g. \"*/5 * * * *\""
-                    ),
-                )
-            })?;
+            .map_err(|e| Error::invalid("cron", format!("{cron:?}: {e}; {FIELDS}")))?;
         let zone = TimeZone::get(time_zone).map_err(|_| {
             Error::invalid(
                 "time_zone",
@@ -266,6 +311,19 @@ impl JobSchedule {
         }
         if let Some(b) = &template.backoff {
             b.validate()?;
+        }
+        match template.expiry {
+            Some(Expiry::AfterDue(d)) => check_max_lateness(d)?,
+            Some(Expiry::At(at)) => check_at(at).map_err(|_| {
+                Error::invalid(
+                    "expires_at",
+                    format!(
+                        "{} ms is before 2000-01-01; pass milliseconds since the Unix epoch, not seconds",
+                        at.as_millis()
+                    ),
+                )
+            })?,
+            None => {}
         }
         let s = JobSchedule {
             name,
@@ -413,11 +471,24 @@ impl JobSchedule {
             jitter_ms: crate::duration_ms(self.jitter),
             misfire,
             misfire_limit,
+            max_lateness_ms: match t.expiry {
+                Some(Expiry::AfterDue(d)) => Some(crate::duration_ms(d)),
+                _ => None,
+            },
+            expires_at_ms: match t.expiry {
+                Some(Expiry::At(at)) => Some(at.as_millis()),
+                _ => None,
+            },
+            on_expire: match t.on_expire {
+                OnExpire::Dead => 0,
+                OnExpire::Drop => 1,
+            },
         }
     }
 
     /// A schedule from what [`JobSchedule::parts`] gave, checked as [`JobSchedule::new`]
-    /// and the setters check (a stored schedule that no longer passes is an error).
+    /// and the setters check (a stored schedule that no longer passes is an error), but for
+    /// a year field, which a definition stored before it was refused may have.
     pub fn from_parts(name: ScheduleName, p: ScheduleParts) -> Result<Self, Error> {
         let misfire = match (p.misfire, p.misfire_limit) {
             (0, _) => Misfire::Skip,
@@ -430,6 +501,27 @@ impl JobSchedule {
                 ));
             }
         };
+        let expiry = match (p.max_lateness_ms, p.expires_at_ms) {
+            (None, None) => None,
+            (Some(d), None) => Some(Expiry::AfterDue(Duration::from_millis(d))),
+            (None, Some(at)) => Some(Expiry::At(Timestamp::from_millis(at))),
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "expires_at",
+                    "a schedule has both max_lateness and expires_at; give one",
+                ));
+            }
+        };
+        let on_expire = match p.on_expire {
+            0 => OnExpire::Dead,
+            1 => OnExpire::Drop,
+            k => {
+                return Err(Error::invalid(
+                    "on_expire",
+                    format!("unknown on_expire code {k}"),
+                ));
+            }
+        };
         let template = JobTemplate {
             body: p.body,
             priority: p.priority,
@@ -438,8 +530,11 @@ impl JobSchedule {
             backoff: p
                 .backoff
                 .map(|(base, factor, max, jitter)| Backoff::from_parts(base, factor, max, jitter)),
+            expiry,
+            on_expire,
         };
-        let s = JobSchedule::new(name, &p.cron, &p.time_zone, Topic::new(p.topic)?, template)?
+        let topic = Topic::new(p.topic)?;
+        let s = JobSchedule::build(name, &p.cron, &p.time_zone, topic, template, Year::Optional)?
             .with_window(
                 p.start_ms.map(Timestamp::from_millis),
                 p.end_ms.map(Timestamp::from_millis),
@@ -466,7 +561,8 @@ impl JobSchedule {
             .map(Timestamp::from_millis)
     }
 
-    /// The first fire time strictly after `t` within the window, if any.
+    /// The first fire time strictly after `t` within the window (and before the template's
+    /// `expires_at`), if any.
     pub fn next_fire_after(&self, t: Timestamp) -> Option<Timestamp> {
         let from = match self.start {
             // A fire exactly at start counts: look from just before it.
@@ -476,10 +572,19 @@ impl JobSchedule {
             _ => t,
         };
         let next = self.raw_next(from, HORIZON_YEARS)?;
-        match self.end {
-            Some(end) if next > end => None,
+        match (self.end, self.template.expiry) {
+            (Some(end), _) if next > end => None,
+            (_, Some(Expiry::At(expires))) if next >= expires => None,
             _ => Some(next),
         }
+    }
+
+    /// How late `fire` may be found unpushed and still be pushed whatever the misfire
+    /// policy, when `previous` is the fire before it: [`MISFIRE_GRACE`] or the time between
+    /// the two, whichever is shorter. A 10-second schedule's fire is late for 10 s, a daily
+    /// one's for 60 s.
+    pub fn grace(previous: Timestamp, fire: Timestamp) -> Duration {
+        MISFIRE_GRACE.min(fire.since(previous))
     }
 
     /// The fire times in (`after`, `until`], in order, at most `limit` of them: the first
@@ -544,17 +649,20 @@ impl JobSchedule {
             backoff: t.backoff,
             priority: t.priority,
             on_conflict: crate::OnConflict::Keep,
-            expiry: None,
-            on_expire: crate::OnExpire::Dead,
+            expiry: t.expiry,
+            on_expire: t.on_expire,
         }
     }
 
     /// What to do at engine time `now`, given the latest fire time already pushed
     /// (`through`; `None` for a schedule that never fired: nothing before `now` counts as
     /// missed). Fires in (`through`, `now`] were missed: the policy decides which are pushed
-    /// (due now). Then the next fire after `now` is pushed ahead of time (due at its time
-    /// plus jitter), so that the engine delivers it on time whether or not a scheduler runs
-    /// then. A tick whose `through` already covers the next fire changes nothing.
+    /// (due now), but for the first of them when it is only late (less than its
+    /// [`JobSchedule::grace`] ago), which is pushed whatever the policy. Then the next fire
+    /// after `now` is pushed ahead of time (due at its time plus jitter), so that the engine
+    /// delivers it on time whether or not a scheduler runs then. A tick whose `through`
+    /// already covers the next fire changes nothing. No job due at or after the template's
+    /// `expires_at` is pushed (it is counted as skipped).
     pub fn plan(&self, through: Option<Timestamp>, now: Timestamp) -> Plan {
         let mut push = Vec::new();
         let mut skipped = 0u64;
@@ -567,23 +675,21 @@ impl JobSchedule {
                 Misfire::Once => 1,
                 Misfire::Each(n) => n as usize,
             };
+            // Only the fire right after the one pushed last can be late: a scheduler that
+            // ticked after it but within its grace was slow, not down. Any fire after that
+            // one passed during an outage, and the policy alone decides.
+            let late = self
+                .next_fire_after(last)
+                .filter(|&f| f <= now && now.since(f) < Self::grace(last, f));
             // The missed fires, counted up to a bound, keeping the latest `keep`.
-            // Fires within the grace are late, not missed: all of them are pushed.
-            let late_from = Timestamp::from_millis(
-                now.as_millis()
-                    .saturating_sub(crate::duration_ms(MISFIRE_GRACE)),
-            );
             let mut missed: std::collections::VecDeque<Timestamp> =
                 std::collections::VecDeque::new();
-            let mut late = Vec::new();
             let mut t = last;
             while let Some(f) = self.next_fire_after(t) {
                 if f > now || skipped > 1_000_000 {
                     break;
                 }
-                if f >= late_from {
-                    late.push(f);
-                } else {
+                if Some(f) != late {
                     missed.push_back(f);
                     if missed.len() > keep {
                         missed.pop_front();
@@ -595,7 +701,7 @@ impl JobSchedule {
             if t > last {
                 covered = Some(t);
             }
-            push.extend(missed.into_iter().chain(late).map(|f| self.job_for(f, now)));
+            push.extend(late.into_iter().chain(missed).map(|f| self.job_for(f, now)));
         }
         let next = self.next_fire_after(now);
         if let Some(f) = next
@@ -603,6 +709,13 @@ impl JobSchedule {
         {
             push.push(self.job_for(f, f.plus(self.jitter_for(f))));
             covered = Some(f);
+        }
+        // A job due at or after the one expiry of every job could never run; its push would
+        // be refused.
+        if let Some(Expiry::At(expires)) = self.template.expiry {
+            let before = push.len();
+            push.retain(|j| matches!(j.schedule, Schedule::At(due) if due < expires));
+            skipped += (before - push.len()) as u64;
         }
         let through = if covered == through { None } else { covered };
         Plan {
@@ -857,19 +970,214 @@ mod tests {
     }
 
     #[test]
-    fn a_fire_less_than_the_grace_ago_is_late_not_missed() {
+    fn a_fire_less_than_its_grace_ago_is_late_not_missed() {
         let s = sched("* * * * *", "UTC");
-        // Pushed through 10:00; the tick comes at 10:02:30: 10:01 passed 90 s before
-        // (missed: skipped), 10:02 passed 30 s before (late: pushed, due now).
-        let p = s.plan(Some(at("2026-01-01T10:00:00Z")), at("2026-01-01T10:02:30Z"));
-        let ids: Vec<String> = p.push.iter().map(|j| j.id.to_string()).collect();
+        let ids = |p: &Plan| p.push.iter().map(|j| j.id.to_string()).collect::<Vec<_>>();
+        // Pushed through 10:00; the tick comes at 10:01:30: 10:01 passed 30 s before, less
+        // than its grace (60 s): late, pushed (due now), and 10:02 ahead.
+        let p = s.plan(Some(at("2026-01-01T10:00:00Z")), at("2026-01-01T10:01:30Z"));
         assert_eq!(
-            ids,
+            ids(&p),
             vec![
+                s.job_id(at("2026-01-01T10:01:00Z")).to_string(),
                 s.job_id(at("2026-01-01T10:02:00Z")).to_string(),
-                s.job_id(at("2026-01-01T10:03:00Z")).to_string(),
             ]
         );
-        assert_eq!(p.skipped, 1);
+        assert_eq!(p.push[0].schedule, Schedule::At(at("2026-01-01T10:01:30Z")));
+        assert_eq!(p.skipped, 0);
+        // At 10:02:30, 10:01 passed 90 s before: missed, and so is 10:02 (only the first
+        // fire after the one pushed last can be late).
+        let p = s.plan(Some(at("2026-01-01T10:00:00Z")), at("2026-01-01T10:02:30Z"));
+        assert_eq!(
+            ids(&p),
+            vec![s.job_id(at("2026-01-01T10:03:00Z")).to_string()]
+        );
+        assert_eq!(p.skipped, 2);
+    }
+
+    /// The grace scales with the interval: a fire is late for 60 s, or for the time from
+    /// the fire before it when that is shorter.
+    #[test]
+    fn the_grace_is_the_interval_when_under_a_minute_issue_36() {
+        // See: issue 36.
+        let t = |s: &str| at(&format!("2026-01-01T{s}Z"));
+        assert_eq!(
+            JobSchedule::grace(t("10:00:00"), t("10:00:10")),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            JobSchedule::grace(t("10:00:00"), t("11:00:00")),
+            MISFIRE_GRACE
+        );
+        let s = sched("*/10 * * * * *", "UTC");
+        let ids = |p: &Plan| p.push.iter().map(|j| j.id.to_string()).collect::<Vec<_>>();
+        // 10:00:20 found 5 s after it: late, pushed; found 15 s after it: missed.
+        let p = s.plan(Some(t("10:00:10")), t("10:00:25"));
+        assert_eq!(
+            ids(&p),
+            vec![
+                s.job_id(t("10:00:20")).to_string(),
+                s.job_id(t("10:00:30")).to_string()
+            ]
+        );
+        let p = s.plan(Some(t("10:00:10")), t("10:00:35"));
+        assert_eq!(ids(&p), vec![s.job_id(t("10:00:40")).to_string()]);
+        assert_eq!(p.skipped, 2);
+    }
+
+    /// After a 100 s outage of a 10-second schedule, `skip` pushes nothing for the ten
+    /// fires it missed (it used to push the seven of its last minute at once), `once` one,
+    /// `each` its limit; the next fire is pushed ahead as always.
+    #[test]
+    fn after_an_outage_skip_pushes_no_burst_issue_36() {
+        // See: issue 36.
+        let t = |s: &str| at(&format!("2026-01-01T{s}Z"));
+        let s = sched("*/10 * * * * *", "UTC");
+        let (through, now) = (Some(t("10:00:10")), t("10:01:50"));
+        let ids = |p: &Plan| p.push.iter().map(|j| j.id.to_string()).collect::<Vec<_>>();
+        let skip = s.plan(through, now);
+        assert_eq!(ids(&skip), vec![s.job_id(t("10:02:00")).to_string()]);
+        assert_eq!((skip.skipped, skip.through), (10, Some(t("10:02:00"))));
+        let once = s.clone().with_misfire(Misfire::Once).plan(through, now);
+        assert_eq!(
+            ids(&once),
+            vec![
+                s.job_id(t("10:01:50")).to_string(),
+                s.job_id(t("10:02:00")).to_string()
+            ]
+        );
+        let each = s.clone().with_misfire(Misfire::Each(3)).plan(through, now);
+        assert_eq!(each.push.len(), 4, "{:?}", ids(&each));
+        assert_eq!(each.skipped, 7);
+    }
+
+    /// Five or six fields, or a nickname; a seventh field (the year) is refused with what
+    /// to give instead, but a definition stored with one still runs.
+    #[test]
+    fn seven_fields_are_refused_and_nicknames_accepted_issue_36() {
+        // See: issue 36.
+        let name = || ScheduleName::new("n").unwrap();
+        let topic = || Topic::new("t").unwrap();
+        let e = JobSchedule::new(
+            name(),
+            "0 0 0 1 1 * 2030",
+            "UTC",
+            topic(),
+            JobTemplate::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("seven fields") && e.contains("start and end"),
+            "{e}"
+        );
+        for (nick, same) in [
+            ("@daily", "0 0 * * *"),
+            ("@HOURLY", "0 * * * *"),
+            ("@weekly", "0 0 * * 0"),
+            ("@monthly", "0 0 1 * *"),
+            ("@yearly", "0 0 1 1 *"),
+            ("@annually", "0 0 1 1 *"),
+        ] {
+            let a = sched(nick, "UTC");
+            let b = sched(same, "UTC");
+            assert_eq!(
+                fires(&a, "2026-01-01T10:20:00Z", 3),
+                fires(&b, "2026-01-01T10:20:00Z", 3),
+                "{nick}"
+            );
+        }
+        let mut stored = sched("0 0 * * *", "UTC").parts();
+        stored.cron = "0 0 0 * * * *".into();
+        let s = JobSchedule::from_parts(name(), stored).expect("a stored year field still runs");
+        assert_eq!(
+            s.next_fire_after(at("2026-01-01T10:20:00Z")),
+            Some(at("2026-01-02T00:00:00Z"))
+        );
+    }
+
+    /// A schedule's `max_lateness` and `on_expire` go into each job it pushes; its
+    /// `expires_at` too, and no fire whose job would be due at or after it is pushed.
+    #[test]
+    fn a_schedules_expiry_goes_into_its_jobs_issue_36() {
+        // See: issue 36.
+        let with = |expiry| {
+            JobSchedule::new(
+                ScheduleName::new("e").unwrap(),
+                "0 * * * *",
+                "UTC",
+                Topic::new("t").unwrap(),
+                JobTemplate {
+                    expiry: Some(expiry),
+                    on_expire: OnExpire::Drop,
+                    ..JobTemplate::default()
+                },
+            )
+            .unwrap()
+        };
+        let late = with(Expiry::AfterDue(Duration::from_secs(30)));
+        let p = late.plan(None, at("2026-01-01T10:20:00Z"));
+        assert_eq!(
+            (p.push[0].expiry, p.push[0].on_expire),
+            (
+                Some(Expiry::AfterDue(Duration::from_secs(30))),
+                OnExpire::Drop
+            )
+        );
+        let ends = at("2026-01-01T12:00:00Z");
+        let until = with(Expiry::At(ends));
+        assert_eq!(
+            fires(&until, "2026-01-01T10:20:00Z", 5),
+            vec![at("2026-01-01T11:00:00Z")],
+            "no fire at or after expires_at"
+        );
+        let p = until.plan(None, at("2026-01-01T10:20:00Z"));
+        assert_eq!(p.push[0].expiry, Some(Expiry::At(ends)));
+        // Missed fires due now, after expires_at: none is pushed, the progress moves on.
+        let p = until
+            .clone()
+            .with_misfire(Misfire::Each(5))
+            .plan(Some(at("2026-01-01T10:00:00Z")), at("2026-01-01T12:30:00Z"));
+        assert_eq!((p.push.len(), p.next), (0, None));
+        assert_eq!(
+            (p.skipped, p.through),
+            (1, Some(at("2026-01-01T11:00:00Z")))
+        );
+        // A jitter that would make the last fire due after expires_at drops it.
+        let jittered = with(Expiry::At(at("2026-01-01T11:00:00.001Z")))
+            .with_jitter(Duration::from_secs(600))
+            .unwrap();
+        let p = jittered.plan(None, at("2026-01-01T10:20:00Z"));
+        let due = at("2026-01-01T11:00:00Z").plus(jittered.jitter_for(at("2026-01-01T11:00:00Z")));
+        assert_eq!(
+            p.push.len(),
+            usize::from(due < at("2026-01-01T11:00:00.001Z"))
+        );
+        assert_eq!(p.through, Some(at("2026-01-01T11:00:00Z")));
+        // Refused: a max_lateness of 0, an expires_at in seconds.
+        for bad in [
+            Expiry::AfterDue(Duration::ZERO),
+            Expiry::At(Timestamp::from_millis(1_700_000_000)),
+        ] {
+            let r = JobSchedule::new(
+                ScheduleName::new("e").unwrap(),
+                "0 * * * *",
+                "UTC",
+                Topic::new("t").unwrap(),
+                JobTemplate {
+                    expiry: Some(bad),
+                    ..JobTemplate::default()
+                },
+            );
+            assert!(r.is_err(), "{bad:?}");
+        }
+        // Round trip, and a stored pair of expiries is refused.
+        let back = JobSchedule::from_parts(late.name().clone(), late.parts()).unwrap();
+        assert_eq!(back, late);
+        let back = JobSchedule::from_parts(until.name().clone(), until.parts()).unwrap();
+        assert_eq!(back, until);
+        let mut both = until.parts();
+        both.max_lateness_ms = Some(5);
+        assert!(JobSchedule::from_parts(until.name().clone(), both).is_err());
     }
 }

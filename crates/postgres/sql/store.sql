@@ -13,9 +13,11 @@
 --   ranges never overlap, numbers start at 1, and a range is recorded in the same
 --   transaction that claims it. Nothing deletes a range (purge and retention leave them).
 --
--- delayq.put_schedule(p_name, p_cron, ..., p_misfire_limit) -> bigint
+-- delayq.put_schedule(p_name, p_cron, ..., p_misfire_limit, p_max_lateness_ms,
+--     p_expires_at_ms, p_on_expire) -> bigint
 --   Creates or replaces the schedule p_name (the columns of delayq.schedules, as
---   delayq_core::ScheduleParts; the four back-off columns all NULL or all set) and answers
+--   delayq_core::ScheduleParts; the four back-off columns all NULL or all set, at most one
+--   of max_lateness_ms and expires_at_ms set) and answers
 --   its new revision. Invariants: a new schedule is at revision 1, and each put of an
 --   existing one adds 1; every put clears through (a replaced schedule starts afresh).
 --   One INSERT ... ON CONFLICT: concurrent puts of one name each get their own revision.
@@ -44,15 +46,17 @@ CREATE OR REPLACE FUNCTION delayq.put_schedule(p_name text, p_cron text, p_time_
   p_topic text, p_body bytea, p_priority bigint, p_ttr_ms bigint, p_max_attempts bigint,
   p_bo_base_ms bigint, p_bo_factor bigint, p_bo_max_ms bigint, p_bo_jitter bigint,
   p_start_ms bigint, p_end_ms bigint, p_jitter_ms bigint, p_misfire integer,
-  p_misfire_limit bigint) RETURNS bigint
+  p_misfire_limit bigint, p_max_lateness_ms bigint, p_expires_at_ms bigint,
+  p_on_expire integer) RETURNS bigint
 LANGUAGE sql VOLATILE
 AS $$
   INSERT INTO delayq.schedules AS s (name, revision, through, cron, time_zone, topic, body,
       priority, ttr_ms, max_attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, start_ms,
-      end_ms, jitter_ms, misfire, misfire_limit)
+      end_ms, jitter_ms, misfire, misfire_limit, max_lateness_ms, expires_at_ms, on_expire)
     VALUES (p_name, 1, NULL, p_cron, p_time_zone, p_topic, p_body, p_priority, p_ttr_ms,
       p_max_attempts, p_bo_base_ms, p_bo_factor, p_bo_max_ms, p_bo_jitter, p_start_ms,
-      p_end_ms, p_jitter_ms, p_misfire, p_misfire_limit)
+      p_end_ms, p_jitter_ms, p_misfire, p_misfire_limit, p_max_lateness_ms, p_expires_at_ms,
+      p_on_expire)
     ON CONFLICT (name) DO UPDATE SET revision = s.revision + 1, through = NULL,
       cron = excluded.cron, time_zone = excluded.time_zone, topic = excluded.topic,
       body = excluded.body, priority = excluded.priority, ttr_ms = excluded.ttr_ms,
@@ -60,7 +64,8 @@ AS $$
       bo_factor = excluded.bo_factor, bo_max_ms = excluded.bo_max_ms,
       bo_jitter = excluded.bo_jitter, start_ms = excluded.start_ms, end_ms = excluded.end_ms,
       jitter_ms = excluded.jitter_ms, misfire = excluded.misfire,
-      misfire_limit = excluded.misfire_limit
+      misfire_limit = excluded.misfire_limit, max_lateness_ms = excluded.max_lateness_ms,
+      expires_at_ms = excluded.expires_at_ms, on_expire = excluded.on_expire
     RETURNING s.revision
 $$;
 

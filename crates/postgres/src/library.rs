@@ -13,8 +13,14 @@ use tokio_postgres::Client;
 use crate::error::db_err;
 
 /// The migrations, in order: (version, name, SQL).
-const MIGRATIONS: &[(i32, &str, &str)] =
-    &[(1, "0001_init", include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (1, "0001_init", include_str!("../migrations/0001_init.sql")),
+    (
+        2,
+        "0002_schedule_expiry",
+        include_str!("../migrations/0002_schedule_expiry.sql"),
+    ),
+];
 
 /// The library's files, in the order they are installed (lib.sql first: the others call
 /// its helpers).
@@ -31,7 +37,7 @@ const LIBRARY: &[&str] = &[
 
 /// The library's version: raised whenever a function's arguments or answers change, so
 /// that an older build refuses a database a newer one set up.
-pub(crate) const LIBRARY_VERSION: i64 = 1;
+pub(crate) const LIBRARY_VERSION: i64 = 2;
 
 /// The advisory lock every installer takes, so that processes starting together install
 /// once (a number of its own: "delayq" in ASCII).

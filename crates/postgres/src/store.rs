@@ -3,7 +3,7 @@
 //!
 //! Schedules are one row each of `delayq.schedules`, its columns `ScheduleParts` as the
 //! embedded engine stores them (the back-off's four parts all NULL: none; misfire 0 skip,
-//! 1 once, 2 each). The writes that must stay right between processes (a claim of numbers,
+//! 1 once, 2 each; on_expire 0 dead, 1 drop). The writes that must stay right between processes (a claim of numbers,
 //! a put of a schedule, a record of its progress) are functions of `sql/store.sql`; every
 //! other operation is one plain statement. A stored value delayq did not write is decoded
 //! as [`Error::Internal`].
@@ -21,7 +21,7 @@ use crate::row::{signed, unsigned};
 /// The columns a schedule is read from, in [`decode_schedule`]'s order.
 const SCHEDULE_COLS: &str = "name, revision, through, cron, time_zone, topic, body, priority, \
      ttr_ms, max_attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, start_ms, end_ms, \
-     jitter_ms, misfire, misfire_limit";
+     jitter_ms, misfire, misfire_limit, max_lateness_ms, expires_at_ms, on_expire";
 
 /// Runs `sql` with `params` on a pooled connection (a statement prepared once per
 /// connection) and answers its rows, a failure naming `what`.
@@ -115,7 +115,7 @@ pub(crate) async fn put_schedule(e: &PostgresEngine, schedule: &JobSchedule) -> 
         e,
         what,
         "SELECT delayq.put_schedule($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-         $14, $15, $16, $17)",
+         $14, $15, $16, $17, $18, $19, $20)",
         &[
             &schedule.name().as_str(),
             &p.cron,
@@ -134,6 +134,9 @@ pub(crate) async fn put_schedule(e: &PostgresEngine, schedule: &JobSchedule) -> 
             &signed(p.jitter_ms),
             &i32::from(p.misfire),
             &i64::from(p.misfire_limit),
+            &opt(p.max_lateness_ms),
+            &opt(p.expires_at_ms),
+            &i32::from(p.on_expire),
         ],
     )
     .await?;
@@ -247,6 +250,7 @@ fn decode_schedule(r: &Row) -> Result<StoredSchedule> {
         _ => return Err(bad("its back-off is set in part".into())),
     };
     let misfire: i32 = r.try_get(17).map_err(get)?;
+    let on_expire: i32 = r.try_get(21).map_err(get)?;
     let parts = ScheduleParts {
         cron: r.try_get(3).map_err(get)?,
         time_zone: r.try_get(4).map_err(get)?,
@@ -262,6 +266,10 @@ fn decode_schedule(r: &Row) -> Result<StoredSchedule> {
         misfire: u8::try_from(misfire)
             .map_err(|_| bad(format!("its misfire policy code {misfire} is out of range")))?,
         misfire_limit: small(r.try_get(18).map_err(get)?, "misfire limit")?,
+        max_lateness_ms: opt_count(r.try_get(19).map_err(get)?, "max lateness")?,
+        expires_at_ms: opt_count(r.try_get(20).map_err(get)?, "expiry")?,
+        on_expire: u8::try_from(on_expire)
+            .map_err(|_| bad(format!("its on_expire code {on_expire} is out of range")))?,
     };
     if revision < 1 {
         return Err(bad(format!("its revision {revision} is not positive")));

@@ -63,12 +63,15 @@ async fn processes_starting_together_install_once_and_a_restart_changes_nothing(
     let client = sql(&server).await;
     let first = versions(&client).await;
     assert!(
-        first.iter().any(|v| v == "migration 1 0001_init"),
+        first.iter().any(|v| v == "migration 1 0001_init")
+            && first
+                .iter()
+                .any(|v| v == "migration 2 0002_schedule_expiry"),
         "{first:?}"
     );
     assert_eq!(
         first.iter().filter(|v| v.starts_with("migration")).count(),
-        1
+        2
     );
 
     let engine = connect(&server).await.expect("connect again");

@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0011_partitions.sql"),
     include_str!("../migrations/0012_numbers.sql"),
     include_str!("../migrations/0013_destinations.sql"),
+    include_str!("../migrations/0014_schedule_expiry.sql"),
 ];
 
 /// The schema version this build writes.

@@ -218,7 +218,8 @@ async fn a_version_2_database_is_migrated_and_keeps_every_job() {
     drop(e);
 
     let (version, indexes, states) = schema_facts(dir.path());
-    assert_eq!(version, 13);
+    // 0014 added the schedules' expiry columns (no schedule here to carry them).
+    assert_eq!(version, 14);
     // The clock's high-water mark (0010) starts at least at the latest push time the old
     // jobs record, and the engine's writes since raised it.
     let conn = Connection::open(dir.path().join(DB_FILE)).expect("open");

@@ -45,7 +45,8 @@ pub struct Tick {
     /// Jobs pushed (missed fires kept by their policy, and next fires pushed ahead); a job
     /// another scheduler had pushed already counts too (the push was idempotent).
     pub pushed: u64,
-    /// Missed fires their policy dropped.
+    /// Missed fires their policy dropped, and fires whose job would be due at or after its
+    /// schedule's `expires_at` (never pushed).
     pub skipped: u64,
     /// Schedules whose jobs the engine refused this tick (logged; tried again next tick).
     pub failed: u64,

@@ -1,5 +1,6 @@
 //! `delayq serve`: reads the TLS certificate, binds the listening addresses (HTTP, and
-//! beanstalkd's protocol when asked), opens the engine (waiting for Redis or PostgreSQL),
+//! beanstalkd's protocol when asked: a TCP address, or `unix:<path>` for a Unix domain
+//! socket), opens the engine (waiting for Redis or PostgreSQL),
 //! serves the HTTP(S) API and the beanstalkd protocol until SIGINT or SIGTERM (reloading
 //! the certificate on SIGHUP), then shuts down gracefully (open long-polls answer empty,
 //! in-flight requests finish, the engine closes).
@@ -76,18 +77,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!("{warning}");
     }
     let beanstalk = match &s.beanstalk {
-        Some(at) => {
-            let l = tokio::net::TcpListener::bind(at)
-                .await
-                .map_err(|e| listen_error("--beanstalk", at, &e))?;
-            let addr = l.local_addr().context("beanstalk listening address")?;
-            if !addr.ip().is_loopback() {
-                tracing::warn!(
-                    "beanstalkd protocol on {addr}, beyond loopback: it has no authentication (as beanstalkd), so anyone who reaches this port can put, take and delete jobs; bind it to 127.0.0.1 or allow only trusted hosts with a firewall"
-                );
-            }
-            Some((l, addr))
-        }
+        Some(at) => Some(bind_beanstalk(at).await?),
         None => None,
     };
     let engine = open_engine(&s, &url, &described, &options).await?;
@@ -106,21 +96,37 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "delayq serving on {scheme}://{addr} (API under /v1, document at /v1/openapi.json)"
     );
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let beanstalk = beanstalk.map(|(listener, addr)| {
-        tracing::info!(listen = %addr, "beanstalkd protocol on {addr}");
+    let beanstalk = beanstalk.map(|listener| {
         let options = delayq_beanstalk::Options {
             max_job_size: s.beanstalk_max_job_size,
             ..delayq_beanstalk::Options::default()
         };
         let mut stop = stop_rx.clone();
-        tokio::spawn(delayq_beanstalk::serve(
-            listener,
-            engine.clone(),
-            options,
-            async move {
-                let _ = stop.wait_for(|stopped| *stopped).await;
-            },
-        ))
+        let stop = async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        };
+        match listener {
+            BeanstalkListener::Tcp(listener, addr) => {
+                tracing::info!(listen = %addr, "beanstalkd protocol on {addr}");
+                tokio::spawn(delayq_beanstalk::serve(
+                    listener,
+                    engine.clone(),
+                    options,
+                    stop,
+                ))
+            }
+            #[cfg(unix)]
+            BeanstalkListener::Unix(socket) => {
+                let at = format!("unix:{}", socket.path().display());
+                tracing::info!(listen = %at, "beanstalkd protocol on {at}");
+                tokio::spawn(delayq_beanstalk::serve_unix(
+                    socket,
+                    engine.clone(),
+                    options,
+                    stop,
+                ))
+            }
+        }
     });
     let state = AppState::new(engine, server_config);
     let shutdown = async move {
@@ -143,6 +149,43 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Where the beanstalkd protocol listens.
+enum BeanstalkListener {
+    Tcp(tokio::net::TcpListener, SocketAddr),
+    #[cfg(unix)]
+    Unix(delayq_beanstalk::UnixSocket),
+}
+
+/// Binds `--beanstalk`: a host and port, or `unix:<path>` (beanstalkd's `-l unix:<path>`),
+/// whose stale socket file is replaced and whose file is made with the process's umask.
+async fn bind_beanstalk(at: &str) -> anyhow::Result<BeanstalkListener> {
+    if let Some(path) = at.strip_prefix("unix:") {
+        #[cfg(unix)]
+        {
+            return delayq_beanstalk::UnixSocket::bind(path)
+                .map(BeanstalkListener::Unix)
+                .map_err(|e| anyhow::anyhow!("cannot listen on {at} (--beanstalk): {e}"));
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = path;
+            anyhow::bail!(
+                "cannot listen on {at}: Unix domain sockets need a Unix system; give a host and port with --beanstalk"
+            );
+        }
+    }
+    let l = tokio::net::TcpListener::bind(at)
+        .await
+        .map_err(|e| listen_error("--beanstalk", at, &e))?;
+    let addr = l.local_addr().context("beanstalk listening address")?;
+    if !addr.ip().is_loopback() {
+        tracing::warn!(
+            "beanstalkd protocol on {addr}, beyond loopback: it has no authentication (as beanstalkd), so anyone who reaches this port can put, take and delete jobs; bind it to 127.0.0.1 or allow only trusted hosts with a firewall"
+        );
+    }
+    Ok(BeanstalkListener::Tcp(l, addr))
 }
 
 /// The warning for bearer tokens sent in clear beyond this machine, if that is the case.
@@ -387,6 +430,32 @@ mod tests {
         }
     }
     use crate::settings::resolve;
+
+    /// `--beanstalk unix:<path>` listens on a Unix socket there, and refuses a file that is
+    /// not a socket, saying so (issue 36).
+    // See: issue 36
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_unix_beanstalk_address_is_a_socket_and_refuses_another_file_issue_36() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("beanstalk.sock");
+        let at = format!("unix:{}", path.display());
+        match bind_beanstalk(&at).await {
+            Ok(BeanstalkListener::Unix(socket)) => assert_eq!(socket.path(), path),
+            Ok(BeanstalkListener::Tcp(_, addr)) => panic!("{at} bound TCP {addr}"),
+            Err(e) => panic!("{at}: {e}"),
+        }
+        let file = dir.path().join("notes.txt");
+        std::fs::write(&file, "keep me").expect("a file");
+        let at = format!("unix:{}", file.display());
+        let e = bind_beanstalk(&at).await.err().expect("a file is refused");
+        let e = e.to_string();
+        assert!(
+            e.contains("--beanstalk") && e.contains("not a socket") && e.contains("remove it"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).expect("kept"), "keep me");
+    }
 
     #[test]
     fn passwords_stay_out_of_the_log() {

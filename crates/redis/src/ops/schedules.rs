@@ -2,7 +2,9 @@
 //! by `lua/schedule_put.lua`, `schedule_pushed.lua` and `schedule_delete.lua`, read with
 //! plain `HMGET` and `HGETALL`. A definition is `ScheduleParts` as a msgpack sequence
 //! (a format version, then each part in order; an optional part is a bool, then its value
-//! when true), written and read only here.
+//! when true), written and read only here. Format 2 adds the jobs' expiry (issue 36) after
+//! the parts of format 1; a definition without one is still written as format 1, which
+//! every delayq reads.
 
 use std::collections::BTreeMap;
 
@@ -15,8 +17,11 @@ use super::Ops;
 use crate::codec;
 use crate::library;
 
-/// The version of the definition's encoding.
+/// The version of the definition's encoding without the jobs' expiry.
 const FORMAT: u64 = 1;
+/// The version with it: format 1's parts, then `max_lateness_ms`, `expires_at_ms` (each
+/// optional) and `on_expire`.
+const FORMAT_EXPIRY: u64 = 2;
 
 /// A definition's bytes.
 fn encode(p: &ScheduleParts) -> Vec<u8> {
@@ -27,8 +32,9 @@ fn encode(p: &ScheduleParts) -> Vec<u8> {
             let _ = rmp::encode::write_uint(b, v);
         }
     }
+    let expiry = p.max_lateness_ms.is_some() || p.expires_at_ms.is_some() || p.on_expire != 0;
     let mut b = Vec::with_capacity(64 + p.body.len());
-    let _ = rmp::encode::write_uint(&mut b, FORMAT);
+    let _ = rmp::encode::write_uint(&mut b, if expiry { FORMAT_EXPIRY } else { FORMAT });
     let _ = rmp::encode::write_str(&mut b, &p.cron);
     let _ = rmp::encode::write_str(&mut b, &p.time_zone);
     let _ = rmp::encode::write_str(&mut b, &p.topic);
@@ -47,6 +53,11 @@ fn encode(p: &ScheduleParts) -> Vec<u8> {
     let _ = rmp::encode::write_uint(&mut b, p.jitter_ms);
     let _ = rmp::encode::write_uint(&mut b, u64::from(p.misfire));
     let _ = rmp::encode::write_uint(&mut b, u64::from(p.misfire_limit));
+    if expiry {
+        opt(&mut b, p.max_lateness_ms);
+        opt(&mut b, p.expires_at_ms);
+        let _ = rmp::encode::write_uint(&mut b, u64::from(p.on_expire));
+    }
     b
 }
 
@@ -73,7 +84,7 @@ fn decode(mut rd: &[u8]) -> std::result::Result<ScheduleParts, String> {
         }
     };
     let format = uint(rd)?;
-    if format != FORMAT {
+    if format != FORMAT && format != FORMAT_EXPIRY {
         return Err(format!(
             "format {format}, written by another delayq version"
         ));
@@ -97,6 +108,16 @@ fn decode(mut rd: &[u8]) -> std::result::Result<ScheduleParts, String> {
     let jitter_ms = uint(rd)?;
     let misfire = u8::try_from(uint(rd)?).map_err(|e| e.to_string())?;
     let misfire_limit = narrow(uint(rd)?)?;
+    let (max_lateness_ms, expires_at_ms, on_expire) = if format == FORMAT_EXPIRY {
+        let (late, at) = (opt(rd)?, opt(rd)?);
+        (
+            late,
+            at,
+            u8::try_from(uint(rd)?).map_err(|e| e.to_string())?,
+        )
+    } else {
+        (None, None, 0)
+    };
     Ok(ScheduleParts {
         cron,
         time_zone,
@@ -111,6 +132,9 @@ fn decode(mut rd: &[u8]) -> std::result::Result<ScheduleParts, String> {
         jitter_ms,
         misfire,
         misfire_limit,
+        max_lateness_ms,
+        expires_at_ms,
+        on_expire,
     })
 }
 
@@ -252,12 +276,33 @@ mod tests {
             jitter_ms: 1500,
             misfire: 2,
             misfire_limit: 7,
+            max_lateness_ms: None,
+            expires_at_ms: None,
+            on_expire: 0,
         };
         assert_eq!(decode(&encode(&p)), Ok(p.clone()));
+        assert_eq!(
+            encode(&p)[0],
+            1,
+            "no expiry: format 1, which older versions read"
+        );
         let mut other = encode(&p);
-        other[0] = 2;
+        other[0] = 3;
         assert!(decode(&other).is_err());
         let cut = encode(&p);
         assert!(decode(&cut[..cut.len() - 3]).is_err());
+        // With the jobs' expiry: format 2, read back whole.
+        for (late, at, on) in [(Some(30_000), None, 1), (None, Some(4_100_000_000_000), 0)] {
+            let q = ScheduleParts {
+                max_lateness_ms: late,
+                expires_at_ms: at,
+                on_expire: on,
+                ..p.clone()
+            };
+            assert_eq!(encode(&q)[0], 2);
+            assert_eq!(decode(&encode(&q)), Ok(q.clone()));
+            let cut = encode(&q);
+            assert!(decode(&cut[..cut.len() - 1]).is_err());
+        }
     }
 }

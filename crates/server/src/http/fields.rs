@@ -129,7 +129,7 @@ pub fn rule(name: &str) -> (&'static str, &'static str) {
         ),
         "cron" => (
             "invalid_argument",
-            "a cron expression: five fields (minute hour day-of-month month day-of-week), or six with seconds first",
+            "a cron expression: five fields (minute hour day-of-month month day-of-week), six with seconds first, or a nickname such as @daily",
         ),
         "time_zone" => (
             "invalid_argument",

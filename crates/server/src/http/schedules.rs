@@ -5,13 +5,15 @@ use std::time::Duration;
 
 use axum::extract::State;
 use delayq_core::{
-    Error, JobSchedule, JobTemplate, Misfire, ScheduleName, StoredSchedule, Timestamp, Topic,
-    duration_ms,
+    Error, Expiry, JobSchedule, JobTemplate, Misfire, OnExpire, ScheduleName, StoredSchedule,
+    Timestamp, Topic, duration_ms,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::dto::{BackoffDto, Encoding, decode_body, encode_body, parse_rfc3339, rfc3339};
+use super::dto::{
+    BackoffDto, Encoding, OnExpireDto, decode_body, encode_body, parse_rfc3339, rfc3339,
+};
 use super::error::ApiError;
 use super::extract::{Json, Path};
 use super::fields::locate;
@@ -49,7 +51,9 @@ pub enum MisfireDto {
 #[derive(Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleRequest {
-    /// Five fields (minute hour day-of-month month day-of-week), or six with seconds first.
+    /// Five fields (minute hour day-of-month month day-of-week), six with seconds first, or
+    /// a nickname: `@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`, `@hourly`. A
+    /// seventh field (the year) is refused: bound the schedule with `start` and `end`.
     pub cron: String,
     /// An IANA time zone (`Europe/Berlin`); default `UTC`.
     pub time_zone: Option<String>,
@@ -83,13 +87,28 @@ pub struct ScheduleRequest {
     /// Each job is due up to this many ms after its fire time (0 to 3,600,000; default 0).
     #[schema(maximum = 3_600_000)]
     pub jitter_ms: Option<u64>,
-    /// What to do with fires missed while no server ran (default `skip`). A fire less than
-    /// 60 s late is pushed whatever this says.
+    /// What to do with fires missed while no server ran (default `skip`). The fire after
+    /// the one pushed last is late, not missed, and pushed whatever this says, when found
+    /// less than 60 s (or the schedule's interval, when shorter) after its time. The fire
+    /// pushed ahead before an outage is delivered after it, late, whatever this says (give
+    /// `max_lateness_ms` to have it expire instead).
     #[serde(default)]
     pub misfire: MisfireDto,
     /// With `misfire: each`, the most missed fires pushed (1 to 1000; default 10).
     #[schema(minimum = 1, maximum = 1000)]
     pub misfire_limit: Option<u32>,
+    /// Each job is not delivered more than this many ms after its due time (1 ms to 10
+    /// years), as a push's `max_lateness_ms`: its fire time plus jitter, or the time a missed
+    /// fire is pushed. At most one of this and `expires_at`.
+    #[schema(minimum = 1, maximum = 315_576_000_000_u64)]
+    pub max_lateness_ms: Option<u64>,
+    /// No job is delivered after this RFC 3339 time, as a push's `expires_at` (one time for
+    /// every job), and no fire whose job would be due at or after it is pushed.
+    #[schema(format = DateTime)]
+    pub expires_at: Option<String>,
+    /// With `max_lateness_ms` or `expires_at`: `dead` (default) sends an expired job to dead
+    /// with the reason `expired`, `drop` deletes it.
+    pub on_expire: Option<OnExpireDto>,
 }
 
 /// A stored schedule, with its state.
@@ -133,6 +152,15 @@ pub struct ScheduleDto {
     /// With `each`, the most missed fires pushed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub misfire_limit: Option<u32>,
+    /// The jobs' `max_lateness_ms`; absent: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_lateness_ms: Option<u64>,
+    /// The jobs' `expires_at` (RFC 3339); absent: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// What happens to an expired job; absent without an expiry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_expire: Option<OnExpireDto>,
     /// 1 when created, + 1 at each replacement.
     pub revision: u64,
     /// The latest fire time whose job was pushed (RFC 3339); absent before the first.
@@ -171,12 +199,32 @@ impl ScheduleRequest {
             .transpose()
         };
         let topic = Topic::new(&self.topic).map_err(|e| ApiError::from(e).at("/topic"))?;
+        // As a push's: one expiry at most, and on_expire only with one.
+        let expiry = match (at(self.expires_at, "expires_at")?, self.max_lateness_ms) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::invalid_argument(
+                    "give expires_at or max_lateness_ms, not both",
+                )
+                .at("/max_lateness_ms"));
+            }
+            (Some(t), None) => Some(Expiry::At(t)),
+            (None, Some(ms)) => Some(Expiry::AfterDue(Duration::from_millis(ms))),
+            (None, None) => None,
+        };
+        if expiry.is_none() && self.on_expire.is_some() {
+            return Err(ApiError::invalid_argument(
+                "on_expire says what happens at an expiry; give expires_at or max_lateness_ms with it, or drop it",
+            )
+            .at("/on_expire"));
+        }
         let template = JobTemplate {
             body: decode_body(self.body, self.encoding)?,
             priority: self.priority.unwrap_or(0),
             ttr: self.ttr_ms.map(Duration::from_millis),
             max_attempts: self.max_attempts,
             backoff: self.backoff.map(BackoffDto::into_core),
+            expiry,
+            on_expire: self.on_expire.map(OnExpire::from).unwrap_or_default(),
         };
         let misfire = match self.misfire {
             MisfireDto::Skip => Misfire::Skip,
@@ -222,6 +270,11 @@ fn dto(stored: &StoredSchedule, now: Timestamp) -> ScheduleDto {
         Misfire::Once => (MisfireDto::Once, None),
         Misfire::Each(n) => (MisfireDto::Each, Some(n)),
     };
+    let (max_lateness_ms, expires_at) = match t.expiry {
+        Some(Expiry::AfterDue(d)) => (Some(duration_ms(d)), None),
+        Some(Expiry::At(at)) => (None, Some(rfc3339(at))),
+        None => (None, None),
+    };
     let next = delayq_worker::next_fire(stored, now);
     ScheduleDto {
         name: s.name().to_string(),
@@ -239,6 +292,9 @@ fn dto(stored: &StoredSchedule, now: Timestamp) -> ScheduleDto {
         jitter_ms: duration_ms(s.jitter()),
         misfire,
         misfire_limit,
+        max_lateness_ms,
+        expires_at,
+        on_expire: t.expiry.map(|_| t.on_expire.into()),
         revision: stored.revision,
         pushed_through: stored.through.map(rfc3339),
         next_fire: next.map(rfc3339),

@@ -1,5 +1,6 @@
-//! Schedules (issue 14): the `schedules` table (`migrations/0007_schedules.sql`), one row per
-//! schedule, its columns `ScheduleParts`; written by the writer, read on a read connection.
+//! Schedules (issue 14): the `schedules` table (`migrations/0007_schedules.sql`, and
+//! `0014_schedule_expiry.sql` for the jobs' expiry), one row per schedule, its columns
+//! `ScheduleParts`; written by the writer, read on a read connection.
 
 use delayq_core::{
     Bytes, Error, JobSchedule, Result, ScheduleName, ScheduleParts, StoredSchedule, Timestamp,
@@ -12,7 +13,7 @@ use crate::tx::Tx;
 /// The columns read back, in [`decode`]'s order.
 const COLS: &str = "name, revision, through, cron, time_zone, topic, body, priority, ttr_ms, \
                     max_attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, start_ms, end_ms, \
-                    jitter_ms, misfire, misfire_limit";
+                    jitter_ms, misfire, misfire_limit, max_lateness_ms, expires_at_ms, on_expire";
 
 /// A row as its name and the stored schedule's raw parts.
 type Raw = (String, u64, Option<u64>, ScheduleParts);
@@ -41,6 +42,9 @@ fn raw(r: &Row<'_>) -> rusqlite::Result<Raw> {
             jitter_ms: r.get(16)?,
             misfire: r.get(17)?,
             misfire_limit: r.get(18)?,
+            max_lateness_ms: r.get(19)?,
+            expires_at_ms: r.get(20)?,
+            on_expire: r.get(21)?,
         },
     ))
 }
@@ -63,14 +67,15 @@ pub(crate) fn put(tx: &mut Tx<'_>, s: &JobSchedule) -> Result<u64> {
         .prepare_cached(
             "INSERT INTO schedules (name, revision, through, cron, time_zone, topic, body, \
              priority, ttr_ms, max_attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, \
-             start_ms, end_ms, jitter_ms, misfire, misfire_limit) \
+             start_ms, end_ms, jitter_ms, misfire, misfire_limit, max_lateness_ms, expires_at_ms, \
+             on_expire) \
              VALUES (?1, 1, NULL, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-             ?16, ?17) \
+             ?16, ?17, ?18, ?19, ?20) \
              ON CONFLICT (name) DO UPDATE SET revision = revision + 1, through = NULL, \
              cron = ?2, time_zone = ?3, topic = ?4, body = ?5, priority = ?6, ttr_ms = ?7, \
              max_attempts = ?8, bo_base_ms = ?9, bo_factor = ?10, bo_max_ms = ?11, \
              bo_jitter = ?12, start_ms = ?13, end_ms = ?14, jitter_ms = ?15, misfire = ?16, \
-             misfire_limit = ?17 \
+             misfire_limit = ?17, max_lateness_ms = ?18, expires_at_ms = ?19, on_expire = ?20 \
              RETURNING revision",
         )
         .and_then(|mut st| {
@@ -93,6 +98,9 @@ pub(crate) fn put(tx: &mut Tx<'_>, s: &JobSchedule) -> Result<u64> {
                     p.jitter_ms,
                     p.misfire,
                     p.misfire_limit,
+                    p.max_lateness_ms,
+                    p.expires_at_ms,
+                    p.on_expire,
                 ],
                 |r| r.get(0),
             )

@@ -1,12 +1,13 @@
 //! Conformance cases of stored schedules ([`JobSchedule`], issue 14): what one instance puts
-//! every instance reads, a put replaces and starts afresh, `schedule_pushed` records progress
-//! only for the current revision and only forward, a delete answers what it removed.
+//! every instance reads (the jobs' expiry too, issue 36), a put replaces and starts afresh,
+//! `schedule_pushed` records progress only for the current revision and only forward, a
+//! delete answers what it removed.
 
 use std::time::Duration;
 
 use delayq_core::{
-    Backoff, Engine, Error, JobSchedule, JobTemplate, Misfire, ScheduleName, StoredSchedule,
-    Timestamp,
+    Backoff, Engine, Error, Expiry, JobSchedule, JobTemplate, Misfire, OnExpire, ScheduleName,
+    StoredSchedule, Timestamp,
 };
 
 use super::{new_topic, ok, topic};
@@ -16,8 +17,19 @@ fn name(n: &str) -> ScheduleName {
     ScheduleName::new(n).expect("test schedule name is valid")
 }
 
-/// A schedule with every field set, so that a store that drops one is caught.
+/// A schedule with every field set, so that a store that drops one is caught; its jobs
+/// expire 90 s after their due time and are then dropped.
 fn full(n: &str, cron: &str) -> JobSchedule {
+    full_expiring(
+        n,
+        cron,
+        Expiry::AfterDue(Duration::from_secs(90)),
+        OnExpire::Drop,
+    )
+}
+
+/// [`full`] with the jobs' expiry given.
+fn full_expiring(n: &str, cron: &str, expiry: Expiry, on_expire: OnExpire) -> JobSchedule {
     JobSchedule::new(
         name(n),
         cron,
@@ -29,6 +41,8 @@ fn full(n: &str, cron: &str) -> JobSchedule {
             ttr: Some(Duration::from_secs(45)),
             max_attempts: Some(4),
             backoff: Some(Backoff::fixed(Duration::from_secs(2))),
+            expiry: Some(expiry),
+            on_expire,
         },
     )
     .expect("test schedule is valid")
@@ -110,8 +124,15 @@ pub async fn schedules_are_stored_shared_and_replaced_issue_14<H: Harness>(h: &H
         Some(stored(&a, 1, Some(ms(3_000))))
     );
 
-    // A put replaces: new revision, progress cleared; the old revision records nothing.
-    let a2 = full("nightly", "45 3 * * *").with_misfire(Misfire::Skip);
+    // A put replaces: new revision, progress cleared; the old revision records nothing. The
+    // replacement's jobs expire at one time instead, and go dead then.
+    let a2 = full_expiring(
+        "nightly",
+        "45 3 * * *",
+        Expiry::At(ms(3_900_000_000_000)),
+        OnExpire::Dead,
+    )
+    .with_misfire(Misfire::Skip);
     assert_eq!(ok(other.put_schedule(&a2).await, "replace"), 2);
     assert_eq!(
         ok(e.schedule(a.name()).await, "get"),
