@@ -207,6 +207,9 @@ fn destinations_from_the_command_line_and_the_config_file_issue_20() {
         shown.contains(&r.url()) && shown.contains("secrets 1"),
         "{shown}"
     );
+    // Its topic's unset retry settings follow the receiver schedule, as through the API.
+    let settings = s.ok(&["topic", "get", "from-config", "--json"]);
+    assert!(settings.contains(r#""max_attempts":10"#), "{settings}");
 
     // A bad secret: refused naming it, nothing stored.
     let o = s.run(&[

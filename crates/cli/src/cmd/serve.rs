@@ -82,8 +82,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let engine = open_engine(&s, &url, &described, &options).await?;
     for (topic, destination) in &s.destinations {
-        engine
-            .put_destination(topic, &destination.to_json())
+        // As the API puts one: the topic's unset retry settings follow the receiver schedule.
+        delayq_push::put_destination(engine.as_ref(), topic, destination)
             .await
             .with_context(|| format!("putting the config file's destination of {topic}"))?;
         tracing::info!(%topic, kind = destination.kind(), "push destination from the config file");
