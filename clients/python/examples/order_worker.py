@@ -26,7 +26,7 @@ async def cancel_unpaid(job: delayq.JobContext) -> None:
         return
     if order <= 0:
         raise delayq.Permanent(f"there is no order {order}")
-    print(f"cancelled order {order} (attempt {job.attempt})", flush=True)
+    print(f"cancelled order {order} (attempt {job.attempts})", flush=True)
 
 
 async def main() -> None:
@@ -36,5 +36,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # The worker's own lines (started, stopped, retries) at INFO. httpx logs every request
+    # at INFO, each long-poll of an idle worker included: keep it to warnings.
     logging.basicConfig(level=logging.INFO)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     asyncio.run(main())

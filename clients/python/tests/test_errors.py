@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator, List, Tuple
 
@@ -103,8 +104,21 @@ def test_a_stalled_store_is_timeout_and_a_dead_one_unavailable(
             redis.process.signal(signal.SIGCONT)
         c.push("t", "z")
         redis.process.signal(signal.SIGKILL)
-        with pytest.raises(delayq.UnavailableError):
-            c.push("t", "w")
+        # Redis is gone. The server's connection reconnects on its own, up to 3 tries with a
+        # jittered back-off (up to about 1.4 s in all), started by the first of its calls to
+        # find the connection closed, which may be one of its background tasks: a request
+        # that comes meanwhile waits for those tries and, past the 1 s request timeout, is
+        # answered `timeout` instead. Once they have failed, the next one is `unavailable`
+        # at once. (Bug 17 of issue 36: the Node client's twin of this test asserted
+        # `unavailable` for the first request and failed now and then under load.)
+        deadline = time.monotonic() + 15
+        while True:
+            with pytest.raises(delayq.ServiceUnavailableError) as gone:
+                c.push("t", "w")
+            if not isinstance(gone.value, delayq.ServerTimeoutError):
+                break
+            assert time.monotonic() < deadline, f"only timeouts for 15 s: {gone.value}"
+        assert isinstance(gone.value, delayq.UnavailableError), repr(gone.value)
 
 
 def test_not_replicated(servers: Servers, tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def test_cancel_an_unpaid_order(url: str) -> None:
         [sys.executable, str(EXAMPLES / "order_worker.py")],
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:
@@ -49,8 +49,12 @@ def test_cancel_an_unpaid_order(url: str) -> None:
                 time.sleep(0.05)
             assert client.stats("orders").reserved == 0, "acked"
         worker.send_signal(signal.SIGTERM)
-        out, _ = worker.communicate(timeout=15)
+        out, log = worker.communicate(timeout=15)
         assert worker.returncode == 0 and "acked=1" in out
+        # Its log has the worker's own lines at INFO, and no line per long-poll (httpx logs
+        # each request at INFO; the example keeps it to warnings).
+        assert "INFO:delayq.worker:worker started" in log, log
+        assert "HTTP Request" not in log and "/v1/reserve" not in log, log
     finally:
         if worker.poll() is None:
             worker.kill()

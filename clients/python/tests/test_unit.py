@@ -123,6 +123,31 @@ def test_the_package_parses_as_python_3_9() -> None:
         ast.parse(path.read_text(), filename=str(path), feature_version=(3, 9))
 
 
+def test_a_handler_reads_the_attempt_number_as_attempts_and_attempt_is_deprecated() -> None:
+    delivery = delayq.Delivery(
+        job=delayq.Job(
+            topic="t",
+            id="a",
+            body=b"x",
+            state="reserved",
+            priority=0,
+            ready_at=datetime.now(timezone.utc),
+            ttr=timedelta(seconds=30),
+            max_attempts=5,
+            attempts=3,
+            backoff=Backoff(1),
+            created_at=datetime.now(timezone.utc),
+        ),
+        token=1,
+        receipt="r",
+        lateness=0.0,
+    )
+    job = delayq.JobContext(delivery)
+    assert job.attempts == 3 == job.job.attempts, "the API's name, as on Job"
+    with pytest.warns(DeprecationWarning, match="use job.attempts"):
+        assert job.attempt == 3
+
+
 def test_worker_arguments_are_checked() -> None:
     async def handle(job: delayq.JobContext) -> None:
         pass

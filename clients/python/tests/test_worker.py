@@ -103,7 +103,7 @@ async def test_renewal_keeps_a_handler_three_times_its_ttr(
     runs: List[int] = []
 
     async def handle(job: JobContext) -> None:
-        runs.append(job.attempt)
+        runs.append(job.attempts)
         await asyncio.sleep(3)
         assert not job.cancelled
 
@@ -127,7 +127,7 @@ async def test_a_raising_handler_retries_then_goes_dead(
     attempts: List[int] = []
 
     async def handle(job: JobContext) -> None:
-        attempts.append(job.attempt)
+        attempts.append(job.attempts)
         raise RuntimeError("payment API down")
 
     worker = Worker(topic, handle, url=url)
@@ -154,7 +154,7 @@ async def test_permanent_buries_and_retry_after_waits(
         starts[job.id].append(time.monotonic())
         if job.id == "bury":
             raise delayq.Permanent("no such order")
-        if job.attempt == 1:
+        if job.attempts == 1:
             raise delayq.RetryAfter(0.5, "rate limited")
 
     worker = Worker(topic, handle, url=url)

@@ -30,8 +30,44 @@ export interface JobContext {
   readonly signal: AbortSignal;
   /** The delivery: its lease token, receipt and lateness. */
   readonly delivery: Delivery;
-  /** The attempt number of this delivery (1 for the first). */
+  /**
+   * The attempt number of this delivery (1 for the first): the API's `attempts`, the same
+   * as `job.attempts`.
+   */
+  readonly attempts: number;
+  /**
+   * The attempt number of this delivery.
+   *
+   * @deprecated Use {@link JobContext.attempts} (the API's name, and the `Job`'s); `attempt`
+   * is an alias kept so that existing handlers run on, and warns once when read.
+   */
   readonly attempt: number;
+}
+
+/** The context of one delivery, with `attempt` as a deprecated alias of `attempts`. */
+export function jobContext(signal: AbortSignal, delivery: Delivery): JobContext {
+  return {
+    signal,
+    delivery,
+    attempts: delivery.job.attempts,
+    get attempt(): number {
+      warnAttempt();
+      return delivery.job.attempts;
+    },
+  };
+}
+
+let warnedAttempt = false;
+
+/** Warns once per process that `context.attempt` is deprecated. */
+function warnAttempt(): void {
+  if (!warnedAttempt) {
+    warnedAttempt = true;
+    process.emitWarning("JobContext.attempt is deprecated: use context.attempts (or job.attempts)", {
+      type: "DeprecationWarning",
+      code: "DELAYQ_ATTEMPT",
+    });
+  }
 }
 
 /** Thrown by a handler: the job cannot succeed; it goes to dead at once with the message as its reason. */

@@ -32,7 +32,7 @@ import { DelayqError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Delivery } from "../job.js";
 import type { Reserved, Settlement } from "../types.js";
-import { ShutdownError, failed, type Handler, type JobContext, type Outcome } from "./handler.js";
+import { ShutdownError, failed, jobContext, type Handler, type Outcome } from "./handler.js";
 import { MAX_BATCH, Outbox, type Pending, type Purpose } from "./outbox.js";
 import { Renewal } from "./renewal.js";
 import { settings, type Settings, type WorkerOptions } from "./options.js";
@@ -331,7 +331,7 @@ export class Worker {
       }),
     };
     this.running.add(run);
-    const context: JobContext = { signal: controller.signal, delivery, attempt: delivery.job.attempts };
+    const context = jobContext(controller.signal, delivery);
     new Promise<unknown>((ok) => ok(this.handler(delivery.job, context))).then(
       () => this.ended(run, { kind: "ack" }),
       (e: unknown) => this.ended(run, failed(e)),

@@ -58,6 +58,33 @@ async function rejectsWith(
   return caught;
 }
 
+/**
+ * Calls `call` until it fails with an error that is not a `kind`, and answers that error;
+ * fails when `call` succeeds, or when `ms` pass with only `kind`s.
+ */
+async function firstErrorOtherThan(
+  kind: abstract new (...args: never[]) => Error,
+  call: () => Promise<unknown>,
+  ms: number,
+): Promise<unknown> {
+  const deadline = Date.now() + ms;
+  for (let calls = 1; ; calls++) {
+    const outcome = await call().then(
+      (value: unknown) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    if (!("error" in outcome)) {
+      assert.fail(`call ${calls} succeeded: ${JSON.stringify(outcome.value)}`);
+    }
+    if (!(outcome.error instanceof kind)) {
+      return outcome.error;
+    }
+    if (Date.now() > deadline) {
+      assert.fail(`${calls} calls in ${ms} ms each failed with ${kind.name}: ${String(outcome.error)}`);
+    }
+  }
+}
+
 describe("error codes (embedded)", () => {
   let server: DelayqServer;
   let client: Client;
@@ -195,7 +222,15 @@ describe("error codes of servers started for them", () => {
       assert.deepEqual([caught.code, caught.retryable], ["request_timeout", true]);
       redis.thaw();
       await redis.stop();
-      await rejectsWith(client.stats("t"), UnavailableError, "unavailable", 503);
+      // Redis is gone. The server's connection reconnects on its own, up to 3 tries with a
+      // jittered back-off (up to about 1.4 s in all), started by the first of its calls to
+      // find the connection closed. That may be one of the server's background tasks: a
+      // request that comes meanwhile waits for those tries, and past the 1 s request
+      // timeout is answered `timeout` (503, retryable) instead. Once the tries have failed,
+      // the next request is answered `unavailable` at once. (Bug 17 of issue 36: this
+      // asserted `unavailable` for the first request and failed now and then under load.)
+      const gone = await firstErrorOtherThan(ServerTimeoutError, () => client.stats("t"), 15_000);
+      await rejectsWith(Promise.reject(gone), UnavailableError, "unavailable", 503);
     } finally {
       await server.stop();
       await redis.stop();

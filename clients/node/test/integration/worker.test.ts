@@ -218,11 +218,13 @@ for (const engine of ENGINES) {
       await client.push(topic, "x", { id: "flaky", maxAttempts: 2, backoff: fast });
       await client.push(topic, "x", { id: "hopeless", maxAttempts: 5 });
       await client.push(topic, "x", { id: "later", maxAttempts: 5 });
+      const flakyAttempts: number[] = [];
       const worker = new Worker(
         [topic],
-        (job) => {
+        (job, context) => {
           switch (job.id) {
             case "flaky":
+              flakyAttempts.push(context.attempts);
               throw new Error("payment API down");
             case "hopeless":
               throw new PermanentError("no such order");
@@ -247,6 +249,7 @@ for (const engine of ENGINES) {
       const flaky = await client.get(topic, "flaky");
       assert.equal(flaky.state, "dead");
       assert.equal(flaky.attempts, 2);
+      assert.deepEqual(flakyAttempts, [1, 2], "each delivery's context.attempts");
       assert.equal(flaky.lastError, "payment API down");
       const hopeless = await client.get(topic, "hopeless");
       assert.equal(hopeless.state, "dead");

@@ -10,7 +10,9 @@ import { Buffer } from "node:buffer";
 import { describe, it } from "node:test";
 
 import { PermanentError, RetryError } from "../../src/index.js";
-import { MAX_REASON, cutReason, failed } from "../../src/worker/handler.js";
+import { Delivery } from "../../src/job.js";
+import type { DeliveryDto } from "../../src/openapi.js";
+import { MAX_REASON, cutReason, failed, jobContext } from "../../src/worker/handler.js";
 import { FLUSH_SIZE, LINGER_MS, MAX_BATCH, Outbox, type Pending } from "../../src/worker/outbox.js";
 import { Window } from "../../src/worker/window.js";
 
@@ -86,6 +88,57 @@ describe("outbox", () => {
     assert.deepEqual(o.take().map((p) => p.settlement.lease.id).slice(0, 3), ["j0", "j1", `j${MAX_BATCH}`]);
   });
 });
+
+describe("job context", () => {
+  it("names the attempt number `attempts`, as the API and the job do; `attempt` is a deprecated alias that warns once", async () => {
+    const delivery = new Delivery(deliveryDto(3));
+    const context = jobContext(new AbortController().signal, delivery);
+    assert.equal(context.attempts, 3);
+    assert.equal(context.attempts, delivery.job.attempts);
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => {
+      warnings.push(w);
+    };
+    process.on("warning", onWarning);
+    try {
+      assert.equal(context.attempt, 3);
+      assert.equal(jobContext(new AbortController().signal, delivery).attempt, 3);
+      // Warnings are emitted on the next tick.
+      await new Promise((ok) => setImmediate(ok));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    assert.deepEqual(
+      warnings.map((w) => [w.name, (w as NodeJS.ErrnoException).code]),
+      [["DeprecationWarning", "DELAYQ_ATTEMPT"]],
+    );
+  });
+});
+
+/** A delivery of attempt `attempts` as the server sends it. */
+function deliveryDto(attempts: number): DeliveryDto {
+  return {
+    job: {
+      topic: "t",
+      id: "a",
+      body: "x",
+      encoding: "utf8",
+      state: "reserved",
+      priority: 0,
+      ready_at: "1970-01-01T00:00:00Z",
+      ready_at_ms: 0,
+      ttr_ms: 30_000,
+      max_attempts: 5,
+      attempts,
+      backoff: { kind: "fixed", base_ms: 1_000 },
+      created_at: "2026-01-01T00:00:00Z",
+      deadline_ms: 30_000,
+    },
+    token: 1,
+    receipt: "r",
+    lateness_ms: 0,
+  };
+}
 
 describe("handler outcomes", () => {
   it("an exception nacks with its message; PermanentError buries; RetryError nacks with its delay", () => {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import warnings
 from datetime import datetime
 from typing import Any, Optional
 
@@ -56,8 +57,20 @@ class JobContext:
         return self.delivery.job.json()
 
     @property
+    def attempts(self) -> int:
+        """The attempt number of this delivery (1 for the first): the API's ``attempts``,
+        the same as ``job.attempts``."""
+        return self.delivery.job.attempts
+
+    @property
     def attempt(self) -> int:
-        """The attempt number of this delivery (1 for the first)."""
+        """Deprecated alias of :attr:`attempts` (the API's name, and the :class:`Job`'s),
+        kept so that existing handlers run on; warns with a :class:`DeprecationWarning`."""
+        warnings.warn(
+            "JobContext.attempt is deprecated: use job.attempts",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.delivery.job.attempts
 
     @property

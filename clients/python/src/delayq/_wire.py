@@ -434,10 +434,13 @@ class ScheduleDto(_ScheduleDtoRequired, total=False):
 
     backoff: Optional[BackoffDto]
     end: Optional[str]
+    expires_at: Optional[str]
     max_attempts: Optional[int]
+    max_lateness_ms: Optional[int]
     misfire_limit: Optional[int]
     next_fire: Optional[str]
     next_fire_ms: Optional[int]
+    on_expire: Optional[OnExpireDto]
     pushed_through: Optional[str]
     start: Optional[str]
     ttr_ms: Optional[int]
@@ -455,10 +458,13 @@ class ScheduleRequest(_ScheduleRequestRequired, total=False):
     body: str
     encoding: Encoding
     end: Optional[str]
+    expires_at: Optional[str]
     jitter_ms: Optional[int]
     max_attempts: Optional[int]
+    max_lateness_ms: Optional[int]
     misfire: MisfireDto
     misfire_limit: Optional[int]
+    on_expire: Optional[OnExpireDto]
     priority: Optional[int]
     start: Optional[str]
     time_zone: Optional[str]
