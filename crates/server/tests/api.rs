@@ -2157,6 +2157,21 @@ async fn batch_errors_name_the_item_issue_12(setup: Setup) {
         ("invalid_id", &json!("/leases/1/id"), &json!(1)),
         "{v}"
     );
+    // A batch of too many jobs names the list (issue 36: 10,000 jobs named no field).
+    let many: Vec<Value> = (0..10_000).map(|_| ok.clone()).collect();
+    let (st, v) = s.post(batch, json!({ "jobs": many })).await;
+    assert_eq!(
+        (st, code(&v), &v["error"]["field"]),
+        (400, "invalid_argument", &json!("/jobs")),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 to 1000"),
+        "{v}"
+    );
     let (_, st) = s.get("/v1/topics/b/stats").await;
     assert_eq!(
         (st["ready"].as_u64(), st["delayed"].as_u64()),

@@ -125,6 +125,10 @@ impl EngineChecked {
                     });
                 ("/expires_at", at_fault)
             }
+            // Too many jobs (or none): the list itself is at fault.
+            Error::InvalidArgument { what: "jobs", .. } if list.is_some() => {
+                return ApiError::from(e).at("/jobs");
+            }
             _ => return ApiError::from(e),
         };
         let e = ApiError::from(e).at(field);
