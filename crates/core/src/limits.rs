@@ -60,6 +60,21 @@ pub fn delay_ms_ceil(d: Duration) -> u64 {
     u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
+/// The due time (ms) of a job asked for `delay_ms` after `now_us` (µs, the operation's one
+/// reading of the engine's clock): `now_us` rounded **up** to the millisecond, plus the
+/// delay, so that it is never before `now_us` + delay (a job pushed at 1000.6 ms with a 1 s
+/// delay is due at 2001 ms, not 2000). A delay of 0 is due at `now_us` rounded down: it is
+/// due already, and rounding up would only hold it back. Every engine computes due times
+/// this way (the Redis functions' `due_in` and the PostgreSQL engine's
+/// `delayq.due_after_us` mirror it).
+pub fn due_after(now_us: u64, delay_ms: u64) -> u64 {
+    if delay_ms == 0 {
+        now_us / 1000
+    } else {
+        now_us.div_ceil(1000).saturating_add(delay_ms)
+    }
+}
+
 /// Checks a relative delay: 0 ms to 10 years.
 pub fn check_delay(d: Duration) -> Result<(), Error> {
     if d > MAX_DELAY {
@@ -142,6 +157,15 @@ pub fn check_count(what: &'static str, n: usize) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn due_times_round_up_to_the_millisecond_issue_36() {
+        // See: issue 36.
+        assert_eq!(due_after(1_000_600, 1000), 2001);
+        assert_eq!(due_after(1_000_000, 1000), 2000);
+        assert_eq!(due_after(1_000_001, 1), 1002);
+        assert_eq!(due_after(1_000_999, 0), 1000);
+    }
 
     #[test]
     fn delay_ranges() {

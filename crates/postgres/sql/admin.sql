@@ -39,8 +39,9 @@ BEGIN
 END $$;
 
 -- delayq.reschedule(p_topic, p_id, p_when, p_max_delay) -> (status, pstate, due)
---   Moves a waiting (delayed or ready) job to a new due time: p_when ms from now when >= 0,
---   else the absolute time -1 - p_when ms (at least now). Its id, push order (seq),
+--   Moves a waiting (delayed or ready) job to a new due time: p_when ms from now (rounded
+--   up to the ms: delayq.due_after_us) when >= 0, else the absolute time -1 - p_when ms (at
+--   least now). Its id, push order (seq),
 --   attempts, priority and expiry stay. due: the new due time.
 --   Raises DQ004 (detail "<now ms>") before anything, when an absolute time is more than
 --   p_max_delay ms (delayq-core's longest delay) ahead of now.
@@ -51,7 +52,8 @@ CREATE OR REPLACE FUNCTION delayq.reschedule(p_topic text, p_id text, p_when big
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  v_now bigint := delayq.now_ms();
+  v_now_us bigint := delayq.now_us();
+  v_now bigint := v_now_us / 1000;
   t integer;
   old record;
 BEGIN
@@ -65,7 +67,8 @@ BEGIN
   IF status <> 0 THEN
     RETURN;
   END IF;
-  due := CASE WHEN p_when >= 0 THEN v_now + p_when ELSE greatest(-1 - p_when, v_now) END;
+  due := CASE WHEN p_when >= 0 THEN delayq.due_after_us(v_now_us, p_when)
+    ELSE greatest(-1 - p_when, v_now) END;
   UPDATE delayq.jobs j SET ready_at = due WHERE j.tid = t AND j.id = p_id;
   IF due < old.ready_at OR due <= v_now THEN
     PERFORM delayq.signal(p_topic, due);

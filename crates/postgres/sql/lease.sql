@@ -113,15 +113,15 @@ CREATE OR REPLACE FUNCTION delayq.nack(p_topic text, job_id text, tok bigint, de
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  v_now bigint := delayq.now_ms();
+  v_now_us bigint := delayq.now_us();
   l record;
 BEGIN
   value := 0;
-  SELECT * INTO l FROM delayq.leased(p_topic, job_id, tok, v_now);
+  SELECT * INTO l FROM delayq.leased(p_topic, job_id, tok, v_now_us / 1000);
   status := l.status; pstate := l.pstate;
   IF status <> 0 THEN RETURN; END IF;
-  value := delayq.fail(l.t, p_topic, job_id, (l.job).attempts, (l.job).max_attempts,
-    (l.job).bo_base_ms, (l.job).bo_factor, (l.job).bo_max_ms, (l.job).bo_jitter, v_now,
+  value := delayq.fail_us(l.t, p_topic, job_id, (l.job).attempts, (l.job).max_attempts,
+    (l.job).bo_base_ms, (l.job).bo_factor, (l.job).bo_max_ms, (l.job).bo_jitter, v_now_us,
     delay_ms, reason);
 END $$;
 
@@ -134,7 +134,8 @@ CREATE OR REPLACE FUNCTION delayq.release(p_topic text, job_id text, tok bigint,
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  v_now bigint := delayq.now_ms();
+  v_now_us bigint := delayq.now_us();
+  v_now bigint := v_now_us / 1000;
   l record;
   v_due bigint;
 BEGIN
@@ -142,7 +143,8 @@ BEGIN
   SELECT * INTO l FROM delayq.leased(p_topic, job_id, tok, v_now);
   status := l.status; pstate := l.pstate;
   IF status <> 0 THEN RETURN; END IF;
-  v_due := CASE WHEN delay_ms IS NULL THEN (l.job).ready_at ELSE v_now + delay_ms END;
+  v_due := CASE WHEN delay_ms IS NULL THEN (l.job).ready_at
+    ELSE delayq.due_after_us(v_now_us, delay_ms) END;
   UPDATE delayq.jobs j SET state = 1, attempts = greatest(j.attempts - 1, 0), token = 0,
       deadline = 0, ready_at = v_due, priority = coalesce(new_priority, j.priority)
     WHERE j.tid = l.t AND j.id = job_id;

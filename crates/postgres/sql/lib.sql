@@ -2,8 +2,10 @@
 -- every sql/*.sql file as one library version, in one transaction).
 --
 -- Conventions of every function of the library:
---   * time comes only from delayq.now_ms() (clock_timestamp(), the database's clock, read
---     when called, so a long transaction does not freeze it); no argument carries "now";
+--   * time comes only from delayq.now_ms() or delayq.now_us() (clock_timestamp(), the
+--     database's clock, read when called, so a long transaction does not freeze it), read
+--     once per call; no argument carries "now"; a due time asked as a delay is that reading
+--     rounded up to the millisecond plus the delay (delayq.due_after_us): never early;
 --   * every check that can refuse a call runs before its first write, so a refusal changes
 --     nothing even inside a caller's own transaction;
 --   * refusals of a whole call are raised with SQLSTATE DQ0xx and a DETAIL the engine reads
@@ -45,6 +47,14 @@ AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
 CREATE OR REPLACE FUNCTION delayq.now_us() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE
 AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint $$;
+
+-- The due time of a job asked for `delay` ms after `now_us` (µs, the calling function's one
+-- clock reading): `now_us` rounded up to the millisecond plus the delay, so that it is never
+-- before that time + the delay at µs resolution; a delay of 0 (or less) is due at `now_us`
+-- rounded down. Mirrors delayq-core's due_after.
+CREATE OR REPLACE FUNCTION delayq.due_after_us(now_us bigint, delay bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN delay <= 0 THEN now_us / 1000 ELSE (now_us + 999) / 1000 + delay END $$;
 
 -- Tells the waiters of every engine process that topic `topic` has work due at `at` ms.
 CREATE OR REPLACE FUNCTION delayq.signal(topic text, at bigint) RETURNS void
@@ -97,33 +107,45 @@ BEGIN
   RETURN ms - floor(ms::double precision * (jitter::double precision / 1000.0) * random())::bigint;
 END $$;
 
--- A delivery of job (tid, id) failed at `now` (nack, or its lease ran out): it is retried
--- after `delay_ms` (NULL: its back-off after its attempts), or goes dead when every attempt
--- is used. `attempts` counts the job's deliveries, this one included (a reserve counts its
--- delivery when it leases the job; a release takes it back). The lease is cleared and
--- `reason` kept. Returns the new due time, or -1 when the job went dead.
-CREATE OR REPLACE FUNCTION delayq.fail(t integer, topic text, job_id text, attempts bigint,
+-- A delivery of job (tid, id) failed at `now_us` (µs, the calling function's one clock
+-- reading: a nack's): it is retried after `delay_ms` (NULL: its back-off after its
+-- attempts) counted from `now_us` rounded up to the millisecond (delayq.due_after_us: never
+-- early), or goes dead when every attempt is used. `attempts` counts the job's deliveries,
+-- this one included (a reserve counts its delivery when it leases the job; a release takes
+-- it back). The lease is cleared and `reason` kept. Returns the new due time, or -1 when
+-- the job went dead.
+CREATE OR REPLACE FUNCTION delayq.fail_us(t integer, topic text, job_id text, attempts bigint,
   max_attempts bigint, bo_base bigint, bo_factor bigint, bo_max bigint, bo_jitter bigint,
-  now bigint, delay_ms bigint, reason text) RETURNS bigint
+  now_us bigint, delay_ms bigint, reason text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
   due bigint;
 BEGIN
   IF attempts >= max_attempts THEN
-    UPDATE delayq.jobs SET state = 4, token = 0, deadline = now,
+    UPDATE delayq.jobs SET state = 4, token = 0, deadline = now_us / 1000,
         last_error = reason
       WHERE tid = t AND id = job_id;
     RETURN -1;
   END IF;
-  due := now + coalesce(delay_ms,
-    delayq.backoff_ms(bo_base, bo_factor, bo_max, bo_jitter, attempts));
+  due := delayq.due_after_us(now_us, coalesce(delay_ms,
+    delayq.backoff_ms(bo_base, bo_factor, bo_max, bo_jitter, attempts)));
   UPDATE delayq.jobs SET state = 1, ready_at = due, token = 0,
       deadline = 0, last_error = reason
     WHERE tid = t AND id = job_id;
   PERFORM delayq.signal(topic, due);
   RETURN due;
 END $$;
+
+-- A delivery of job (tid, id) failed at `now` ms (its lease ran out, found by a reading in
+-- whole ms): delayq.fail_us at the start of that millisecond, so the back-off counts from
+-- `now` exactly.
+CREATE OR REPLACE FUNCTION delayq.fail(t integer, topic text, job_id text, attempts bigint,
+  max_attempts bigint, bo_base bigint, bo_factor bigint, bo_max bigint, bo_jitter bigint,
+  now bigint, delay_ms bigint, reason text) RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$ SELECT delayq.fail_us(t, topic, job_id, attempts, max_attempts, bo_base, bo_factor,
+  bo_max, bo_jitter, now * 1000, delay_ms, reason) $$;
 
 -- Fails the leases of topic (t, topic) that ran out by `now`, at most `budget` of them, each
 -- as its lease expiring ("lease expired": retried or dead), and counts them. Rows another

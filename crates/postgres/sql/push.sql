@@ -24,7 +24,9 @@
 -- Raises, before any write (so a refusal changes nothing):
 --   DQ004 (detail "<index> <now ms>") an absolute due time over the longest delay ahead;
 --   DQ005 (detail "<index> <limit>") a body over the topic's limit;
---   DQ006 (detail "<index> <now ms>") an absolute expiry not after the job's due time.
+--   DQ006 (detail "<index> <now ms>") an absolute expiry not after the job's due time; for
+--         a delay, now rounded up to the ms as the due time counts it, so that the engine's
+--         check (NewJob::check_expiry) at that time finds the same due time.
 --
 -- Invariants: a live id is never created twice (ON CONFLICT on the primary key; a
 -- concurrent push of the same id waits for the other to commit, then sees its job); an
@@ -33,7 +35,9 @@
 -- earlier in this call: then its body, due time (a debounce's at most its max wait after
 -- the job's creation) and options are rewritten, its attempts, creation time and last error
 -- kept; a done job holds no id: the push replaces it; the due time is max(asked, now) on
--- the database's clock; one signal per call names the earliest due time it placed.
+-- the database's clock for an absolute time, and now rounded up to the millisecond plus the
+-- delay for a delay (delayq.due_after_us: never early), the creation time and every due
+-- time from one clock reading; one signal per call names the earliest due time it placed.
 
 CREATE OR REPLACE FUNCTION delayq.push(p_topic text, ids text[], bodies bytea[],
   priorities bigint[], whens bigint[], ttrs bigint[], maxes bigint[], bo_bases bigint[],
@@ -44,7 +48,9 @@ RETURNS TABLE (code smallint, pstate smallint, due bigint)
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  v_now bigint := delayq.now_ms();
+  -- One clock reading: the creation time and every delay's due time come from it.
+  v_now_us bigint := delayq.now_us();
+  v_now bigint := v_now_us / 1000;
   n integer := coalesce(array_length(ids, 1), 0);
   cfg record;
   v_limit bigint;
@@ -73,10 +79,12 @@ BEGIN
         DETAIL = format('%s %s', i - 1, v_limit);
     END IF;
     IF expiries[i] < 0 THEN
-      v_due := CASE WHEN whens[i] >= 0 THEN v_now + whens[i] ELSE greatest(-1 - whens[i], v_now) END;
+      v_due := CASE WHEN whens[i] >= 0 THEN delayq.due_after_us(v_now_us, whens[i])
+        ELSE greatest(-1 - whens[i], v_now) END;
       IF -1 - expiries[i] <= v_due THEN
         RAISE EXCEPTION 'expiry not after the due time' USING ERRCODE = 'DQ006',
-          DETAIL = format('%s %s', i - 1, v_now);
+          DETAIL = format('%s %s', i - 1,
+            CASE WHEN whens[i] > 0 THEN v_due - whens[i] ELSE v_now END);
       END IF;
     END IF;
   END LOOP;
@@ -89,7 +97,8 @@ BEGIN
   UPDATE delayq.topics SET listed = true WHERE tid = t AND NOT listed;
 
   FOR i IN 1 .. n LOOP
-    v_due := CASE WHEN whens[i] >= 0 THEN v_now + whens[i] ELSE greatest(-1 - whens[i], v_now) END;
+    v_due := CASE WHEN whens[i] >= 0 THEN delayq.due_after_us(v_now_us, whens[i])
+      ELSE greatest(-1 - whens[i], v_now) END;
     v_ttr := coalesce(ttrs[i], cfg.cfg_ttr_ms, defaults[1]);
     v_max := coalesce(maxes[i], cfg.cfg_max_attempts, defaults[2]);
     IF bo_bases[i] IS NOT NULL THEN

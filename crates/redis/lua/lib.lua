@@ -47,7 +47,8 @@
 --   * done holds at most the retention's max_jobs ids, and none without a retention;
 --   * a job id is in expiring iff its record has an expiry and it is in delayed or ready;
 --     a job whose expiry has passed is never leased (expire_due and the reserve's check);
---   * time comes only from redis.call('TIME'); no argument carries "now";
+--   * time comes only from redis.call('TIME'); no argument carries "now"; a due time asked
+--     as a delay is now rounded up to the millisecond plus the delay (due_in): never early;
 --   * every check that can refuse the call runs before the first write.
 
 -- The keys of the current call, set by bind. Redis runs one function at a time, so these
@@ -133,11 +134,24 @@ local function paused_until(now)
   return nil
 end
 
+-- The µs past the current call's now in ms (set by clock), for due_in.
+local NOW_SUB_MS = 0
+
 -- Returns now in ms and in µs, from the Redis clock.
 local function clock()
   local t = redis.call('TIME')
   local sec, usec = tonumber(t[1]), tonumber(t[2])
+  NOW_SUB_MS = usec % 1000
   return sec * 1000 + math.floor(usec / 1000), sec * 1000000 + usec
+end
+
+-- The due time of a job asked for `delay` ms after `now` (the call's clock, in ms): now
+-- rounded up to the millisecond, plus the delay, so that it is never before now + the delay
+-- at µs resolution; a delay of 0 (or less) is due at now. Mirrors delayq-core's due_after.
+local function due_in(now, delay)
+  if delay <= 0 then return now end
+  if NOW_SUB_MS > 0 then return now + 1 + delay end
+  return now + delay
 end
 
 -- Runs `cmd key <args>` in calls of at most 1000 arguments each (unpack and the Lua C stack
@@ -398,7 +412,7 @@ local function fail(id, j, now, delay, reason)
     store(id, j)
     return nil
   end
-  j[F_READY_AT] = now + (delay or backoff(j, j[F_ATTEMPTS]))
+  j[F_READY_AT] = due_in(now, delay or backoff(j, j[F_ATTEMPTS]))
   place(id, j, now)
   store(id, j)
   return j[F_READY_AT]
@@ -605,7 +619,7 @@ local function settle(kind, id, token, delay, reason, now, prio)
   elseif delay > 0 or reprioritise then
     -- Release with a delay or a new priority: due then, or with that priority; the
     -- attempt does not count (the record counts ended attempts only).
-    if delay > 0 then j[F_READY_AT] = now + delay end
+    if delay > 0 then j[F_READY_AT] = due_in(now, delay) end
     if reprioritise then j[F_PRIO] = prio end
     place(id, j, now)
     store(id, j)

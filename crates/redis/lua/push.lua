@@ -43,7 +43,8 @@
 -- debounced job is due at most its max wait after its creation; a duplicate later in the same batch sees the
 -- first one; every absolute time and every body (against the topic's max_body) is checked
 -- before the first write (an absolute expiry against the due time too); a job with an
--- expiry is in expiring while it waits; the due time is max(requested, now) on the Redis clock; a job's
+-- expiry is in expiring while it waits; the due time is max(requested, now) on the Redis clock
+-- for an absolute time, and now rounded up to the ms plus the delay for a delay (due_in); a job's
 -- own settings win over the topic's, which are read in this call (one HMGET), so every
 -- process applies the same. Everything else was validated by delayq-core (the engine's own
 -- body limit too). The purge count lets the caller put the topic back in the registry (a
@@ -76,7 +77,7 @@ for i = 1, n do
   local k = tonumber(ARGV[b + 5])
   local expiry = k > 0 and tonumber(ARGV[8 + (k - 1) * 10 + 9])
   if expiry and expiry < 0 then
-    local due = now + when
+    local due = due_in(now, when)
     if when < 0 then due = math.max(-1 - when, now) end
     if -1 - expiry <= due then return { INVALID_EXPIRY, i } end
   end
@@ -172,7 +173,7 @@ for i = 1, n do
   else
     local when = whens[i]
     local ready_at
-    if when < 0 then ready_at = math.max(-1 - when, now) else ready_at = now + when end
+    if when < 0 then ready_at = math.max(-1 - when, now) else ready_at = due_in(now, when) end
     if replace and s[4] == 2 and s[5] then
       ready_at = math.max(math.min(ready_at, j[F_CREATED] + s[5]), now)
     end

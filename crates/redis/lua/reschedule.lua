@@ -20,7 +20,7 @@ local state = public_state(id, j, now)
 if state ~= P_DELAYED and state ~= P_READY then return { WRONG_STATE, state } end
 
 unplace(id, j)
-if kind == '1' then j[F_READY_AT] = math.max(value, now) else j[F_READY_AT] = now + value end
+if kind == '1' then j[F_READY_AT] = math.max(value, now) else j[F_READY_AT] = due_in(now, value) end
 place(id, j, now)
 store(id, j)
 return { OK, j[F_READY_AT], public_state(id, j, now) }

@@ -122,7 +122,8 @@ pub(crate) fn reschedule(
     id: &JobId,
     when: Schedule,
 ) -> Result<Timestamp> {
-    let now = tx.now_ms();
+    let now_us = tx.now_us();
+    let now = now_us / 1000;
     let (tid, job) = find(tx, topic, id)?.ok_or_else(|| not_found(topic, id))?;
     if job.state != WAITING {
         return Err(Error::cannot_reschedule(
@@ -131,7 +132,7 @@ pub(crate) fn reschedule(
             state_of(job.state, job.ready_at, now)?,
         ));
     }
-    let ready_at = due_time(when, now);
+    let ready_at = due_time(when, now_us);
     place(tx, tid, ready_at, job.expires_at, now);
     exec(
         tx,

@@ -6,10 +6,11 @@
 //! [`Error::WrongState`] when it has had no delivery since it was pushed, released or kicked,
 //! else [`Error::LeaseLost`] (a done job's lease too: it was acked).
 
+use delayq_core::limits::due_after;
 use delayq_core::{Error, Lease, NackOutcome, Result, Timestamp};
 use rusqlite::{CachedStatement, OptionalExtension, params};
 
-use super::place::{fail, place};
+use super::place::{fail_us, place};
 use super::{done, exec};
 use crate::error::db_err;
 use crate::row::{DONE, META_COLS, Meta, RESERVED, WAITING, meta, state_of};
@@ -141,9 +142,9 @@ pub(crate) fn nack(
     delay_ms: Option<u64>,
     reason: &str,
 ) -> Result<NackOutcome> {
-    let now = tx.now_ms();
-    let (tid, job) = leased(tx, lease, now, "nack")?;
-    Ok(match fail(tx, tid, &job, now, delay_ms, reason)? {
+    let now_us = tx.now_us();
+    let (tid, job) = leased(tx, lease, now_us / 1000, "nack")?;
+    Ok(match fail_us(tx, tid, &job, now_us, delay_ms, reason)? {
         Some(ready_at) => NackOutcome::Retry {
             ready_at: Timestamp::from_millis(ready_at),
         },
@@ -161,9 +162,10 @@ pub(crate) fn release(
     delay_ms: Option<u64>,
     priority: Option<u32>,
 ) -> Result<()> {
-    let now = tx.now_ms();
+    let now_us = tx.now_us();
+    let now = now_us / 1000;
     let (tid, job) = leased(tx, lease, now, "release")?;
-    let ready_at = delay_ms.map_or(job.ready_at, |d| now.saturating_add(d));
+    let ready_at = delay_ms.map_or(job.ready_at, |d| due_after(now_us, d));
     place(tx, tid, ready_at, job.expires_at, now);
     exec(
         tx,

@@ -1,6 +1,7 @@
 //! The steps several operations share, as `place` and `fail` in the Redis engine's
 //! `lua/lib.lua`: putting a job in the waiting state, and failing a delivery.
 
+use delayq_core::limits::due_after;
 use delayq_core::{Result, duration_ms};
 use rusqlite::params;
 
@@ -25,10 +26,8 @@ pub(crate) fn place(tx: &mut Tx<'_>, tid: i64, ready_at: u64, expires_at: u64, n
     }
 }
 
-/// A delivery failed (nack, or lease expired): the job is retried after `delay_ms` (or its
-/// back-off after `attempts` failures), or goes dead when every attempt is used. The lease
-/// is cleared and `reason` kept ('' for none). Returns the new due time, or `None` when the
-/// job went dead.
+/// A delivery failed at `now` ms (a lease that ran out, found by a reading in whole ms): as
+/// [`fail_us`] at the start of that millisecond, so the back-off counts from `now` exactly.
 pub(crate) fn fail(
     tx: &mut Tx<'_>,
     tid: i64,
@@ -37,6 +36,23 @@ pub(crate) fn fail(
     delay_ms: Option<u64>,
     reason: &str,
 ) -> Result<Option<u64>> {
+    fail_us(tx, tid, job, now.saturating_mul(1000), delay_ms, reason)
+}
+
+/// A delivery failed at `now_us` (µs, the operation's one clock reading: a nack's): the job
+/// is retried after `delay_ms` (or its back-off after `attempts` failures) counted from
+/// `now_us` rounded up to the millisecond ([`due_after`]: never early), or goes dead when
+/// every attempt is used. The lease is cleared and `reason` kept ('' for none). Returns the
+/// new due time, or `None` when the job went dead.
+pub(crate) fn fail_us(
+    tx: &mut Tx<'_>,
+    tid: i64,
+    job: &Meta,
+    now_us: u64,
+    delay_ms: Option<u64>,
+    reason: &str,
+) -> Result<Option<u64>> {
+    let now = now_us / 1000;
     if job.attempts >= job.max_attempts {
         exec(
             tx,
@@ -48,7 +64,7 @@ pub(crate) fn fail(
     }
     let delay = delay_ms
         .unwrap_or_else(|| duration_ms(job.backoff.delay(job.attempts, rand::random::<f64>())));
-    let ready_at = now.saturating_add(delay);
+    let ready_at = due_after(now_us, delay);
     place(tx, tid, ready_at, job.expires_at, now);
     exec(
         tx,

@@ -1,8 +1,9 @@
 //! Push, as the Redis engine's `lua/push.lua`: creates jobs, idempotent on `(topic, id)`.
 
-use delayq_core::limits::delay_ms_ceil;
+use delayq_core::limits::{delay_ms_ceil, due_after};
 use delayq_core::{
-    NewJob, OnConflict, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms,
+    Expiry, NewJob, OnConflict, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms,
+    expiry_before_due,
 };
 
 use crate::row::on_expire_code;
@@ -14,12 +15,12 @@ use crate::error::db_err;
 use crate::row::{WAITING, state_of};
 use crate::tx::Tx;
 
-/// The due time of `schedule` pushed (or rescheduled) at `now`: now + the delay rounded up
-/// to the millisecond, or the absolute time but never before now.
-pub(crate) fn due_time(schedule: Schedule, now: u64) -> u64 {
+/// The due time of `schedule` pushed (or rescheduled) at `now_us` (µs): the delay after it
+/// as [`due_after`] rounds (never early), or the absolute time but never before now.
+pub(crate) fn due_time(schedule: Schedule, now_us: u64) -> u64 {
     match schedule {
-        Schedule::Delay(d) => now.saturating_add(delay_ms_ceil(d)),
-        Schedule::At(at) => at.as_millis().max(now),
+        Schedule::Delay(d) => due_after(now_us, delay_ms_ceil(d)),
+        Schedule::At(at) => at.as_millis().max(now_us / 1000),
     }
 }
 
@@ -37,9 +38,19 @@ fn expiry_ms(job: &NewJob, ready_at: u64) -> u64 {
 /// ([`OnConflict`]) and the job is waiting: then its body, due time (a debounce's bounded
 /// by its max wait from the job's creation) and options are rewritten, its attempts,
 /// creation time and last error kept, and it is answered `replaced: true`. The caller validated the batch, absolute times
-/// included, so nothing here refuses a job.
+/// included; only an absolute expiry is checked again, before anything is written, against
+/// the due time this push gives its job ([`expiry_before_due`]): the caller's check read the
+/// clock earlier, and a delay counts from this push's time rounded up.
 pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
-    let now = tx.now_ms();
+    let now_us = tx.now_us();
+    let now = now_us / 1000;
+    for job in jobs {
+        if let Some(Expiry::At(at)) = job.expiry
+            && at.as_millis() <= due_time(job.schedule, now_us)
+        {
+            return Err(expiry_before_due());
+        }
+    }
     let mut out = Vec::with_capacity(jobs.len());
     // The jobs this batch created or replaced, which later duplicates in it leave alone.
     let mut pushed_here: std::collections::HashSet<(i64, &str)> = std::collections::HashSet::new();
@@ -69,7 +80,7 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
             topic.max_attempts_of(job),
             topic.backoff_of(job),
         );
-        let ready_at = due_time(job.schedule, now);
+        let ready_at = due_time(job.schedule, now_us);
         let expires_at = expiry_ms(job, ready_at);
         let seq = tx.peek_seq(tid)?;
         let mut insert = || {

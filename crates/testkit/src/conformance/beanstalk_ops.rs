@@ -11,8 +11,8 @@ use delayq_core::{
 };
 
 use super::{
-    get, id, job, lease_of, new_topic, nothing_ready, ok, one_in_each_state, reserve_one, state,
-    with_partitions,
+    assert_due_after, get, id, job, lease_of, new_topic, nothing_ready, ok, one_in_each_state,
+    reserve_one, state, with_partitions,
 };
 use crate::Harness;
 
@@ -77,11 +77,12 @@ pub async fn release_with_a_delay_and_a_priority_waits_then_runs_first<H: Harnes
     let got = ok(e.reserve(&Reserve::new(t.clone()).max(10)).await, "reserve");
     let looked = ok(e.now().await, "now");
     let j = get(&e, &t, &a).await;
-    assert!(
-        j.ready_at >= before.plus(Duration::from_millis(300))
-            && j.ready_at <= looked.plus(Duration::from_millis(300)),
-        "due 300 ms after the release: {:?}, released between {before:?} and {looked:?}",
-        j.ready_at
+    assert_due_after(
+        "due 300 ms after the release",
+        j.ready_at,
+        before,
+        looked,
+        Duration::from_millis(300),
     );
     if looked < j.ready_at {
         assert_eq!(
@@ -511,10 +512,6 @@ pub async fn release_with_a_delay_over_ten_years_is_refused_and_keeps_the_lease<
     let after = ok(e.now().await, "now");
     let j = get(&e, &t, "a").await;
     assert_eq!((j.state, j.priority, j.attempts), (JobState::Delayed, 0, 0));
-    assert!(
-        j.ready_at >= before.plus(MAX_DELAY) && j.ready_at <= after.plus(MAX_DELAY),
-        "{:?}",
-        j.ready_at
-    );
+    assert_due_after("the release", j.ready_at, before, after, MAX_DELAY);
     nothing_ready(&e, &t).await;
 }

@@ -207,3 +207,52 @@ pub async fn bad_expiries_are_refused_and_change_nothing_issue_14<H: Harness>(h:
     let s = ok(e.stats(&t).await, "stats");
     assert_eq!((s.ready, s.delayed, s.expired_jobs), (0, 0, 0));
 }
+
+/// An absolute expiry 1 ms after the push's time on the engine clock plus its delay is
+/// either accepted, after the due time the engine gives the job, or refused naming
+/// `expires_at`: never an internal error, never a job that expires at its due time. Such an
+/// expiry lands on the due time whenever the push comes after the start of its millisecond,
+/// as the due time then counts from the next one (never early: issue 36), so each engine
+/// must check the expiry against the due time it stores.
+///
+/// See: issue 36.
+pub async fn an_expiry_one_ms_after_the_delay_is_checked_against_the_rounded_due_time_issue_36<
+    H: Harness,
+>(
+    h: &H,
+) {
+    let e = h.open().await;
+    let t = new_topic(h, "expiring-rounded").await;
+    let mut refused = 0;
+    for i in 0..50 {
+        let name = format!("j{i}");
+        let now = ok(e.now().await, "now");
+        let r = e
+            .push(
+                job(&t, &name)
+                    .with_delay(ms(100))
+                    .with_expires_at(now.plus(ms(101))),
+            )
+            .await;
+        match r {
+            Ok(p) => {
+                let j = get(&e, &t, &name).await;
+                let expires_at = j.expires_at.expect("an expiry");
+                assert!(
+                    expires_at > p.ready_at && j.ready_at == p.ready_at,
+                    "{name}: accepted with its expiry {expires_at:?} not after its due time {:?}",
+                    p.ready_at
+                );
+            }
+            Err(Error::InvalidArgument {
+                what: "expires_at", ..
+            }) => {
+                refused += 1;
+                assert_eq!(ok(e.get(&t, &id(&name)).await, "get"), None, "{name}");
+            }
+            Err(other) => panic!("{name}: refused with {other:?}, not as an invalid expires_at"),
+        }
+    }
+    // Most pushes come after the start of their millisecond, or in a later one.
+    assert!(refused > 0, "all 50 accepted");
+}

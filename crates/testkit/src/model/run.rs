@@ -5,8 +5,10 @@
 //! ([`Engine::now`]), so it ran at some engine time in that window; the runner keeps every
 //! model state (the *candidates*) that explains what the engine answered so far, at some
 //! time of each window (each step of a call may take its own time: one job of a batch, one
-//! settlement, one topic's reserve pass), and a reserve over several topics may start with
-//! any of them. A call no candidate explains fails the case. Lease expiry is the other
+//! settlement, one topic's reserve pass), at the start of its millisecond or later in it
+//! (then a delay counts from the next millisecond: engines read their clock in µs and round
+//! it up, so that no job is due early; issue 36), and a reserve over several topics may
+//! start with any of them. A call no candidate explains fails the case. Lease expiry is the other
 //! freedom: an engine notices a lease ran out some time after its deadline (a timer, or the
 //! next read of the topic). Before each call the runner waits out every lease due within
 //! [`GUARD_MS`] and reads its job, accepting the expiry at any time from the deadline to that
@@ -197,9 +199,16 @@ impl<'e, E: Engine> Runner<'e, E> {
         let mut next: Vec<Model> = Vec::new();
         for m in &self.candidates {
             for t in lo..=hi {
-                let mut m2 = m.clone();
-                if f(&mut m2, Timestamp::from_millis(t)) == *actual && !next.contains(&m2) {
-                    next.push(m2);
+                // At the start of the millisecond t, or later in it: a delay then counts
+                // from the next one (engines round their µs clock up; issue 36).
+                for up in [false, true] {
+                    let mut m2 = m.clone();
+                    m2.set_past_start_of_ms(up);
+                    let answer = f(&mut m2, Timestamp::from_millis(t));
+                    m2.set_past_start_of_ms(false);
+                    if answer == *actual && !next.contains(&m2) {
+                        next.push(m2);
+                    }
                 }
             }
         }

@@ -156,10 +156,12 @@ impl ModelJob {
     }
 
     /// A delivery failed at `now`: dead when every attempt is used, else waiting again after
-    /// `delay` or the back-off. Answers the new due time, `None` when dead.
+    /// `delay` or the back-off, counted from `now` rounded up to the millisecond when `up`
+    /// ([`Model::set_past_start_of_ms`]). Answers the new due time, `None` when dead.
     fn fail(
         &mut self,
         now: Timestamp,
+        up: bool,
         delay: Option<Duration>,
         reason: Option<&str>,
     ) -> Option<Timestamp> {
@@ -169,7 +171,7 @@ impl ModelJob {
             return None;
         }
         let delay = delay.unwrap_or_else(|| self.backoff.delay(self.attempts, 0.0));
-        self.ready_at = now.plus(delay);
+        self.ready_at = due(Schedule::Delay(delay), now, up);
         self.held = Held::Waiting;
         Some(self.ready_at)
     }
@@ -192,20 +194,37 @@ struct TopicModel {
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Model {
     topics: BTreeMap<Topic, TopicModel>,
+    /// Whether the operation being applied ran after the start of its millisecond `now`
+    /// ([`Model::set_past_start_of_ms`]).
+    past_start_of_ms: bool,
 }
 
-/// The due time of `schedule` at `now`: the delay rounded up to the millisecond, or the
-/// absolute time but never before now.
-fn due(schedule: Schedule, now: Timestamp) -> Timestamp {
+/// The due time of `schedule` at `now`: the delay rounded up to the millisecond after now,
+/// and now rounded up to the millisecond first when `up` (the operation ran after the start
+/// of the millisecond `now`: an engine reads its clock in µs, and a delay never counts from
+/// before that reading; see issue 36); a delay of 0 is due at `now`. Or the absolute time
+/// but never before now.
+fn due(schedule: Schedule, now: Timestamp, up: bool) -> Timestamp {
     match schedule {
-        Schedule::Delay(d) => {
-            Timestamp::from_millis(now.as_millis().saturating_add(delay_ms_ceil(d)))
-        }
+        Schedule::Delay(d) if d.is_zero() => now,
+        Schedule::Delay(d) => Timestamp::from_millis(
+            now.as_millis()
+                .saturating_add(u64::from(up))
+                .saturating_add(delay_ms_ceil(d)),
+        ),
         Schedule::At(at) => at.max(now),
     }
 }
 
 impl Model {
+    /// Says whether the operations applied from now on ran after the start of their
+    /// millisecond (their `now`), so that a delay counts from the next millisecond, as an
+    /// engine that read its clock in µs rounds it up (issue 36); `false` (the default): at
+    /// its start, where the delay counts from `now` exactly. The runner tries both.
+    pub fn set_past_start_of_ms(&mut self, up: bool) {
+        self.past_start_of_ms = up;
+    }
+
     fn job(&self, topic: &Topic, id: &JobId) -> Option<&ModelJob> {
         self.topics.get(topic).and_then(|t| t.jobs.get(id))
     }
@@ -233,7 +252,7 @@ impl Model {
             body: job.body.clone(),
             held: Held::Waiting,
             priority: job.priority,
-            ready_at: due(job.schedule, now),
+            ready_at: due(job.schedule, now, self.past_start_of_ms),
             seq: t.seq,
             ttr: job.ttr.unwrap_or(DEFAULT_TTR),
             max_attempts: job.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
@@ -273,11 +292,12 @@ impl Model {
         when: Schedule,
         now: Timestamp,
     ) -> Result<Timestamp, Refusal> {
+        let up = self.past_start_of_ms;
         let j = self.job_mut(topic, id).ok_or(Refusal::NotFound)?;
         if j.held != Held::Waiting {
             return Err(Refusal::WrongState(j.state(now), "reschedule"));
         }
-        j.ready_at = due(when, now);
+        j.ready_at = due(when, now, up);
         Ok(j.ready_at)
     }
 
@@ -395,8 +415,9 @@ impl Model {
         now: Timestamp,
     ) -> Result<NackOutcome, Refusal> {
         let delay = delay.map(|d| Duration::from_millis(delay_ms_ceil(d)));
+        let up = self.past_start_of_ms;
         let j = self.leased(lease, now, "nack")?;
-        Ok(match j.fail(now, delay, reason) {
+        Ok(match j.fail(now, up, delay, reason) {
             Some(ready_at) => NackOutcome::Retry { ready_at },
             None => NackOutcome::Dead,
         })
@@ -591,7 +612,7 @@ impl Model {
             return;
         };
         if matches!(j.held, Held::Reserved { deadline, .. } if deadline <= at) {
-            j.fail(at, None, Some("lease expired"));
+            j.fail(at, self.past_start_of_ms, None, Some("lease expired"));
             t.expired_leases += 1;
         }
     }
