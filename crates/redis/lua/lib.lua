@@ -15,7 +15,8 @@
 --   KEYS[3] ready    ZSET  "<due:13 digits><seq:16 digits><id>" scored by priority
 --   KEYS[4] leases   ZSET  id scored by lease deadline (ms)
 --   KEYS[5] dead     ZSET  id scored by time of death (ms)
---   KEYS[6] seq      STRING counter: push order and lease tokens
+--   KEYS[6] seq      STRING counter: push order and lease tokens, never behind the clock
+--                          in µs when it gives tokens (fresh_tokens)
 --   KEYS[7] wake     ZSET  one member "w" scored by the earliest time a waiter should look
 --   KEYS[8] counters HASH  "expired" -> leases that ran out since creation or purge
 --   KEYS[9] config   HASH  the topic's settings (CONFIG_FIELDS below), kept by purge;
@@ -47,6 +48,8 @@
 --   * done holds at most the retention's max_jobs ids, and none without a retention;
 --   * a job id is in expiring iff its record has an expiry and it is in delayed or ready;
 --     a job whose expiry has passed is never leased (expire_due and the reserve's check);
+--   * a lease token is greater than every token the topic handed out before, even after a
+--     failover or restart that lost writes (fresh_tokens);
 --   * time comes only from redis.call('TIME'); no argument carries "now"; a due time asked
 --     as a delay is now rounded up to the millisecond plus the delay (due_in): never early;
 --   * every check that can refuse the call runs before the first write.
@@ -152,6 +155,24 @@ local function due_in(now, delay)
   if delay <= 0 then return now end
   if NOW_SUB_MS > 0 then return now + 1 + delay end
   return now + delay
+end
+
+-- Takes n fresh values of the topic's counter (seq) for lease tokens; answers the base: the
+-- values are base+1 .. base+n. The counter is first raised to the Redis clock in µs when it
+-- is behind it, so a token is never below the clock of the call that made it. The counter
+-- only grows one by one far slower than the clock (a topic hands out well under a million
+-- tokens a second), so a token is at most the clock of its call plus the tokens of a few
+-- calls. A failover or restart that lost writes can leave the counter behind tokens that
+-- were handed out; those were below the old node's clock when it stopped, and the node that
+-- goes on does so after a failover's or restart's length on its own clock, so its tokens are
+-- greater (clocks kept in step within that length, as NTP keeps them). Two commands (GET,
+-- SET) where one INCRBY did not fence: push order still takes INCRBY (push.lua); it needs
+-- no fence, and it only raises the counter.
+local function fresh_tokens(n, now_us)
+  local base = tonumber(redis.call('GET', K_SEQ) or 0)
+  if base < now_us then base = now_us end
+  redis.call('SET', K_SEQ, base + n)
+  return base
 end
 
 -- Runs `cmd key <args>` in calls of at most 1000 arguments each (unpack and the Lua C stack

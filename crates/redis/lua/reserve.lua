@@ -41,7 +41,8 @@
 -- them (which costs Redis a re-encoding and rehashing of both at every call).
 --
 -- Invariants: each ready job is handed out once: it leaves ready in the same call that
--- leases (or removes) it; a lease token is fresh (INCRBY of the topic counter) and the
+-- leases (or removes) it; a lease token is fresh (lib.lua fresh_tokens: above every token
+-- before, even after a failover that lost writes) and the
 -- deadline is now + ttr on the Redis clock. A lease is an entry in leases and a token field:
 -- the record is read but never rewritten nor decoded beyond its ttr (the reply carries it
 -- as stored; codec.rs decodes it and counts this delivery in its attempts). When it delivers,
@@ -108,9 +109,9 @@ if taken > 0 then
     end
     call_many('ZREM', K_EXPIRING, listed, 1)
   end
-  -- Fresh lease tokens base+1 .. base+taken, one INCRBY for the whole batch.
+  -- Fresh lease tokens base+1 .. base+taken, taken once for the whole batch.
   local base = 0
-  if not at_most_once then base = redis.call('INCRBY', K_SEQ, taken) - taken end
+  if not at_most_once then base = fresh_tokens(taken, now_us) end
   local gone, leases, tokens, g, k, late = {}, {}, {}, 0, 0, 0
   for i = 1, taken do
     local id, rec = ids[i], recs[i]

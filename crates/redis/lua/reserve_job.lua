@@ -9,7 +9,7 @@
 --          | { NOT_FOUND } | { WRONG_STATE, public state } (reserved or done)
 --
 -- Invariants: the job leaves the set that held it (delayed, ready or dead, and expiring) in
--- the call that leases it, so it is handed out once; the token is fresh (INCRBY of the
+-- the call that leases it, so it is handed out once; the token is fresh (fresh_tokens of the
 -- topic counter, as reserve.lua's) and the deadline is now + ttr on the Redis clock; a dead
 -- job's record becomes WAITING (leased) with its attempts and last error as they were; an
 -- expiry that has passed is cleared (an explicit order to run it, as kick.lua's); a waiter
@@ -37,7 +37,7 @@ if rewrite then
   rec = pack(j)
   redis.call('HSET', K_JOBS, id, rec)
 end
-local token = redis.call('INCRBY', K_SEQ, 1)
+local token = fresh_tokens(1, now_us) + 1
 local deadline = now + j[F_TTR]
 local head = timer_head()
 redis.call('ZADD', K_LEASES, deadline, id)

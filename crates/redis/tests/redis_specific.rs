@@ -229,6 +229,12 @@ async fn ack_on_seeded_state() {
     );
 }
 
+/// The Redis clock in µs (`TIME`).
+async fn redis_time_us(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let (sec, usec): (u64, u64) = redis::cmd("TIME").query_async(conn).await.unwrap();
+    sec * 1_000_000 + usec
+}
+
 /// settle_and_reserve against seeded state: a nack ends the attempt in the record (attempts
 /// + 1, the reason) and places it by its delay; a release puts the job back in ready with its
 /// record untouched (byte for byte); the reserve that follows leases without rewriting the
@@ -248,6 +254,7 @@ async fn settle_on_seeded_state() {
         token: delayq_core::LeaseToken(token),
     };
     let released_before: Vec<u8> = conn.hget("delayq:{sset}:jobs", "r").await.unwrap();
+    let clock_before = redis_time_us(&mut conn).await;
     let settle = vec![
         Settle::Nack(
             lease("n", 7),
@@ -296,7 +303,11 @@ async fn settle_on_seeded_state() {
     assert_eq!(d.job.id.as_str(), "r");
     assert_eq!(d.job.attempts, 1, "the released attempt did not count");
     let token = d.lease.as_ref().unwrap().token.0;
-    assert_eq!(token, 10, "the next value of the topic counter");
+    let seq: u64 = conn.get("delayq:{sset}:seq").await.unwrap();
+    assert!(
+        token > 9 && token == seq && token > clock_before,
+        "a fresh token, the counter's new value, above the clock: {token} (seq {seq}, clock {clock_before} µs)"
+    );
     let released_after: Vec<u8> = conn.hget("delayq:{sset}:jobs", "r").await.unwrap();
     assert_eq!(released_after, released_before);
     let tokens: Vec<Option<u64>> = redis::cmd("HMGET")
@@ -305,7 +316,7 @@ async fn settle_on_seeded_state() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(tokens, [None, Some(10), Some(9)], "token fields");
+    assert_eq!(tokens, [None, Some(token), Some(9)], "token fields");
     let leases: Vec<String> = conn
         .zrangebyscore("delayq:{sset}:leases", "-inf", "+inf")
         .await
@@ -437,11 +448,15 @@ async fn key_layout_matches_architecture() {
     let seq: u64 = conn.get("delayq:{layout}:seq").await.unwrap();
     assert_eq!(seq, 2);
 
+    let clock_before = redis_time_us(&mut conn).await;
     let d = e.reserve(&Reserve::new(t.clone())).await.unwrap().remove(0);
     let lease = d.lease.clone().unwrap();
-    assert_eq!(
-        lease.token.0, 3,
-        "the lease token is the next value of the topic counter"
+    let seq: u64 = conn.get("delayq:{layout}:seq").await.unwrap();
+    assert!(
+        lease.token.0 == seq && lease.token.0 > clock_before,
+        "the lease token is the topic counter's new value, raised above the Redis clock in µs \
+         (issue 37): token {}, seq {seq}, clock {clock_before}",
+        lease.token.0
     );
     let leases: Vec<(String, f64)> = conn
         .zrange_withscores("delayq:{layout}:leases", 0, -1)
@@ -461,7 +476,7 @@ async fn key_layout_matches_architecture() {
         "a record each, and b's token field"
     );
     let token: u64 = conn.hget("delayq:{layout}:jobs", " b").await.unwrap();
-    assert_eq!(token, 3, "the lease token, out of the record");
+    assert_eq!(token, lease.token.0, "the lease token, out of the record");
     // The reserve did not rewrite the record: its attempts count ended attempts (none yet).
     let rec = record(&mut conn, "layout", "b").await;
     assert_eq!(rec.len(), 16, "{rec:?}");
@@ -752,8 +767,17 @@ async fn calls_and_pipelines_recover_from_function_flush() {
     assert_eq!(got.len(), 3);
     flush(conn.clone()).await;
     ack_all_once(&e, &got).await;
+    // The counter ends at the last token fa handed out, and fa's two leases took one
+    // call's two consecutive tokens: no reserve ran twice.
     let seq: u64 = conn.get("delayq:{fa}:seq").await.unwrap();
-    assert_eq!(seq, 4, "two pushes and two leases on fa: nothing ran twice");
+    let mut fa: Vec<u64> = got
+        .iter()
+        .filter(|d| d.job.topic == a)
+        .map(|d| d.lease.as_ref().unwrap().token.0)
+        .collect();
+    fa.sort_unstable();
+    assert_eq!(fa.len(), 2, "{got:?}");
+    assert_eq!((fa[1], fa[1] - fa[0]), (seq, 1), "nothing ran twice");
 }
 
 /// A job that becomes ready without any wake-up signal (as when the signal was lost with a
