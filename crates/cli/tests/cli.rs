@@ -390,6 +390,42 @@ fn schedules_from_the_command_line_issue_14() {
     ]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("/time_zone"));
+    // The jobs' expiry (issue 36): kept with the schedule and given to the job it pushes.
+    let out = ok(s.run(&[
+        "schedule",
+        "put",
+        "hourly",
+        "--cron",
+        "@hourly",
+        "--topic",
+        "reports",
+        "--max-lateness",
+        "5m",
+        "--on-expire",
+        "drop",
+        "--json",
+    ]));
+    let h: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (h["max_lateness_ms"].as_u64(), h["on_expire"].as_str()),
+        (Some(300_000), Some("drop")),
+        "{h}"
+    );
+    let both = s.run(&[
+        "schedule",
+        "put",
+        "hourly",
+        "--cron",
+        "@hourly",
+        "--topic",
+        "reports",
+        "--max-lateness",
+        "5m",
+        "--expires-at",
+        "2100-01-01T00:00:00Z",
+    ]);
+    assert_eq!(both.status.code(), Some(2), "one of the two, as for a push");
+    ok(s.run(&["schedule", "delete", "hourly"]));
     ok(s.run(&["schedule", "delete", "nightly"]));
     let gone = s.run(&["get", "reports", &id]);
     assert_ne!(gone.status.code(), Some(0), "the pending fire was deleted");

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::ClientArgs;
+use crate::cli::{ClientArgs, OnExpireArg};
 use crate::client::{Client, seg};
 use crate::duration::DurationParser;
 
@@ -55,7 +55,9 @@ pub struct SchedulePutArgs {
     /// The body of each job.
     #[arg(default_value = "")]
     pub body: String,
-    /// Five fields (minute hour day-of-month month day-of-week), or six with seconds first.
+    /// Five fields (minute hour day-of-month month day-of-week), six with seconds first, or
+    /// @yearly, @annually, @monthly, @weekly, @daily, @hourly (a seventh field, the year, is
+    /// refused: bound the schedule with --start and --end).
     #[arg(long)]
     pub cron: String,
     /// The topic the jobs go to.
@@ -88,6 +90,17 @@ pub struct SchedulePutArgs {
     /// With --misfire each, the most missed fires pushed (1 to 1000) [default: 10].
     #[arg(long)]
     pub misfire_limit: Option<u32>,
+    /// No job is delivered after this RFC 3339 time, and no fire due at or after it is
+    /// pushed (as a push's --expires-at).
+    #[arg(long, conflicts_with = "max_lateness")]
+    pub expires_at: Option<String>,
+    /// Each job is not delivered more than this long after its due time, e.g. 5m (as a
+    /// push's --max-lateness).
+    #[arg(long, value_parser = DurationParser)]
+    pub max_lateness: Option<Duration>,
+    /// With --expires-at or --max-lateness: what an expired job does, dead (default) or drop.
+    #[arg(long, value_enum)]
+    pub on_expire: Option<OnExpireArg>,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -188,6 +201,19 @@ fn request(a: &SchedulePutArgs) -> Value {
     if let Some(n) = a.misfire_limit {
         v["misfire_limit"] = n.into();
     }
+    if let Some(t) = &a.expires_at {
+        v["expires_at"] = t.as_str().into();
+    }
+    if let Some(d) = a.max_lateness {
+        v["max_lateness_ms"] = ms(d);
+    }
+    if let Some(o) = a.on_expire {
+        v["on_expire"] = match o {
+            OnExpireArg::Dead => "dead",
+            OnExpireArg::Drop => "drop",
+        }
+        .into();
+    }
     v
 }
 
@@ -237,6 +263,10 @@ mod tests {
             "each",
             "--misfire-limit",
             "3",
+            "--max-lateness",
+            "5m",
+            "--on-expire",
+            "drop",
         ])
         .expect("parses");
         let crate::cli::Command::Schedule(ScheduleArgs {
@@ -249,7 +279,7 @@ mod tests {
             request(&a),
             json!({"cron": "30 2 * * *", "topic": "reports", "body": "build it",
                    "time_zone": "Europe/Berlin", "jitter_ms": 30000, "misfire": "each",
-                   "misfire_limit": 3})
+                   "misfire_limit": 3, "max_lateness_ms": 300000, "on_expire": "drop"})
         );
         assert!(
             crate::cli::Cli::try_parse_from(["delayq", "schedule", "put", "n", "--topic", "t"])
