@@ -91,7 +91,7 @@ pub(crate) fn reserve(
             raw.attempts = raw.attempts.saturating_add(1);
             let lease = match mode {
                 DeliveryMode::AtLeastOnce => {
-                    raw.token = tx.next_seq(tid)?;
+                    raw.token = tx.next_token(tid, now_us)?;
                     raw.deadline = now.saturating_add(raw.ttr_ms);
                     lease_job
                         .execute(params![raw.attempts, raw.token, raw.deadline, jid])
@@ -205,7 +205,7 @@ pub(crate) fn reserve_job(tx: &mut Tx<'_>, topic: &Topic, id: &JobId) -> Result<
         raw.expires_at = 0;
     }
     raw.attempts = raw.attempts.saturating_add(1);
-    raw.token = tx.next_seq(tid)?;
+    raw.token = tx.next_token(tid, now_us)?;
     raw.deadline = now.saturating_add(raw.ttr_ms);
     exec(
         tx,
