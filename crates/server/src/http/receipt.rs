@@ -11,8 +11,8 @@
 //! | that many | the topic |
 //! | the rest | the job id (1 to 200 bytes) |
 //!
-//! Tokens are counters, so most take one or two bytes: the receipt of job `order-42` of topic
-//! `orders` is 23 characters.
+//! Tokens are at least the store's clock in µs (so they survive lost writes), seven bytes:
+//! the receipt of job `order-42` of topic `orders` is 31 characters.
 //!
 //! It is not signed: it carries nothing a client could not send in the `topic`, `id` and
 //! `token` form, and the token is what fences a stale delivery.
