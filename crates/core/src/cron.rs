@@ -24,10 +24,10 @@ use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 use jiff::tz::TimeZone;
 
-use crate::limits::{check_at, check_ttr};
+use crate::limits::check_ttr;
 use crate::{
     Backoff, Error, Expiry, JobId, NewJob, OnExpire, Schedule, Timestamp, Topic,
-    check_max_attempts, check_max_lateness,
+    check_expiry_value, check_max_attempts,
 };
 
 /// Longest accepted schedule name, in characters.
@@ -312,18 +312,8 @@ impl JobSchedule {
         if let Some(b) = &template.backoff {
             b.validate()?;
         }
-        match template.expiry {
-            Some(Expiry::AfterDue(d)) => check_max_lateness(d)?,
-            Some(Expiry::At(at)) => check_at(at).map_err(|_| {
-                Error::invalid(
-                    "expires_at",
-                    format!(
-                        "{} ms is before 2000-01-01; pass milliseconds since the Unix epoch, not seconds",
-                        at.as_millis()
-                    ),
-                )
-            })?,
-            None => {}
+        if let Some(e) = template.expiry {
+            check_expiry_value(e)?;
         }
         let s = JobSchedule {
             name,

@@ -298,23 +298,30 @@ impl NewJob {
                 )
             })?;
         }
-        match self.expiry {
-            Some(Expiry::At(at)) => check_at(at).map_err(|_| {
-                Error::invalid(
-                    "expires_at",
-                    format!(
-                        "{} ms is before 2000-01-01; pass milliseconds since the Unix epoch, not seconds",
-                        at.as_millis()
-                    ),
-                )
-            })?,
-            Some(Expiry::AfterDue(d)) => check_max_lateness(d)?,
-            None => {}
+        if let Some(e) = self.expiry {
+            check_expiry_value(e)?;
         }
         match &self.backoff {
             Some(b) => b.validate(),
             None => Ok(()),
         }
+    }
+}
+
+/// Checks an expiry on its own (a job's or a schedule's): an `expires_at` from 2000 on, a
+/// `max_lateness` of 1 ms to 10 years.
+pub fn check_expiry_value(expiry: Expiry) -> Result<(), Error> {
+    match expiry {
+        Expiry::At(at) => check_at(at).map_err(|_| {
+            Error::invalid(
+                "expires_at",
+                format!(
+                    "{} ms is before 2000-01-01; pass milliseconds since the Unix epoch, not seconds",
+                    at.as_millis()
+                ),
+            )
+        }),
+        Expiry::AfterDue(d) => check_max_lateness(d),
     }
 }
 

@@ -55,7 +55,7 @@ pub use error::{BoxError, Error, Result};
 pub use ids::{JobId, LeaseToken, MAX_ID_LEN, MAX_TOPIC_LEN, Topic};
 pub use job::{
     Delivery, EXPIRED, Expiry, Job, JobState, Lease, NackOutcome, NewJob, OnConflict, OnExpire,
-    Pushed, check_max_attempts, check_max_lateness, expiry_before_due,
+    Pushed, check_expiry_value, check_max_attempts, check_max_lateness, expiry_before_due,
 };
 pub use limits::Limits;
 pub use list_key::ListKey;
