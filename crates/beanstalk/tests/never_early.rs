@@ -1,7 +1,7 @@
 //! "Never early" over the beanstalkd port, as greenstalk's `test_delays` checks it: a job
 //! put with a delay of 1 s is not reserved before 1 s has passed on the client's clock since
 //! it sent the put. Before the engines rounded their now up, 18 of 80 such jobs came up to
-//! 0.4 ms early (real beanstalkd: none).
+//! 0.4 ms early (real beanstalkd: none). Run on every engine.
 //!
 //! See: issue 36.
 
@@ -105,4 +105,17 @@ async fn a_job_put_with_a_delay_is_never_reserved_early_on_redis() {
             .unwrap_or_else(|e| panic!("connect: {e}\nlog:\n{}", redis.log())),
     ))
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_put_with_a_delay_is_never_reserved_early_on_postgres() {
+    let server = tokio::task::spawn_blocking(delayq_testkit::PostgresServer::start)
+        .await
+        .unwrap_or_else(|e| panic!("start PostgreSQL: {e}"));
+    let engine = delayq_postgres::PostgresEngine::connect(delayq_postgres::PostgresConfig::new(
+        server.url(),
+    ))
+    .await
+    .unwrap_or_else(|e| panic!("connect: {e}"));
+    never_early(Arc::new(engine)).await;
 }

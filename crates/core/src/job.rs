@@ -353,8 +353,14 @@ impl NewJob {
         let Some(Expiry::At(at)) = self.expiry else {
             return Ok(());
         };
+        // The engines round a delay's sub-millisecond part up (never early), so this does too:
+        // an expiry at `now` plus the delay rounded down would pass here and be refused by
+        // the engine's own check.
         let due = match self.schedule {
-            Schedule::Delay(d) => now.plus(d),
+            Schedule::Delay(d) => Timestamp::from_millis(
+                now.as_millis()
+                    .saturating_add(crate::limits::delay_ms_ceil(d)),
+            ),
             Schedule::At(a) => a.max(now),
         };
         if at <= due {
@@ -477,4 +483,37 @@ pub enum NackOutcome {
     },
     /// The job had used all its attempts and went dead.
     Dead,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A delay's sub-millisecond part counts as a whole millisecond, as the engines count it:
+    /// an expiry at `now` + 101 ms cannot be after the due time of a 100.5 ms delay. (Checked
+    /// with the delay rounded down, it passed here while the PostgreSQL engine refused it,
+    /// and the refusal became an internal error.)
+    ///
+    /// See: issue 36.
+    #[test]
+    fn a_sub_millisecond_delay_counts_as_a_whole_millisecond_for_the_expiry_issue_36() {
+        let topic = Topic::new("t").unwrap_or_else(|e| panic!("{e}"));
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let job = |at_ms: u64| {
+            NewJob::new(topic.clone(), "b")
+                .with_delay(Duration::from_micros(100_500))
+                .with_expires_at(Timestamp::from_millis(now.as_millis() + at_ms))
+        };
+        assert!(
+            matches!(
+                job(101).check_expiry(now),
+                Err(Error::InvalidArgument {
+                    what: "expires_at",
+                    ..
+                })
+            ),
+            "an expiry at the rounded due time is accepted"
+        );
+        assert!(job(102).check_expiry(now).is_ok());
+    }
 }
