@@ -188,7 +188,10 @@ export class Client {
     return (await this.http.call("GET /v1/topics", {}, options)).topics.map(statsFrom);
   }
 
-  /** Removes every job of a topic, in every state; answers how many. Its settings stay. */
+  /**
+   * Removes every job of a topic, in every state; answers how many. Its settings and its pause
+   * stay. `NotFoundError` for a topic with no jobs, no settings and no pause (a typo?).
+   */
   async purge(topic: string, options: CallOptions = {}): Promise<number> {
     return (await this.http.call("DELETE /v1/topics/{topic}", { path: { topic } }, options)).count;
   }
@@ -199,7 +202,10 @@ export class Client {
     return pauseFrom(await this.http.call("POST /v1/topics/{topic}/pause", { path: { topic }, body }, options));
   }
 
-  /** Hands out a paused topic's jobs again. */
+  /**
+   * Hands out a paused topic's jobs again. `NotFoundError` for a topic with no jobs, no
+   * settings and no pause (a typo?).
+   */
   async resume(topic: string, options: CallOptions = {}): Promise<void> {
     await this.http.call("POST /v1/topics/{topic}/resume", { path: { topic } }, options);
   }

@@ -80,7 +80,10 @@ export class BodyTooLargeError extends ApiError {}
 export class UnauthorizedError extends ApiError {}
 /** 403 `read_only`: the dashboard of a read-only server asked for a change. */
 export class ReadOnlyError extends ApiError {}
-/** 404 `not_found`: no such job, schedule or route (a job acked, deleted or purged is gone). */
+/**
+ * 404 `not_found`: no such job, schedule or route (a job acked, deleted or purged is gone),
+ * or, for a purge or a resume, no such topic (no jobs, no settings, no pause: a typo?).
+ */
 export class NotFoundError extends ApiError {}
 /** 405 `method_not_allowed`: the route does not take that method. */
 export class MethodNotAllowedError extends ApiError {}

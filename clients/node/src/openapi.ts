@@ -457,6 +457,13 @@ export interface PauseRequest {
 
 /** A topic's pause. */
 export interface PauseResponse {
+  /**
+   * Whether the server knew the topic before this pause: it had jobs, settings or a
+   * pause. False for a name never used (or purged since): the pause holds, ahead of the
+   * topic's first push, and lists the topic in `/v1/topics`; check the name if it was
+   * meant to be an existing topic.
+   */
+  known: boolean;
   /** True while the topic is paused. */
   paused: boolean;
   /** When the pause ends, RFC 3339; null when paused until resumed. */
@@ -913,7 +920,7 @@ export interface Operations {
     };
     answer: ScheduleDto;
   };
-  /** Remove every job of a topic, in every state, and take it off `/v1/topics` (the next push puts it back). Its settings stay. */
+  /** Remove every job of a topic, in every state, and take it off `/v1/topics` (the next push puts it back; a paused topic stays there until its pause ends). Its settings and its pause stay. A topic with no jobs, no settings and no pause answers 404. */
   "DELETE /v1/topics/{topic}": {
     args: {
       path: {
@@ -964,7 +971,7 @@ export interface Operations {
     };
     answer: SeriesResponse;
   };
-  /** Every topic that has held jobs, with its stats. */
+  /** Every topic pushed to since it was created or last purged, and every paused topic (jobs or not), with its stats. */
   "GET /v1/topics": {
     args: Record<string, never>;
     answer: TopicsResponse;
@@ -1161,7 +1168,7 @@ export interface Operations {
     };
     answer: CountResponse;
   };
-  /** Pause a topic, for every server: reserves get none of its jobs until the pause ends (`until`, or `for_ms` from now; neither: until resumed). Its jobs still fall due, and pushes, acks and the rest work as usual. Pausing a paused topic replaces its end. */
+  /** Pause a topic, for every server: reserves get none of its jobs until the pause ends (`until`, or `for_ms` from now; neither: until resumed). Its jobs still fall due, and pushes, acks and the rest work as usual. Pausing a paused topic replaces its end. A paused topic is in `/v1/topics`, jobs or not; a topic the server did not know may be paused ahead of its first push, and the answer says so (`known: false`). */
   "POST /v1/topics/{topic}/pause": {
     args: {
       path: {
@@ -1171,7 +1178,7 @@ export interface Operations {
     };
     answer: PauseResponse;
   };
-  /** End a topic's pause at once; reserves waiting on it wake. Nothing happens when it is not paused. */
+  /** End a topic's pause at once; reserves waiting on it wake. Nothing happens when it is not paused. A topic with no jobs, no settings and no pause answers 404. */
   "POST /v1/topics/{topic}/resume": {
     args: {
       path: {

@@ -3,6 +3,7 @@ cancelled by the worker when due, and the worker stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -19,7 +20,9 @@ EXAMPLES = CLIENT_DIR / "examples"
 def test_cancel_an_unpaid_order(url: str) -> None:
     env = {**os.environ, "DELAYQ_SERVER": url, "ORDER_CANCEL_DELAY": "2"}
     with delayq.Client(url) as client:
-        client.purge("orders")
+        # A topic the server has not seen yet has nothing to purge (404 not_found).
+        with contextlib.suppress(delayq.NotFoundError):
+            client.purge("orders")
         pushed = subprocess.run(
             [sys.executable, str(EXAMPLES / "order_cancel.py")],
             env=env,

@@ -30,7 +30,7 @@ pub use lease::{BuryArgs, LeaseArgs, NackArgs, TouchArgs};
 /// {"error": {"code", "message", "field"?, "index"?}}.
 ///
 /// Exit codes: 0 success, 1 error (a TLS failure too, naming its cause), 2 bad usage, 3 not
-/// found, 4 conflict (lease lost, wrong state, partitions in use; a push of an id that
+/// found (a job, a schedule, or the topic of a purge or resume), 4 conflict (lease lost, wrong state, partitions in use; a push of an id that
 /// exists is idempotent and exits 0), 5 server unreachable or unavailable (retry), 6
 /// `reserve` got no job.
 #[derive(Parser, Debug)]
@@ -92,12 +92,15 @@ pub enum Command {
     /// Send a delayed or ready job to dead now, without a lease (it will not run; `kick`
     /// brings it back). A delivered job is buried by its holder with `bury`.
     Archive(ArchiveArgs),
-    /// Remove every job of a topic, in every state (asks for --yes).
+    /// Remove every job of a topic, in every state (asks for --yes). A topic with no jobs,
+    /// no settings and no pause is not found (exit 3): check the name with `delayq topics`.
     Purge(PurgeArgs),
     /// Stop handing out a topic's jobs, for every server, until `delayq resume` (or
-    /// --for / --until); its jobs still fall due.
+    /// --for / --until); its jobs still fall due. A topic with no jobs yet may be paused
+    /// ahead of its first push: a note on standard error says so.
     Pause(crate::cmd::pause::PauseArgs),
-    /// Hand out a paused topic's jobs again.
+    /// Hand out a paused topic's jobs again. A topic with no jobs, no settings and no pause
+    /// is not found (exit 3): check the name with `delayq topics`.
     Resume(crate::cmd::pause::ResumeArgs),
     /// Show or change a topic's settings: the ttr, attempts and back-off of jobs pushed
     /// without their own, its body limit, and how many acked jobs it keeps, for how long.

@@ -1741,6 +1741,83 @@ fn a_pause_that_ends_as_it_begins_is_said_plainly_issue_36() {
     assert!(!out.contains("(paused)"), "{out}");
 }
 
+/// `delayq resume` and `delayq purge` of a topic the server does not know (no jobs, no
+/// settings, no pause: a typo) fail with exit 3 naming it and change nothing; `delayq pause`
+/// of one holds and says so on standard error; `delayq topics` and `delayq stats` show the
+/// paused topic with no jobs until it is resumed.
+// See: issue 36
+#[test]
+fn a_typo_in_resume_or_purge_exits_3_and_a_paused_empty_topic_shows_issue_36() {
+    unknown_topics_from_the_command_line(&Server::start(&[]));
+}
+
+/// As [`a_typo_in_resume_or_purge_exits_3_and_a_paused_empty_topic_shows_issue_36`], served
+/// on Redis.
+// See: issue 36
+#[test]
+fn a_typo_in_resume_or_purge_exits_3_on_redis_issue_36() {
+    let redis = delayq_testkit::RedisServer::start();
+    unknown_topics_from_the_command_line(&Server::start(&["--redis", &redis.url()]));
+}
+
+/// As [`a_typo_in_resume_or_purge_exits_3_and_a_paused_empty_topic_shows_issue_36`], served
+/// on PostgreSQL.
+// See: issue 36
+#[test]
+fn a_typo_in_resume_or_purge_exits_3_on_postgres_issue_36() {
+    let pg = delayq_testkit::PostgresServer::start();
+    let s = Server::start(&["--postgres", &pg.url()]);
+    s.wait_for_log("serving on");
+    unknown_topics_from_the_command_line(&s);
+}
+
+fn unknown_topics_from_the_command_line(s: &Server) {
+    ok(s.run(&["push", "orders", "x", "--id", "o1"]));
+
+    let (code, err) = fails(s.run(&["resume", "ordres"]));
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("topic ordres not found") && err.contains("`delayq topics`"),
+        "{err}"
+    );
+    let (code, err) = fails(s.run(&["purge", "ordres", "--yes"]));
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("nothing to purge"), "{err}");
+    let o = s.run(&["resume", "ordres", "--json"]);
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    let v = json_of(&String::from_utf8_lossy(&o.stderr));
+    assert_eq!(v["error"]["code"], "not_found", "{v}");
+    assert_eq!(ok(s.run(&["topics"])), "orders\n");
+    assert!(ok(s.run(&["get", "orders", "o1"])).contains("ready"));
+
+    // Paused ahead of its first push: it holds, a note says so, and it shows.
+    let o = s.run(&["pause", "later"]);
+    assert_eq!(ok(o.clone()), "paused later until resumed\n");
+    let note = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        note.starts_with("note: topic later has no jobs yet; it is paused ahead of its first push"),
+        "{note}"
+    );
+    let again = s.run(&["pause", "later", "--for", "1h"]);
+    assert!(
+        ok(again.clone()).starts_with("paused later until 20"),
+        "{again:?}"
+    );
+    assert!(
+        again.stderr.is_empty(),
+        "a known topic has no note: {again:?}"
+    );
+    assert_eq!(ok(s.run(&["topics"])), "later\norders\n");
+    let stats = ok(s.run(&["stats"]));
+    assert!(stats.contains("later (paused)"), "{stats}");
+    let json = json_of(&ok(s.run(&["pause", "soon", "--json"])));
+    assert_eq!(json["known"], false, "{json}");
+
+    assert_eq!(ok(s.run(&["resume", "later"])), "resumed later\n");
+    ok(s.run(&["resume", "soon"]));
+    assert_eq!(ok(s.run(&["topics"])), "orders\n");
+}
+
 /// SIGUSR1 (beanstalkd's drain mode) no longer kills the server: it logs what to do instead
 /// and goes on serving.
 // See: issue 36

@@ -572,12 +572,17 @@ pub trait Engine: Send + Sync + 'static {
     /// Counts per state and the age of the oldest overdue job.
     async fn stats(&self, topic: &Topic) -> Result<TopicStats>;
 
-    /// Every topic pushed to since it was created or last purged, sorted. A purge takes the
-    /// topic off this list; the next push to it puts it back, whichever process pushes.
+    /// Every topic pushed to since it was created or last purged, and every topic paused
+    /// now ([`Engine::pause`]) whether it holds jobs or not, sorted: an operator sees a
+    /// paused topic even before its first push. A purge takes the topic off this list
+    /// unless it is paused; the next push to it puts it back, whichever process pushes. A
+    /// topic listed only for its pause leaves when the pause ends (a resume or its end
+    /// time). Settings alone do not list a topic.
     async fn topics(&self) -> Result<Vec<Topic>>;
 
     /// Removes every job of a topic in every state (done ones too) and takes the topic off
-    /// [`Engine::topics`]; returns how many jobs. Lease tokens stay fresh across a purge.
+    /// [`Engine::topics`] (a paused topic stays there, empty, until its pause ends); returns
+    /// how many jobs. Lease tokens stay fresh across a purge.
     async fn purge(&self, topic: &Topic) -> Result<u64>;
 
     /// The engine's clock.
@@ -620,7 +625,8 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Pauses a topic until `until` (`None`: until [`Engine::resume`]), for every client of
     /// the engine: reserves skip it, while its jobs still fall due, its leases still run out
-    /// and pushes, acks and the rest work as usual. A waiting reserve on it wakes when the
+    /// and pushes, acks and the rest work as usual. A paused topic is on [`Engine::topics`],
+    /// jobs or not (a topic may be paused before its first push). A waiting reserve on it wakes when the
     /// pause ends. Pausing a paused topic replaces its end. Refused, changing nothing, when
     /// `until` is more than 10 years ahead of the engine's clock (pause without an end
     /// instead). The default implementation refuses, for an engine that keeps no topic state.

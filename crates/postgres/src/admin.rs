@@ -382,12 +382,14 @@ pub(crate) async fn stats(e: &PostgresEngine, topic: &Topic) -> Result<TopicStat
     })
 }
 
-/// Every listed topic, sorted.
+/// Every listed topic (pushed to since it was created or last purged) and every topic
+/// paused now, jobs or not, sorted bytewise.
 pub(crate) async fn topics(e: &PostgresEngine) -> Result<Vec<Topic>> {
     let client = e.client().await?;
     let rows = client
         .query(
-            "SELECT name FROM delayq.topics WHERE listed ORDER BY name COLLATE \"C\"",
+            "SELECT name FROM delayq.topics WHERE listed OR paused_until > (SELECT delayq.now_ms()) \
+             ORDER BY name COLLATE \"C\"",
             &[],
         )
         .await

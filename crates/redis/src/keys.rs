@@ -161,6 +161,12 @@ impl KeySpace {
         format!("{}:topics", self.prefix)
     }
 
+    /// The topics ever paused: a SET of topic names, not tied to any topic's slot. A name
+    /// stays after its pause ends; `Engine::topics` lists those whose pause is in force.
+    pub(crate) fn paused(&self) -> String {
+        format!("{}:paused", self.prefix)
+    }
+
     /// The hash of every schedule (issue 14): fields `d:<name>`, `r:<name>`, `t:<name>`
     /// (`lua/schedule_put.lua`). One key, in no topic's slot.
     pub(crate) fn schedules(&self) -> String {
@@ -228,6 +234,7 @@ mod tests {
         // A topic of one partition keeps the key names it always had.
         assert_eq!(ks.topic(&Part::all(&whole.topic, 1)[0]), keys);
         assert_eq!(ks.registry(), "delayq:topics");
+        assert_eq!(ks.paused(), "delayq:paused");
         assert_eq!(ks.number_seq(), "delayq:numbers:next");
         assert_eq!(ks.number_ranges(), "delayq:numbers:ranges");
         assert_eq!(ks.schedules(), "delayq:schedules");

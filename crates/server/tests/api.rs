@@ -1041,7 +1041,10 @@ async fn pause_over_http_issue_14(setup: Setup) {
     let (st, v) = s.post("/v1/topics/p/pause", json!({})).await;
     assert_eq!(
         (st, &v),
-        (200, &json!({"paused": true, "paused_until": null}))
+        (
+            200,
+            &json!({"paused": true, "paused_until": null, "known": true})
+        )
     );
     let (_, stats) = s.get("/v1/topics/p/stats").await;
     assert_eq!(
@@ -1085,6 +1088,129 @@ async fn pause_over_http_issue_14(setup: Setup) {
     );
     let (_, got) = s.post("/v1/reserve", json!({"topics": ["p"]})).await;
     assert_eq!(got["jobs"].as_array().map(Vec::len), Some(1), "{got}");
+}
+
+/// The names in `GET /v1/topics`, with whether each is paused.
+async fn listed_topics(s: &TestServer) -> Vec<(String, bool)> {
+    let (st, v) = s.get("/v1/topics").await;
+    assert_eq!(st, 200, "{v}");
+    v["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["topic"].as_str().unwrap().to_string(),
+                t["paused"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A paused topic with no jobs is in `GET /v1/topics` and `/metrics` until its pause ends; a
+/// pause of a topic the server does not know holds and says `known: false`; a resume or a
+/// purge of one (no jobs, no settings, no pause: a typo) answers 404 `not_found` naming it,
+/// and changes nothing.
+// See: issue 36
+async fn unknown_topics_are_said_and_paused_empty_ones_listed_issue_36(setup: Setup) {
+    let s = TestServer::start(setup.engine, ServerConfig::default()).await;
+    let (st, v) = s
+        .post("/v1/topics/busy/jobs", json!({"id": "a", "body": "x"}))
+        .await;
+    assert_eq!(st, 201, "{v}");
+
+    // Paused ahead of its first push: held, said, listed, in the metrics.
+    let (st, v) = s.post("/v1/topics/ahead/pause", json!({})).await;
+    assert_eq!(
+        (st, &v),
+        (
+            200,
+            &json!({"paused": true, "paused_until": null, "known": false})
+        )
+    );
+    assert_eq!(
+        listed_topics(&s).await,
+        [("ahead".to_string(), true), ("busy".to_string(), false)]
+    );
+    let (_, metrics) = s.text("/metrics").await;
+    for series in [
+        "delayq_topic_paused{topic=\"ahead\"} 1",
+        "delayq_jobs{topic=\"ahead\",state=\"ready\"} 0",
+    ] {
+        assert!(metrics.contains(series), "{series} missing: {metrics}");
+    }
+    let (st, v) = s
+        .post("/v1/topics/ahead/pause", json!({"for_ms": 3_600_000}))
+        .await;
+    assert_eq!((st, &v["known"]), (200, &json!(true)), "{v}");
+
+    // Resumed, it leaves the list and the metrics; a second resume is a typo's answer.
+    assert_eq!(s.post("/v1/topics/ahead/resume", json!({})).await.0, 204);
+    assert_eq!(listed_topics(&s).await, [("busy".to_string(), false)]);
+    assert!(!s.text("/metrics").await.1.contains("topic=\"ahead\""));
+    for (method, path, verb) in [
+        ("POST", "/v1/topics/ahead/resume", "resume"),
+        ("POST", "/v1/topics/bsuy/resume", "resume"),
+        ("DELETE", "/v1/topics/bsuy", "purge"),
+    ] {
+        let (st, v) = s.call(method, path, None).await;
+        assert_eq!((st, code(&v)), (404, "not_found"), "{path}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        for needle in [
+            "topic ",
+            "no jobs, no settings and no pause",
+            verb,
+            "/v1/topics",
+        ] {
+            assert!(message.contains(needle), "{needle:?} missing: {message}");
+        }
+    }
+    assert_eq!(listed_topics(&s).await, [("busy".to_string(), false)]);
+    assert_eq!(
+        s.get("/v1/topics/busy/jobs/a").await.0,
+        200,
+        "nothing purged"
+    );
+
+    // A topic with settings only is known: resumed and purged as any other.
+    let (st, v) = s
+        .call("PUT", "/v1/topics/set", Some(json!({"max_attempts": 3})))
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(s.post("/v1/topics/set/resume", json!({})).await.0, 204);
+    let (st, v) = s.delete("/v1/topics/set").await;
+    assert_eq!((st, v["count"].as_u64()), (200, Some(0)), "{v}");
+
+    // Purged while paused, a topic stays listed, empty and paused; resumed, it goes, and a
+    // second purge finds nothing to purge.
+    assert_eq!(s.post("/v1/topics/busy/pause", json!({})).await.0, 200);
+    let (st, v) = s.delete("/v1/topics/busy").await;
+    assert_eq!((st, v["count"].as_u64()), (200, Some(1)), "{v}");
+    assert_eq!(listed_topics(&s).await, [("busy".to_string(), true)]);
+    assert_eq!(s.post("/v1/topics/busy/resume", json!({})).await.0, 204);
+    assert!(listed_topics(&s).await.is_empty());
+    let (st, v) = s.delete("/v1/topics/busy").await;
+    assert_eq!((st, code(&v)), (404, "not_found"), "{v}");
+
+    // The document says it.
+    let (_, doc) = s.get("/v1/openapi.json").await;
+    for (path, method) in [
+        ("/v1/topics/{topic}/resume", "post"),
+        ("/v1/topics/{topic}", "delete"),
+    ] {
+        assert!(
+            doc["paths"][path][method]["responses"].get("404").is_some(),
+            "{method} {path} does not document its 404"
+        );
+    }
+    let pause = &doc["components"]["schemas"]["PauseResponse"];
+    assert!(
+        pause["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("known")),
+        "{pause}"
+    );
 }
 
 /// `PUT`, `GET`, `DELETE /v1/schedules/{name}` and `GET /v1/schedules` (issue 14): a put
@@ -2268,6 +2394,13 @@ macro_rules! engine_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn pause_over_http_issue_14() {
                 super::pause_over_http_issue_14($setup(Limits::default()).await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn unknown_topics_are_said_and_paused_empty_ones_listed_issue_36() {
+                super::unknown_topics_are_said_and_paused_empty_ones_listed_issue_36(
+                    $setup(Limits::default()).await,
+                )
+                .await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn schedules_over_http_issue_14() {

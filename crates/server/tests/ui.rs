@@ -371,6 +371,19 @@ async fn the_dashboard_in_a_browser_issue_15() {
     check_view(&c, "overview").await;
     docs_shot(&c, "overview").await;
 
+    // A paused topic with no jobs shows on the overview, paused, until resumed.
+    // See: issue 36
+    let held = Topic::new("held").unwrap();
+    engine.pause(&held, None).await.unwrap();
+    wait_text(&c, "table[aria-label=Topics] tbody tr", "held").await;
+    let rows = table_rows(&c, "table[aria-label=Topics]").await;
+    let row = rows
+        .iter()
+        .find(|r| r.first().map(String::as_str) == Some("held"))
+        .unwrap_or_else(|| panic!("no row for held: {rows:?}"));
+    assert_eq!(row.last().map(String::as_str), Some("yes"), "{row:?}");
+    engine.resume(&held).await.unwrap();
+
     // A dead job, kicked from the topic page, becomes ready.
     engine
         .push(

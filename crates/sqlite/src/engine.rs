@@ -542,7 +542,13 @@ impl Engine for SqliteEngine {
     }
 
     async fn topics(&self) -> Result<Vec<Topic>> {
-        self.read(read::topics).await
+        let mut topics = self.read(read::topics).await?;
+        // A paused topic is listed, jobs or not: its pause lives in the registry.
+        let now_ms = self.clock().now_ms();
+        topics.extend(self.inner.shared.registry.paused_topics(now_ms));
+        topics.sort();
+        topics.dedup();
+        Ok(topics)
     }
 
     async fn purge(&self, topic: &Topic) -> Result<u64> {

@@ -281,8 +281,8 @@ fn count_in(conn: &Connection, tid: i64, state: JobState, now: u64) -> Result<u6
         .map_err(err)
 }
 
-/// Every topic on the topic list (pushed to since it was created or last purged), sorted
-/// bytewise.
+/// Every topic pushed to since it was created or last purged (`listed`), sorted bytewise;
+/// the engine adds the paused ones from the registry.
 pub(crate) fn topics(conn: &Connection) -> Result<Vec<Topic>> {
     let names: Vec<String> = conn
         .prepare_cached("SELECT name FROM topics WHERE listed = 1 ORDER BY name")

@@ -86,6 +86,17 @@ impl Registry {
             .filter(|&t| t > now)
     }
 
+    /// The committed topics paused at `now` (ms), in no order: they are on the topic list
+    /// whether they hold jobs or not.
+    pub(crate) fn paused_topics(&self, now: u64) -> Vec<Topic> {
+        let maps = self.read();
+        maps.paused
+            .iter()
+            .filter(|&(_, &until)| until > now)
+            .filter_map(|(tid, _)| maps.by_tid.get(tid).cloned())
+            .collect()
+    }
+
     /// Records a topic's committed pause (`None`: not paused).
     pub(crate) fn set_paused(&self, tid: i64, until: Option<u64>) {
         let mut maps = self.maps.write().unwrap_or_else(|e| e.into_inner());

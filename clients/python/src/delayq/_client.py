@@ -325,18 +325,22 @@ class Client(_Base):
         self.send(ops.archive(topic, id, reason))
 
     def purge(self, topic: str) -> int:
-        """Removes every job of ``topic`` (its settings stay); answers how many."""
+        """Removes every job of ``topic`` (its settings and pause stay); answers how many.
+        :class:`NotFoundError` for a topic with no jobs, no settings and no pause (a typo)."""
         return self.send(ops.purge(topic))
 
     def pause(
         self, topic: str, *, duration: Optional[Seconds] = None, until: Optional[datetime] = None
     ) -> Pause:
         """Stops handing out the jobs of ``topic`` (for every server) for ``duration``, until
-        ``until``, or (neither) until :meth:`resume`; its jobs still fall due meanwhile."""
+        ``until``, or (neither) until :meth:`resume`; its jobs still fall due meanwhile. A
+        topic with no jobs yet may be paused ahead of its first push; it is then listed by
+        :meth:`topics`, paused."""
         return self.send(ops.pause(topic, duration, until))
 
     def resume(self, topic: str) -> None:
-        """Ends a pause of ``topic``."""
+        """Ends a pause of ``topic``. :class:`NotFoundError` for a topic with no jobs, no
+        settings and no pause (a typo)."""
         self.send(ops.resume(topic))
 
     def stats(self, topic: str) -> Stats:

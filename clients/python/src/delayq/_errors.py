@@ -112,8 +112,9 @@ class ReadOnlyError(ApiError):
 
 
 class NotFoundError(ApiError):
-    """404 ``not_found``: no such job (never pushed, or acked, deleted or purged since) or
-    no such schedule."""
+    """404 ``not_found``: no such job (never pushed, or acked, deleted or purged since), no
+    such schedule, or, for a purge or a resume, no such topic (no jobs, no settings, no
+    pause: check the name against :meth:`Client.topics`)."""
 
 
 class MethodNotAllowedError(ApiError):

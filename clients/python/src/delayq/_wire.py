@@ -320,6 +320,7 @@ class PauseRequest(TypedDict, total=False):
 
 
 class _PauseResponseRequired(TypedDict):
+    known: bool
     paused: bool
 
 

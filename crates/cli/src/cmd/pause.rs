@@ -1,5 +1,8 @@
 //! `delayq pause` and `delayq resume`: stop and restart handing out a topic's jobs, for
 //! every server (`POST /v1/topics/{topic}/pause`, `/resume`). The clap types live here.
+//! A pause of a topic the server did not know holds (pausing ahead of the first push is
+//! legitimate) and adds a note on standard error, so that a typo is seen; a resume of one
+//! fails, exit 3 (the server answers 404 `not_found`).
 
 use std::time::Duration;
 
@@ -76,8 +79,21 @@ pub async fn pause(a: PauseArgs) -> anyhow::Result<()> {
             Some(t) => println!("paused {} until {t}", a.topic),
             None => println!("paused {} until resumed", a.topic),
         }
+        if let Some(note) = unknown_note(&a.topic, &v) {
+            eprintln!("{note}");
+        }
     }
     Ok(())
+}
+
+/// The note for a pause the server answered `known: false`: the topic had no jobs,
+/// settings or pause, so the name may be a typo.
+fn unknown_note(topic: &str, answer: &Value) -> Option<String> {
+    (answer["known"] == Value::Bool(false)).then(|| {
+        format!(
+            "note: topic {topic} has no jobs yet; it is paused ahead of its first push (if you meant an existing topic, check the name against `delayq topics`, then `delayq resume {topic}`)"
+        )
+    })
 }
 
 pub async fn resume(a: ResumeArgs) -> anyhow::Result<()> {
@@ -107,6 +123,23 @@ mod tests {
             crate::cli::Command::Pause(a) => a,
             other => panic!("not a pause: {other:?}"),
         }
+    }
+
+    #[test]
+    fn only_a_pause_of_an_unknown_topic_has_a_note() {
+        let note = unknown_note("ordrs", &json!({"paused": true, "known": false}));
+        let note = note.expect("a note");
+        assert!(
+            note.starts_with("note: topic ordrs has no jobs yet"),
+            "{note}"
+        );
+        assert!(note.contains("delayq resume ordrs"), "{note}");
+        assert_eq!(
+            unknown_note("orders", &json!({"paused": true, "known": true})),
+            None
+        );
+        // An older server says nothing about it: no note.
+        assert_eq!(unknown_note("orders", &json!({"paused": true})), None);
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! The operations on jobs and topics outside the hot path: get, delete, reschedule, kick,
 //! bury without a lease, reserve by id (each on the partition of its job), list (one cursor over every
-//! partition), stats, kick-all, pause and purge (over every partition), topics, and Redis's
-//! clock.
+//! partition), stats, kick-all, pause and purge (over every partition), and Redis's clock.
 
 use std::cmp::Ordering;
 use std::time::Duration;
@@ -354,17 +353,19 @@ impl Ops {
     }
 
     /// `Engine::pause` (`until` = `Timestamp::NEVER` for a pause until resumed; a time not
-    /// after Redis's now ends the pause), on every partition (one pipeline).
+    /// after Redis's now ends the pause), on every partition (one pipeline); a pause in
+    /// force then puts the topic among the paused ones (`ops::topics`).
     pub(crate) async fn pause(&self, topic: &Topic, until: Timestamp) -> Result<()> {
         let (_, replies) = self
             .on_every_part(topic, (library::PAUSE, "pausing a topic"), |inv| {
                 inv.arg(until.as_millis());
             })
             .await?;
+        let mut in_force = false;
         for r in replies {
             let r = codec::array(r)?;
             match Status::from_code(codec::int(r.first().unwrap_or(&Value::Nil))?)? {
-                Status::Ok => {}
+                Status::Ok => in_force |= codec::int(r.get(1).unwrap_or(&Value::Nil))? > 0,
                 Status::InvalidDelay => {
                     return Err(Error::invalid(
                         "until",
@@ -374,20 +375,10 @@ impl Ops {
                 other => return Err(unexpected("pause", other)),
             }
         }
+        if in_force {
+            self.mark_paused(topic).await?;
+        }
         Ok(())
-    }
-
-    /// `Engine::topics`, its input already checked by `engine.rs`.
-    pub(crate) async fn topics(&self) -> Result<Vec<Topic>> {
-        let mut cmd = redis::cmd("SMEMBERS");
-        cmd.arg(self.keys.registry());
-        let names: Vec<String> = self.conn.query(&cmd, "listing topics").await?;
-        let mut topics: Vec<Topic> = names
-            .into_iter()
-            .filter_map(|n| Topic::new(n).ok())
-            .collect();
-        topics.sort();
-        Ok(topics)
     }
 
     /// `Engine::purge`, its input already checked by `engine.rs`: the function removes the

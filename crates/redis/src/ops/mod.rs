@@ -5,7 +5,8 @@
 //! - `push`: push (chunks, the registry of topics).
 //! - `reserve`: reserve and settle-and-reserve (settlements, deliveries, the long-poll).
 //! - `lease`: ack, nack, release, touch, bury (release and bury with their options).
-//! - `admin`: get, delete, reschedule, kick, list, stats, topics, purge, now.
+//! - `admin`: get, delete, reschedule, kick, list, stats, pause, purge, now.
+//! - `topics`: the topic list (the registry and the paused topics).
 //! - `config`: a topic's settings (set, read), and their encoding as function arguments.
 //! - `numbers`: the shared sequence of numbers and the topic of each claimed range.
 //! - `schedules`: stored schedules (put, read, list, delete, progress) and their encoding.
@@ -21,6 +22,7 @@ pub(crate) mod numbers;
 pub(crate) mod push;
 pub(crate) mod reserve;
 pub(crate) mod schedules;
+pub(crate) mod topics;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicUsize;

@@ -677,6 +677,11 @@ pub struct PauseResponse {
     pub paused: bool,
     /// When the pause ends, RFC 3339; null when paused until resumed.
     pub paused_until: Option<String>,
+    /// Whether the server knew the topic before this pause: it had jobs, settings or a
+    /// pause. False for a name never used (or purged since): the pause holds, ahead of the
+    /// topic's first push, and lists the topic in `/v1/topics`; check the name if it was
+    /// meant to be an existing topic.
+    pub known: bool,
 }
 
 /// A count of jobs an operation touched.

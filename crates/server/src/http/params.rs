@@ -102,6 +102,16 @@ pub enum NotFound {
     NotFound(ErrorBody),
 }
 
+/// The topic is unknown to the server.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // Only read by the OpenAPI document.
+pub enum UnknownTopic {
+    /// No such topic (`not_found`): it has no jobs, no settings and no pause (never used,
+    /// or purged since); nothing was changed. `GET /v1/topics` lists the topics.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+}
+
 /// The lease is not the job's live lease: why, for a lease operation.
 #[derive(IntoResponses)]
 #[allow(dead_code)] // Only read by the OpenAPI document.

@@ -1,7 +1,11 @@
-//! Topics: the list with stats, one topic's stats and settings, kicking dead jobs, purging.
+//! Topics: the list with stats, one topic's stats and settings, kicking dead jobs, purging,
+//! pausing. A purge or a resume of a topic the server does not know (no jobs, no settings,
+//! no pause: a typo, most likely) answers 404 and changes nothing; a pause of one is allowed
+//! (a topic may be paused ahead of its first push) and says so (`known: false`).
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use delayq_core::{Topic, TopicConfig};
 
 use super::dto::{
     CountResponse, PauseRequest, PauseResponse, StatsDto, TopicConfigDto, TopicsResponse,
@@ -10,11 +14,32 @@ use super::dto::{
 use super::error::ApiError;
 use super::extract::{Json, Path};
 use super::params::{
-    CommonErrors, JobPath, NotFound, PartitionsInUse, TopicPath, WrongState, topic,
+    CommonErrors, JobPath, NotFound, PartitionsInUse, TopicPath, UnknownTopic, WrongState, topic,
 };
 use crate::AppState;
 
-/// Every topic that has held jobs, with its stats.
+/// Whether the engine knows `t`: it is on the topic list (pushed to since it was created or
+/// last purged, or paused now) or has settings.
+async fn known(state: &AppState, t: &Topic) -> Result<bool, ApiError> {
+    if state.engine.topics().await?.contains(t) {
+        return Ok(true);
+    }
+    Ok(state.engine.topic_config(t).await? != TopicConfig::default())
+}
+
+/// 404 `not_found` for a `verb` (purge, resume) of a topic the engine does not know.
+fn unknown_topic(t: &Topic, verb: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!(
+            "topic {t} not found: it has no jobs, no settings and no pause (never used, or purged since), so there is nothing to {verb} and nothing was changed; check the name against GET /v1/topics (`delayq topics`)"
+        ),
+    )
+}
+
+/// Every topic pushed to since it was created or last purged, and every paused topic (jobs
+/// or not), with its stats.
 #[utoipa::path(
     get,
     path = "/v1/topics",
@@ -131,26 +156,36 @@ pub async fn kick_all(
 }
 
 /// Remove every job of a topic, in every state, and take it off `/v1/topics` (the next push
-/// puts it back). Its settings stay.
+/// puts it back; a paused topic stays there until its pause ends). Its settings and its
+/// pause stay. A topic with no jobs, no settings and no pause answers 404.
 #[utoipa::path(
     delete,
     path = "/v1/topics/{topic}",
     tag = "topics",
     params(TopicPath),
-    responses((status = 200, description = "How many were removed", body = CountResponse), CommonErrors)
+    responses(
+        (status = 200, description = "How many were removed", body = CountResponse),
+        UnknownTopic,
+        CommonErrors
+    )
 )]
 pub async fn purge(
     State(state): State<AppState>,
     Path(path): Path<TopicPath>,
 ) -> Result<axum::Json<CountResponse>, ApiError> {
     let t = topic(&path.topic)?;
+    if !known(&state, &t).await? {
+        return Err(unknown_topic(&t, "purge"));
+    }
     let count = state.engine.purge(&t).await?;
     Ok(axum::Json(CountResponse { count }))
 }
 
 /// Pause a topic, for every server: reserves get none of its jobs until the pause ends
 /// (`until`, or `for_ms` from now; neither: until resumed). Its jobs still fall due, and
-/// pushes, acks and the rest work as usual. Pausing a paused topic replaces its end.
+/// pushes, acks and the rest work as usual. Pausing a paused topic replaces its end. A
+/// paused topic is in `/v1/topics`, jobs or not; a topic the server did not know may be
+/// paused ahead of its first push, and the answer says so (`known: false`).
 #[utoipa::path(
     post,
     path = "/v1/topics/{topic}/pause",
@@ -184,6 +219,7 @@ pub async fn pause(
         ),
         (None, None) => None,
     };
+    let known = known(&state, &t).await?;
     state.engine.pause(&t, until).await.map_err(|e| {
         let field = if req.for_ms.is_some() {
             "/for_ms"
@@ -199,23 +235,27 @@ pub async fn pause(
             .paused_until
             .filter(|t| *t != delayq_core::Timestamp::NEVER)
             .map(rfc3339),
+        known,
     }))
 }
 
 /// End a topic's pause at once; reserves waiting on it wake. Nothing happens when it is not
-/// paused.
+/// paused. A topic with no jobs, no settings and no pause answers 404.
 #[utoipa::path(
     post,
     path = "/v1/topics/{topic}/resume",
     tag = "topics",
     params(TopicPath),
-    responses((status = 204, description = "Resumed"), CommonErrors)
+    responses((status = 204, description = "Resumed"), UnknownTopic, CommonErrors)
 )]
 pub async fn resume(
     State(state): State<AppState>,
     Path(path): Path<TopicPath>,
 ) -> Result<StatusCode, ApiError> {
     let t = topic(&path.topic)?;
+    if !known(&state, &t).await? {
+        return Err(unknown_topic(&t, "resume"));
+    }
     state.engine.resume(&t).await?;
     Ok(StatusCode::NO_CONTENT)
 }

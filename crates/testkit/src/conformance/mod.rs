@@ -1805,6 +1805,7 @@ macro_rules! conformance_suite {
             token_beyond_any_issued_is_lease_lost,
             refusals_say_why_issue_12,
             purge_takes_the_topic_off_the_list_issue_12,
+            a_paused_topic_is_listed_with_or_without_jobs_issue_36,
             topic_settings_fill_what_a_push_leaves_unset,
             topic_body_limit_refuses_before_writing,
             bad_topic_settings_are_refused_and_change_nothing,

@@ -1,8 +1,12 @@
-//! Conformance cases of whole topics: the topic list, and how a purge leaves it.
+//! Conformance cases of whole topics: the topic list, how a purge leaves it, and how a
+//! pause lists a topic.
 
-use delayq_core::Engine;
+use std::time::{Duration, Instant};
 
-use super::{job, new_topic, ok};
+use delayq_core::limits::MAX_DELAY;
+use delayq_core::{Engine, Timestamp, TopicConfig};
+
+use super::{job, new_topic, ok, with_partitions};
 use crate::Harness;
 
 /// The names on the topic list.
@@ -51,4 +55,76 @@ pub async fn purge_takes_the_topic_off_the_list_issue_12<H: Harness>(h: &H) {
     assert_eq!(listed(&b).await, ["stays"]);
     ok(b.push(job(&t, "v")).await, "push");
     assert_eq!(listed(&a).await, ["gone", "stays"]);
+}
+
+/// A paused topic is on the topic list whether it holds jobs or not, for every instance: one
+/// paused before its first push, and one purged while paused; it leaves when its pause ends,
+/// by a resume or by its end time. A refused pause lists nothing, and neither do settings.
+// See: issue 36 (a paused topic with no jobs vanished from stats, the overview and /metrics).
+pub async fn a_paused_topic_is_listed_with_or_without_jobs_issue_36<H: Harness>(h: &H) {
+    let (a, b) = (h.open().await, h.open().await);
+    let (ahead, busy) = (new_topic(h, "ahead").await, new_topic(h, "busy").await);
+    ok(a.push(job(&busy, "x")).await, "push");
+    assert_eq!(listed(&b).await, ["busy"]);
+
+    // Paused before its first push: listed, and its stats say so.
+    ok(a.pause(&ahead, None).await, "pause");
+    assert_eq!(listed(&a).await, ["ahead", "busy"]);
+    assert_eq!(listed(&b).await, ["ahead", "busy"]);
+    assert_eq!(
+        ok(b.stats(&ahead).await, "stats").paused_until,
+        Some(Timestamp::NEVER)
+    );
+    // A resume from another instance takes it off; a second one changes nothing.
+    ok(b.resume(&ahead).await, "resume");
+    assert_eq!(listed(&a).await, ["busy"]);
+    ok(a.resume(&ahead).await, "resume again");
+    assert_eq!(listed(&b).await, ["busy"]);
+
+    // Purged while paused: it stays listed, empty, until resumed.
+    ok(a.pause(&busy, None).await, "pause");
+    assert_eq!(ok(b.purge(&busy).await, "purge"), 1);
+    assert_eq!(listed(&a).await, ["busy"]);
+    let s = ok(a.stats(&busy).await, "stats");
+    assert_eq!(
+        (s.ready, s.paused_until),
+        (0, Some(Timestamp::NEVER)),
+        "{s:?}"
+    );
+    ok(a.resume(&busy).await, "resume");
+    assert!(listed(&b).await.is_empty());
+
+    // A timed pause lists the topic until its end, then it leaves by itself.
+    let until = ok(a.now().await, "now").plus(Duration::from_millis(500));
+    ok(a.pause(&ahead, Some(until)).await, "timed pause");
+    assert_eq!(listed(&b).await, ["ahead"]);
+    let start = Instant::now();
+    while ok(a.now().await, "now") <= until {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the engine clock did not pass the pause's end"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(listed(&a).await.is_empty(), "{:?}", listed(&a).await);
+
+    // A refused pause, and settings alone, list nothing.
+    let far = ok(a.now().await, "now").plus(MAX_DELAY + Duration::from_secs(3600));
+    assert!(
+        a.pause(&ahead, Some(far)).await.is_err(),
+        "a pause 10 years ahead"
+    );
+    let configured = new_topic(h, "configured").await;
+    ok(
+        a.set_topic_config(
+            &configured,
+            &TopicConfig {
+                max_attempts: Some(3),
+                ..with_partitions(h, TopicConfig::default())
+            },
+        )
+        .await,
+        "set config",
+    );
+    assert!(listed(&b).await.is_empty(), "{:?}", listed(&b).await);
 }
