@@ -217,6 +217,12 @@ export interface ScheduleSpec {
   readonly misfire?: wire.MisfireDto | undefined;
   /** With `each`, the most missed fires pushed. */
   readonly misfireLimit?: number | undefined;
+  /** Each job is not delivered more than this many ms after its due time (not with `expiresAt`). */
+  readonly maxLatenessMs?: number | undefined;
+  /** No job of this schedule is delivered after this time (not with `maxLatenessMs`). */
+  readonly expiresAt?: Time | undefined;
+  /** What an expired job does: `dead` (default, with the reason "expired") or `drop`. */
+  readonly onExpire?: wire.OnExpireDto | undefined;
 }
 
 /** A stored schedule and its state. */
@@ -235,6 +241,12 @@ export interface Schedule {
   readonly nextFire: Date | undefined;
   /** The latest fire time whose job was pushed. */
   readonly pushedThrough: Date | undefined;
+  /** The jobs' `maxLatenessMs`, if any. */
+  readonly maxLatenessMs: number | undefined;
+  /** The jobs' `expiresAt`, if any. */
+  readonly expiresAt: Date | undefined;
+  /** What the jobs do when they expire; absent without an expiry. */
+  readonly onExpire: wire.OnExpireDto | undefined;
   /** The schedule as the server returned it. */
   readonly raw: wire.ScheduleDto;
 }

@@ -216,6 +216,9 @@ export function scheduleToWire(s: ScheduleSpec): wire.ScheduleRequest {
     jitter_ms: s.jitterMs,
     misfire: s.misfire,
     misfire_limit: s.misfireLimit,
+    max_lateness_ms: s.maxLatenessMs,
+    expires_at: s.expiresAt === undefined ? undefined : rfc3339(s.expiresAt),
+    on_expire: s.onExpire,
   };
 }
 
@@ -229,6 +232,9 @@ export function scheduleFrom(s: wire.ScheduleDto): Schedule {
     revision: s.revision,
     nextFire: msDate(s.next_fire_ms),
     pushedThrough: isoDate(s.pushed_through),
+    maxLatenessMs: s.max_lateness_ms ?? undefined,
+    expiresAt: isoDate(s.expires_at),
+    onExpire: s.on_expire ?? undefined,
     raw: s,
   };
 }

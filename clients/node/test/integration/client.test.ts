@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 
-import { Client, LeaseLostError, NotFoundError, type Delivery } from "../../src/index.js";
+import { Client, InvalidArgumentError, LeaseLostError, NotFoundError, type Delivery } from "../../src/index.js";
 import { DelayqServer, ENGINES, topicName } from "../harness.js";
 
 const HOUR = 3_600_000;
@@ -239,6 +239,22 @@ for (const engine of ENGINES) {
       assert.ok((await client.schedules()).some((x) => x.name === name));
       assert.equal((await client.deleteSchedule(name)).name, name);
       await assert.rejects(client.getSchedule(name), NotFoundError);
+    });
+
+    it("schedules carry their jobs' expiry, and refuse two at once naming the field", async () => {
+      const name = topicName("expiring");
+      const topic = topicName("reminders");
+      const s = await client.putSchedule(name, { cron: "*/10 * * * * *", topic, maxLatenessMs: 30_000, onExpire: "drop" });
+      assert.deepEqual([s.maxLatenessMs, s.expiresAt, s.onExpire], [30_000, undefined, "drop"]);
+      const read = await client.getSchedule(name);
+      assert.deepEqual([read.maxLatenessMs, read.onExpire], [30_000, "drop"]);
+      const at = new Date(Date.now() + 3_600_000);
+      const both = client.putSchedule(name, { cron: "*/10 * * * * *", topic, maxLatenessMs: 1_000, expiresAt: at });
+      await assert.rejects(both, (e: unknown) => e instanceof InvalidArgumentError && /expires_at|max_lateness/.test(e.field ?? ""));
+      assert.equal((await client.getSchedule(name)).maxLatenessMs, 30_000, "the refused put changed the schedule");
+      const until = await client.putSchedule(name, { cron: "*/10 * * * * *", topic, expiresAt: at });
+      assert.equal(until.expiresAt?.getTime(), at.getTime());
+      await client.deleteSchedule(name);
     });
 
     it("reserve settles in the same request, answering each settlement", async () => {
