@@ -38,6 +38,18 @@ pub struct RedisConfig {
     pub response_timeout: Duration,
     /// How long connecting may take (default 5 s).
     pub connect_timeout: Duration,
+    /// On a Redis Cluster, how long an operation that spans several hash slots (a reserve
+    /// over topics or partitions of several primaries, an ack batch mixing them) waits for
+    /// one slot's primary before it answers without it (default 500 ms; at least 1 ms; the
+    /// wait-replicas timeout is added when that option is on). The other slots are answered
+    /// as they answer: a reserve hands out their jobs and skips that slot's topics, an ack
+    /// batch acks their leases and fails only that slot's, each settlement answering its own
+    /// slot's error. The slot is then skipped by such operations for 1 s, or until a call to
+    /// it succeeds, so later calls do not wait on it again. A call that timed out may still
+    /// run when the primary comes back: the jobs its late reply leased are given back at once.
+    /// An operation on one slot alone (one topic, one primary) waits as long as
+    /// [`Self::response_timeout`] allows, as on one node, where this setting does nothing.
+    pub slot_timeout: Duration,
     /// For `rediss://` URLs: a PEM file with the CA certificate(s) that signed the server's
     /// certificate, when it is not signed by a CA the system trusts.
     pub tls_ca_file: Option<PathBuf>,
@@ -69,6 +81,7 @@ impl RedisConfig {
             tick_batch: 1000,
             response_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
+            slot_timeout: Duration::from_millis(500),
             tls_ca_file: None,
             tls_client_cert: None,
             wait_replicas: 0,
@@ -81,6 +94,13 @@ impl RedisConfig {
     pub fn with_wait_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
         self.wait_replicas = replicas;
         self.wait_timeout = timeout;
+        self
+    }
+
+    /// Sets how long an operation over several cluster slots waits for one of them
+    /// ([`Self::slot_timeout`]).
+    pub fn with_slot_timeout(mut self, timeout: Duration) -> Self {
+        self.slot_timeout = timeout;
         self
     }
 

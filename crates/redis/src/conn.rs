@@ -3,9 +3,11 @@
 //! function calls alone or in pipelines, loading the library again when Redis answers that
 //! it lost it. `cluster` owns what only a cluster needs (its URL, routing per slot);
 //! `replicas` the wait-replicas option (a `WAIT` after each state-changing call);
-//! `readiness` what a readiness probe asks (a node answers, a cluster is up).
+//! `readiness` what a readiness probe asks (a node answers, a cluster is up); `per_slot`
+//! the calls over several cluster slots answered slot by slot, each within the slot timeout.
 
 mod cluster;
+mod per_slot;
 mod readiness;
 mod replicas;
 
@@ -26,6 +28,8 @@ pub(crate) struct Conn {
     inner: Inner,
     /// The wait-replicas option, when on.
     replicas: Option<Replicas>,
+    /// On a cluster, the slots found unreachable lately and the slot timeout (`per_slot`).
+    health: SlotHealth,
 }
 
 #[derive(Clone)]
@@ -35,6 +39,8 @@ enum Inner {
 }
 
 pub(crate) use cluster::NodeClients;
+use per_slot::SlotHealth;
+pub(crate) use per_slot::{Among, SlotAnswer};
 
 /// Where the waker opens its dedicated blocking connections (see `wait.rs`).
 pub(crate) enum WakeClient {
@@ -51,10 +57,16 @@ impl Conn {
     /// clients for the waker's own connections.
     pub(crate) async fn connect(config: &RedisConfig) -> Result<(Conn, WakeClient)> {
         let replicas = Replicas::from_config(config)?;
+        let health = SlotHealth::new(config)?;
         if cluster::is_cluster_url(&config.url) {
             let inner = cluster::connect(config).await?;
             let nodes = cluster::node_clients(config)?;
-            return Ok((Conn { inner, replicas }, WakeClient::Cluster(nodes)));
+            let conn = Conn {
+                inner,
+                replicas,
+                health,
+            };
+            return Ok((conn, WakeClient::Cluster(nodes)));
         }
         let client = client(config)?;
         let addr = client.get_connection_info().addr().to_string();
@@ -91,6 +103,7 @@ impl Conn {
             Conn {
                 inner: Inner::Node(cm),
                 replicas,
+                health,
             },
             WakeClient::Node(client),
         ))

@@ -310,7 +310,14 @@ async fn run(shared: Arc<Shared>, client: WakeClient, main: Conn, mut stop: ones
         };
 
         for (topic, ms) in handoffs {
-            hand_back(&shared, &main, &topic, ms).await;
+            if let WakeClient::Cluster(_) = &client {
+                // A hand-back goes to its topic's primary: one that is down or hung must not
+                // hold up the timers and waits of every other slot.
+                let (shared, main) = (shared.clone(), main.clone());
+                tokio::spawn(async move { hand_back(&shared, &main, &topic, ms).await });
+            } else {
+                hand_back(&shared, &main, &topic, ms).await;
+            }
         }
 
         // A blocked BZPOPMIN that misses a wanted topic is cut short so it can be re-sent.

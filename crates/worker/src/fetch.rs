@@ -533,7 +533,8 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             }
         };
         self.pause = self.shared.config.retry_initial;
-        batch.answer(settled, &self.shared.tally);
+        let retry_at = now + self.pause;
+        batch.answer(settled, retry_at, &mut self.outbox, &self.shared.tally);
         if asked == 0 {
             return;
         }

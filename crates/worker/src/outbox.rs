@@ -82,16 +82,16 @@ impl Outbox {
         Batch { settles, metas }
     }
 
-    /// Puts back the settlements of a call that failed, ahead of newer ones, due at once.
-    fn put_back(&mut self, items: Vec<(Settle, Meta)>, now: Instant) {
+    /// Puts back settlements that failed, ahead of newer ones, due at `due` (or sooner, with
+    /// the settlements already waiting).
+    fn put_back(&mut self, items: Vec<(Settle, Meta)>, due: Instant) {
         if items.is_empty() {
             return;
         }
         for item in items.into_iter().rev() {
             self.queue.push_front(item);
         }
-        // Due at once: the pause after the failure already spaced the attempts.
-        let since = self.since.map_or(now, |s| s.min(now));
+        let since = self.since.map_or(due, |s| s.min(due));
         self.since = Some(since.checked_sub(LINGER).unwrap_or(since));
     }
 }
@@ -104,18 +104,33 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    /// Answers every settlement with the engine's answer to it.
-    pub(crate) fn answer(self, settled: Vec<Result<Settled>>, tally: &Tally) {
+    /// Answers every settlement with the engine's answer to it. A settlement answered with
+    /// a retryable error of its own while the call succeeded (on a Redis Cluster, its
+    /// slot's primary was down or too slow while the others answered) goes back to the
+    /// outbox, due at `retry_at`, when its `until` is after that, as the settlements of a
+    /// failed call do.
+    pub(crate) fn answer(
+        self,
+        settled: Vec<Result<Settled>>,
+        retry_at: Instant,
+        outbox: &mut Outbox,
+        tally: &Tally,
+    ) {
         let (n, got) = (self.settles.len(), settled.len());
         let mut settled = settled.into_iter();
+        let mut again = Vec::new();
         for (settle, meta) in self.settles.into_iter().zip(self.metas) {
             let r = settled.next().unwrap_or_else(|| {
                 Err(Error::Internal(format!(
                     "the engine answered {got} of {n} settlements (an engine bug)"
                 )))
             });
-            deliver(&settle, meta.reply, r, tally);
+            match r {
+                Err(e) if e.is_retryable() && meta.until > retry_at => again.push((settle, meta)),
+                r => deliver(&settle, meta.reply, r, tally),
+            }
         }
+        outbox.put_back(again, retry_at);
     }
 
     /// The call failed as a whole with `e`. While the engine is unavailable, settlements
@@ -130,6 +145,7 @@ impl Batch {
                 deliver(&settle, meta.reply, Err(copy(e)), tally);
             }
         }
+        // Due at once: the pause after the failure already spaced the attempts.
         outbox.put_back(again, Instant::now());
     }
 }
@@ -242,9 +258,42 @@ mod tests {
         assert!(o.due(Instant::now()), "put back due at once");
         let b = o.take();
         assert_eq!(b.settles, vec![ack("late")]);
-        b.answer(vec![Ok(Settled::Acked)], &tally);
+        b.answer(vec![Ok(Settled::Acked)], t0, &mut o, &tally);
         let r = tally.report(0);
         assert_eq!((r.failed, r.acked), (1, 1));
+    }
+
+    /// See: issue 37 (per-slot independence on a Redis Cluster).
+    #[test]
+    fn a_settlement_answered_alone_with_a_retryable_error_is_retried_while_its_lease_lasts_issue_37()
+     {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let tally = Tally::default();
+        let mut o = Outbox::default();
+        o.push(ack("fine"), t0 + 10 * s, acked(), t0);
+        o.push(ack("slot-down"), t0 + 10 * s, acked(), t0);
+        o.push(ack("slot-down-soon"), t0 + s, acked(), t0);
+        let retry_at = Instant::now() + 2 * s;
+        o.take().answer(
+            vec![Ok(Settled::Acked), Err(down()), Err(down())],
+            retry_at,
+            &mut o,
+            &tally,
+        );
+        let r = tally.report(0);
+        assert_eq!(
+            (r.failed, r.acked),
+            (1, 1),
+            "the healthy one is acked, the one whose lease ends first is answered the error"
+        );
+        assert!(!o.due(Instant::now()), "put back due after the pause");
+        assert!(o.due(retry_at));
+        let b = o.take();
+        assert_eq!(b.settles, vec![ack("slot-down")]);
+        b.answer(vec![Ok(Settled::Acked)], retry_at, &mut o, &tally);
+        assert_eq!(tally.report(0).acked, 2);
+        assert!(o.is_empty());
     }
 
     #[test]
@@ -254,7 +303,8 @@ mod tests {
         let mut o = Outbox::default();
         o.push(ack("r"), t0, Reply::Buffered { at_shutdown: true }, t0);
         o.push(ack("x"), t0, acked(), t0);
-        o.take().answer(vec![Ok(Settled::Released)], &tally);
+        o.take()
+            .answer(vec![Ok(Settled::Released)], t0, &mut o, &tally);
         let r = tally.report(0);
         assert_eq!(r.released.len(), 1);
         assert_eq!(

@@ -227,6 +227,34 @@ fn strings(v: Value) -> Vec<String> {
 /// numkeys, another command's first argument; `None` for a keyless call. (redis-rs keeps its
 /// own routing function private; `tests/cluster.rs` checks that both agree.)
 pub(super) fn route(cmd: &Cmd) -> Option<Route> {
+    first_key(cmd).map(|key| Route::with_key(key, SlotAddr::Master))
+}
+
+/// The hash slot of `cmd` ([`route`]'s slot); `None` for a keyless call.
+pub(super) fn slot_of_cmd(cmd: &Cmd) -> Option<u16> {
+    first_key(cmd).map(slot_of_key)
+}
+
+/// The hash slot of `key`, as Redis computes it: CRC16/XMODEM of its hash tag (the part
+/// between the first `{` and the next `}`, when not empty) or of the whole key, modulo 16384.
+pub(super) fn slot_of_key(key: &[u8]) -> u16 {
+    let tag = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            rest.iter()
+                .position(|&b| b == b'}')
+                .map(|close| &rest[..close])
+        })
+        .filter(|tag| !tag.is_empty())
+        .unwrap_or(key);
+    crc16::State::<crc16::XMODEM>::calculate(tag) % 16384
+}
+
+/// The key a call is routed by: an `FCALL`'s first key after numkeys, another command's
+/// first argument; `None` for a keyless call.
+fn first_key(cmd: &Cmd) -> Option<&[u8]> {
     let args: Vec<&[u8]> = cmd
         .args_iter()
         .filter_map(|a| match a {
@@ -243,11 +271,11 @@ pub(super) fn route(cmd: &Cmd) -> Option<Route> {
         if numkeys == 0 {
             return None;
         }
-        args.get(3)?
+        *args.get(3)?
     } else {
-        args.get(1)?
+        *args.get(1)?
     };
-    Some(Route::with_key(key, SlotAddr::Master))
+    Some(key)
 }
 
 /// Loads the library on the primary that serves `route`'s slot (the one that answered
@@ -356,6 +384,30 @@ mod tests {
         assert_eq!(route(&a), Some(Route::with_key("{t}", SlotAddr::Master)));
         assert_eq!(route(&a), route(&b));
         assert_eq!(route(&redis::cmd("TIME")), None);
+        assert_eq!(slot_of_cmd(&redis::cmd("TIME")), None);
+    }
+
+    #[test]
+    fn slots_are_computed_as_redis_does() {
+        // The examples of Redis's `CLUSTER KEYSLOT` documentation; an empty tag hashes the
+        // whole key.
+        assert_eq!(slot_of_key(b"somekey"), 11058);
+        assert_eq!(slot_of_key(b"foo{hash_tag}"), 2515);
+        assert_eq!(slot_of_key(b"{hash_tag}.x"), 2515);
+        for key in ["foo{}{bar}", "delayq:{t~3~7}:jobs", "{}", "a{b"] {
+            assert_eq!(
+                slot_of_key(key.as_bytes()),
+                delayq_testkit::key_slot(key),
+                "{key}"
+            );
+        }
+        let mut a = redis::cmd("FCALL");
+        a.arg("f").arg(1).arg("delayq:{t}:jobs");
+        assert_eq!(slot_of_cmd(&a), Some(slot_of_key(b"t")));
+        assert_eq!(
+            route(&a),
+            Some(Route::new(slot_of_key(b"t"), SlotAddr::Master))
+        );
     }
 }
 

@@ -1,4 +1,5 @@
-//! The lease operations: `ack` (a batch per partition, in one pipeline), `nack`, `release`
+//! The lease operations: `ack` (a batch per partition, in one pipeline; on a cluster one
+//! pipeline per slot, each slot's acks answered by their own slot), `nack`, `release`
 //! (with a delay and a priority), `touch`, `bury` (with a priority), each on the partition of the lease's job. Each answers `LEASE_LOST` when
 //! the token is not the job's live lease.
 
@@ -11,6 +12,7 @@ use redis::{Cmd, Value};
 
 use super::{Ops, refused, settle_calls};
 use crate::codec::{self, Status};
+use crate::conn::Among;
 use crate::keys::Part;
 use crate::library;
 
@@ -85,20 +87,43 @@ impl Ops {
                 inv
             })
             .collect();
-        let replies = self.conn.pipeline(&invs, "acking").await?;
-        for ((_, idx), reply) in groups.iter().zip(replies) {
-            let codes = codec::array(reply)?;
-            if codes.len() != idx.len() {
-                return Err(Error::Internal("ack reply has the wrong length".into()));
-            }
-            for (&i, code) in idx.iter().zip(&codes) {
-                out[i] = match codec::settle_status(code)? {
-                    (Status::Ok, _) => Ok(()),
-                    refusal => Err(refused(&leases[i], "ack", refusal)),
-                };
+        // One pipeline per slot on a cluster, each slot's acks answered by their own slot:
+        // a primary that is down fails only its own acks (`Conn::per_slot`).
+        let mut failed = None;
+        let mut answered = false;
+        for (calls, answer) in self.conn.per_slot(&invs, "acking", Among::TheseSlots).await {
+            let replies = match answer.replies() {
+                Ok(replies) => replies,
+                Err(e) => {
+                    for &c in &calls {
+                        for &i in &groups[c].1 {
+                            out[i] = Err(e.copy_for_another());
+                        }
+                    }
+                    failed.get_or_insert(e);
+                    continue;
+                }
+            };
+            answered = true;
+            for (&c, reply) in calls.iter().zip(replies) {
+                let idx = &groups[c].1;
+                let codes = codec::array(reply)?;
+                if codes.len() != idx.len() {
+                    return Err(Error::Internal("ack reply has the wrong length".into()));
+                }
+                for (&i, code) in idx.iter().zip(&codes) {
+                    out[i] = match codec::settle_status(code)? {
+                        (Status::Ok, _) => Ok(()),
+                        refusal => Err(refused(&leases[i], "ack", refusal)),
+                    };
+                }
             }
         }
-        Ok(out)
+        // Every slot failed: the batch fails as a whole, as a batch on one node does.
+        match failed {
+            Some(e) if !answered => Err(e),
+            _ => Ok(out),
+        }
     }
 
     /// `Engine::nack`, its input already checked by `engine.rs`.

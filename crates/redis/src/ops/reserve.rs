@@ -4,7 +4,7 @@
 //! partitions of its topics in turn: the topics rotating, each topic's partitions from a
 //! random one, so that workers spread over the partitions and none is always last.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -12,14 +12,16 @@ use std::time::{Duration, Instant};
 use delayq_core::limits::delay_ms_ceil;
 use delayq_core::{
     Delivery, DeliveryMode, Error, Lease, LeaseToken, NackOutcome, Reserve, Result, Settle,
-    Settled, SettledAndReserved, Timestamp, detach_lease,
+    Settled, SettledAndReserved, Timestamp, Topic, detach_lease,
 };
 use rand::Rng;
 use redis::{Cmd, Value};
+use tokio::sync::oneshot;
 
 use super::lease::ack_args;
-use super::{Ops, refused, settle_calls};
+use super::{LAYOUT_TTL, Ops, refused, settle_calls};
 use crate::codec::{self, Status, decode_deliveries};
+use crate::conn::{Among, Conn, SlotAnswer};
 use crate::keys::Part;
 use crate::library;
 
@@ -98,6 +100,21 @@ fn answer(s: &Settle, status: &Value, value: &Value) -> Result<Result<Settled>> 
             Err(refused(s.lease(), s.operation(), (refusal, state)))
         }
     })
+}
+
+/// The settlements of the calls `at` (positions in `calls`, whose third field holds each
+/// call's settlements) whose slot failed with `e`: each answers its own copy of `e`.
+fn answer_failed(
+    at: &[usize],
+    calls: &[(&Part, usize, Vec<usize>)],
+    e: &Error,
+    settled: &mut [Option<Result<Settled>>],
+) {
+    for &c in at {
+        for &i in &calls[c].2 {
+            settled[i] = Some(Err(e.copy_for_another()));
+        }
+    }
 }
 
 impl Ops {
@@ -229,7 +246,10 @@ impl Ops {
         let start = self.rotate.fetch_add(1, Ordering::Relaxed) % n;
         let mut order = Vec::new();
         for k in 0..n {
-            let parts = self.parts(&req.topics[(start + k) % n]).await?;
+            let topic = &req.topics[(start + k) % n];
+            let Some(parts) = self.reserve_parts(topic, n > 1).await? else {
+                continue;
+            };
             let from = rand::rng().random_range(0..parts.len());
             let all = parts[from..].iter().chain(&parts[..from]).cloned();
             if quiet[(start + k) % n] {
@@ -238,7 +258,52 @@ impl Ops {
                 order.extend(all);
             }
         }
+        if order.is_empty() {
+            return Err(Error::unavailable(
+                "reserving: the primaries that hold the topics' settings did not answer in time; retry",
+                std::io::Error::from(std::io::ErrorKind::TimedOut),
+            ));
+        }
         Ok(order)
+    }
+
+    /// The partitions of `topic` for a reserve ([`Ops::parts`]: the count read at most once
+    /// a minute). On a cluster, a read of the count waits at most the slot timeout when the
+    /// reserve has something else to serve: the count read before (a count changes only
+    /// while its topic is empty, and a push checks it), or other topics (`others`). A topic
+    /// whose home slot does not answer keeps the count read before, or is skipped (`None`)
+    /// when there was none. On one node, [`Ops::parts`].
+    async fn reserve_parts(&self, topic: &Topic, others: bool) -> Result<Option<Arc<[Part]>>> {
+        if !self.conn.is_cluster() {
+            return self.parts(topic).await.map(Some);
+        }
+        let known = self
+            .layouts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(topic)
+            .map(|l| (l.parts.clone(), l.read.elapsed() < LAYOUT_TTL));
+        let stale = match known {
+            Some((parts, true)) => return Ok(Some(parts)),
+            Some((parts, false)) => Some(parts),
+            None if others => None,
+            None => return self.parts(topic).await.map(Some),
+        };
+        let home = self.conn.slot(&self.keys.wake(&Part::whole(topic)));
+        if home.is_some_and(|s| self.conn.unreachable(s)) {
+            return Ok(stale);
+        }
+        match tokio::time::timeout(self.conn.slot_timeout(), self.read_parts(topic)).await {
+            Ok(Ok(parts)) => Ok(Some(parts)),
+            Ok(Err(e)) => {
+                tracing::debug!(topic = %topic, error = %e, "cannot read a topic's partition count; using what was known");
+                Ok(stale)
+            }
+            Err(_) => {
+                tracing::debug!(topic = %topic, "reading a topic's partition count timed out; using what was known");
+                Ok(stale)
+            }
+        }
     }
 
     /// Marks `req`'s topics quiet (its long-poll ended with nothing) or not (it brought
@@ -255,13 +320,22 @@ impl Ops {
     }
 
     /// One pass over the partitions of the topics ([`Ops::pass_order`], as `look` says),
-    /// without waiting, after settling `settle`. The first round trip is one pipeline: a settle-only call for
-    /// each other partition that has settlements, then the first partition's call, which
-    /// settles that partition's leases and reserves. With `req.max == 0` it only settles.
+    /// without waiting, after settling `settle`. The first round trip is one pipeline: a
+    /// settle-only call for each other partition that has settlements, then the first
+    /// partition's call, which settles that partition's leases and reserves. Then the other
+    /// partitions in turn, while jobs are wanted. With `req.max == 0` it only settles.
     /// Also answers what each reserve said of its partition's next event, for a waiter that
     /// registers after this pass.
+    ///
+    /// On a Redis Cluster, when the topics (or the settlements) lie in several hash slots,
+    /// the first round trip is one pipeline per slot, concurrently, and every call waits for
+    /// its slot at most the slot timeout (`Conn::per_slot`, `Conn::bounded`): a slot that
+    /// fails or does not answer in time is skipped for this pass (its settlements answer its
+    /// error, each its own), and for the next second by later passes unless all of the
+    /// request's slots are; the jobs a timed-out call leases when it runs late are given
+    /// back ([`Ops::give_back_late`]). The pass fails only when no slot answered.
     pub(crate) async fn reserve_once(
-        &self,
+        self: &Arc<Self>,
         req: &Reserve,
         settle: &[Settle],
         look: &Look,
@@ -281,6 +355,13 @@ impl Ops {
         }
         let mut out = Vec::new();
         let mut seen = Vec::new();
+        // Over several cluster slots each slot answers for itself (see above); `failed` keeps
+        // the first slot's error, answered when no slot answered.
+        let slots = self.request_slots(req, groups.keys()).await?;
+        let spread = slots.len() > 1;
+        let skip = spread && !slots.iter().all(|&s| self.conn.unreachable(s));
+        let mut failed: Option<Error> = None;
+        let mut answered = false;
 
         // The first round trip: every settlement (settle-only calls), and the first
         // partition's reserve, which carries that partition's settlements when one call
@@ -314,21 +395,52 @@ impl Ops {
                     self.reserve_invocation(p, *want, req.mode, &of)
                 })
                 .collect();
-            let replies = self.conn.pipeline(&invs, "settling and reserving").await?;
+            const WHAT: &str = "settling and reserving";
+            let answers = if spread {
+                self.conn
+                    .per_slot(&invs, WHAT, Among::MoreSlots { skip })
+                    .await
+            } else {
+                let replies = self.conn.pipeline(&invs, WHAT).await?;
+                vec![((0..invs.len()).collect(), SlotAnswer::Replied(replies))]
+            };
             let received = Instant::now();
-            for ((part, want, idx), reply) in calls.iter().zip(replies) {
-                let reply = codec::array(reply)?;
-                let (o, ds) = Self::take_reserve_reply(
-                    part,
-                    req.mode,
-                    (reply, received),
-                    (settle, idx),
-                    &mut settled,
-                )?;
-                if *want > 0 {
-                    self.waiters.observe(part, o.now_us, o.next, o.received);
-                    seen.push(o);
-                    out.extend(ds);
+            for (at, answer) in answers {
+                let replies = match answer {
+                    SlotAnswer::Replied(replies) => replies,
+                    SlotAnswer::Failed(e) => {
+                        answer_failed(&at, &calls, &e, &mut settled);
+                        failed.get_or_insert(e);
+                        continue;
+                    }
+                    SlotAnswer::Late(e, late) => {
+                        // The slot's reserve (settle-only calls lease nothing) may run late.
+                        if let Some(pos) = at.iter().position(|&c| calls[c].1 > 0) {
+                            let (part, _, idx) = &calls[at[pos]];
+                            let call = (settle.to_vec(), idx.clone(), pos);
+                            self.give_back_late((*part).clone(), req.mode, call, late);
+                        }
+                        answer_failed(&at, &calls, &e, &mut settled);
+                        failed.get_or_insert(e);
+                        continue;
+                    }
+                };
+                answered = true;
+                for (&c, reply) in at.iter().zip(replies) {
+                    let (part, want, idx) = &calls[c];
+                    let reply = codec::array(reply)?;
+                    let (o, ds) = Self::take_reserve_reply(
+                        part,
+                        req.mode,
+                        (reply, received),
+                        (settle, idx),
+                        &mut settled,
+                    )?;
+                    if *want > 0 {
+                        self.waiters.observe(part, o.now_us, o.next, o.received);
+                        seen.push(o);
+                        out.extend(ds);
+                    }
                 }
             }
         }
@@ -337,7 +449,10 @@ impl Ops {
             .map(|s| s.unwrap_or_else(|| Err(Error::Internal("a settlement got no answer".into()))))
             .collect();
         if req.max == 0 {
-            return Ok((out, seen, settled));
+            return match failed {
+                Some(e) if !answered => Err(e),
+                _ => Ok((out, seen, settled)),
+            };
         }
 
         for part in order.iter().skip(1) {
@@ -346,22 +461,54 @@ impl Ops {
                 break;
             }
             let inv = self.reserve_invocation(part, want, req.mode, &[]);
-            let reply = match self
-                .conn
-                .call(&inv, "reserving")
-                .await
-                .and_then(codec::array)
+            let reply = if let (true, Some(slot)) = (spread, self.conn.slot(&self.keys.wake(part)))
             {
-                Ok(r) => r,
-                // Jobs already taken from earlier partitions are leased (or removed): hand
-                // them out rather than drop them; the caller sees the failure on its next
-                // call.
-                Err(e) if !out.is_empty() => {
-                    tracing::warn!(partition = %part, error = %e, "reserve failed on one partition; returning what the others gave");
-                    break;
+                // Over several slots: a slot that fails or is slow is skipped.
+                if skip && self.conn.unreachable(slot) {
+                    failed.get_or_insert_with(|| Conn::skipped(slot, "reserving"));
+                    continue;
                 }
-                Err(e) => return Err(e),
+                match self.conn.bounded(slot, vec![inv], "reserving").await {
+                    SlotAnswer::Replied(replies) => match replies.into_iter().next() {
+                        Some(reply) => codec::array(reply)?,
+                        None => return Err(Error::Internal("a reserve got no reply".into())),
+                    },
+                    SlotAnswer::Failed(e) => {
+                        tracing::debug!(partition = %part, error = %e, "reserve failed on one slot; the others are served");
+                        failed.get_or_insert(e);
+                        continue;
+                    }
+                    SlotAnswer::Late(e, late) => {
+                        tracing::debug!(partition = %part, error = %e, "reserve timed out on one slot; the others are served");
+                        self.give_back_late(
+                            part.clone(),
+                            req.mode,
+                            (Vec::new(), Vec::new(), 0),
+                            late,
+                        );
+                        failed.get_or_insert(e);
+                        continue;
+                    }
+                }
+            } else {
+                match self
+                    .conn
+                    .call(&inv, "reserving")
+                    .await
+                    .and_then(codec::array)
+                {
+                    Ok(r) => r,
+                    // Jobs already taken from earlier partitions are leased (or removed): hand
+                    // them out rather than drop them; the caller sees the failure on its next
+                    // call.
+                    Err(e) if !out.is_empty() => {
+                        tracing::warn!(partition = %part, error = %e, "reserve failed on one partition; returning what the others gave");
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
             };
+            answered = true;
             let received = Instant::now();
             let (o, ds) =
                 Self::take_reserve_reply(part, req.mode, (reply, received), (&[], &[]), &mut [])?;
@@ -369,7 +516,103 @@ impl Ops {
             seen.push(o);
             out.extend(ds);
         }
-        Ok((out, seen, settled))
+        match failed {
+            Some(e) if !answered => Err(e),
+            _ => Ok((out, seen, settled)),
+        }
+    }
+
+    /// The cluster hash slots a reserve over `req`'s topics, settling leases of `settling`,
+    /// may call: empty on one node.
+    async fn request_slots(
+        &self,
+        req: &Reserve,
+        settling: impl Iterator<Item = &Part>,
+    ) -> Result<BTreeSet<u16>> {
+        let mut slots = BTreeSet::new();
+        if !self.conn.is_cluster() {
+            return Ok(slots);
+        }
+        for t in &req.topics {
+            let Some(parts) = self.reserve_parts(t, req.topics.len() > 1).await? else {
+                continue;
+            };
+            for p in parts.iter() {
+                slots.extend(self.conn.slot(&self.keys.wake(p)));
+            }
+        }
+        for p in settling {
+            slots.extend(self.conn.slot(&self.keys.wake(p)));
+        }
+        Ok(slots)
+    }
+
+    /// A reserve call on `part` that did not answer within the slot timeout was sent and may
+    /// still run when its primary answers again. When its late reply (the replies of its
+    /// slot's pipeline, `late`; the call at `pos`, which carried the settlements `idx` of
+    /// `settle`) leased jobs, they are released at once, as for a caller that went away
+    /// ([`detach_lease`]), rather than left to their ttr. A late reply that never comes
+    /// (the call failed after all, or outlived the response timeout) leases nothing this can
+    /// see: such jobs come back when their ttr runs out.
+    fn give_back_late(
+        self: &Arc<Self>,
+        part: Part,
+        mode: DeliveryMode,
+        (settle, idx, pos): (Vec<Settle>, Vec<usize>, usize),
+        late: oneshot::Receiver<Result<Vec<Value>>>,
+    ) {
+        let ops = Arc::clone(self);
+        tokio::spawn(async move {
+            let Ok(Ok(replies)) = late.await else {
+                return;
+            };
+            let Some(reply) = replies.into_iter().nth(pos) else {
+                return;
+            };
+            let mut scratch: Vec<Option<Result<Settled>>> = settle.iter().map(|_| None).collect();
+            let decoded = codec::array(reply).and_then(|reply| {
+                Self::take_reserve_reply(
+                    &part,
+                    mode,
+                    (reply, Instant::now()),
+                    (&settle, &idx),
+                    &mut scratch,
+                )
+            });
+            let deliveries = match decoded {
+                Ok((_, deliveries)) => deliveries,
+                Err(e) => {
+                    tracing::warn!(partition = %part, error = %e, "cannot read the late reply of a reserve that timed out; its jobs come back when their ttr runs out");
+                    return;
+                }
+            };
+            let mut releases = Vec::new();
+            for d in deliveries {
+                match d.lease {
+                    Some(lease) => releases.push(Settle::Release(lease)),
+                    None => {
+                        tracing::error!(topic = %d.job.topic, id = %d.job.id, "an at-most-once job was taken by a reserve that timed out on its slot: it is lost")
+                    }
+                }
+            }
+            if releases.is_empty() {
+                return;
+            }
+            let of: Vec<&Settle> = releases.iter().collect();
+            let inv = ops.reserve_invocation(&part, 0, mode, &of);
+            match ops
+                .conn
+                .call(&inv, "giving back the jobs of a reserve that timed out")
+                .await
+            {
+                Ok(_) => {
+                    tracing::debug!(partition = %part, jobs = releases.len(), "gave back the jobs a reserve leased after its slot timed out")
+                }
+                Err(e) => {
+                    tracing::warn!(partition = %part, jobs = releases.len(), error = %e, "could not give back the jobs a reserve leased after its slot timed out: they come back when their ttr runs out")
+                }
+            }
+        });
     }
 
     /// [`Ops::reserve_once`] in a task of its own ([`detach_lease`]): when the caller is
@@ -428,12 +671,17 @@ impl Ops {
         // signal sent meanwhile is still in its wake key.
         let mut parts = Vec::new();
         for t in &req.topics {
-            parts.extend(self.parts(t).await?.iter().cloned());
+            if let Some(p) = self.reserve_parts(t, req.topics.len() > 1).await? {
+                parts.extend(p.iter().cloned());
+            }
         }
         let guard = self.waiters.register(&parts);
         for o in seen {
             self.waiters.observe(&o.part, o.now_us, o.next, o.received);
         }
+        // Over several cluster slots, a pass woken for one partition whose primary is down
+        // or hung (its timer fired) fails alone: the wait goes on for the other slots.
+        let spread = self.request_slots(req, std::iter::empty()).await?.len() > 1;
         loop {
             let now = Instant::now();
             if now >= deadline {
@@ -456,7 +704,15 @@ impl Ops {
                     Look::All
                 }
             };
-            let (out, _, _) = self.reserve_detached(req, &[], look).await?;
+            let woken = matches!(look, Look::Woken(_));
+            let out = match self.reserve_detached(req, &[], look).await {
+                Ok((out, _, _)) => out,
+                Err(e) if woken && spread => {
+                    tracing::debug!(error = %e, "a woken reserve failed on its slot; waiting on for the other slots");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if !out.is_empty() {
                 return Ok(answer(out));
             }

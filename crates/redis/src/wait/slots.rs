@@ -6,7 +6,9 @@
 //! a blocking command on the shared cluster connection would stall every call to that node;
 //! so each slot gets its own plain connection. A task starts at a seed and follows MOVED to
 //! the slot's owner: Redis answers MOVED to a command sent elsewhere, and also to a client
-//! blocked on a slot that moved away (a migration, a failover). After any interruption (a
+//! blocked on a slot that moved away (a migration, a failover). A seed is first asked with a
+//! `BZPOPMIN` of 1 ms, bounded in time, so that a seed that is down or hung cannot hold the
+//! wait of a slot served elsewhere. After any interruption (a
 //! redirection, a dropped connection, a change of the topics it blocks on) the task wakes one
 //! waiter of each of its topics once it blocks again: a signal may have been popped and lost
 //! meanwhile, and a waiter that looks learns the topic's next event afresh.
@@ -165,6 +167,32 @@ async fn wait_slot(
                 }
             },
         };
+        // A node not yet known to serve the slot (a seed) is asked first with a call that
+        // cannot block, bounded in time: a seed that is down or hung (SIGSTOP) would
+        // otherwise hold this slot's wait for as long as it does not answer, though the
+        // slot's own primary is fine.
+        if addr.is_none() {
+            match probe(&mut c, &shared, &topics).await {
+                Probe::Serves(signal) => {
+                    if let Some((topic, ms)) = parse_signal(&shared.keys, signal) {
+                        on_signal(&shared, &main, topic, ms).await;
+                        shared.poke.notify_one();
+                    }
+                }
+                Probe::Moved(to) => {
+                    addr = to;
+                    resync = true;
+                    continue;
+                }
+                Probe::Failed(why) => {
+                    tracing::debug!(node = %target, error = %why, "a seed did not answer for a slot's wait; trying the next");
+                    resync = true;
+                    tokio::time::sleep(retry_delay).await;
+                    retry_delay = (retry_delay * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            }
+        }
         if std::mem::take(&mut resync) {
             shared.wake_topics(&topics);
         }
@@ -219,6 +247,39 @@ async fn wait_slot(
                 retry_delay = (retry_delay * 2).min(Duration::from_secs(5));
             }
         }
+    }
+}
+
+/// How long a seed may take to answer [`probe`]: a live node answers within a tenth of a
+/// second (Redis ends a blocking command's timeout `hz` times a second).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// What a seed answered to [`probe`].
+enum Probe {
+    /// It serves the slot (and answered this, perhaps a signal): block there.
+    Serves(Value),
+    /// The slot is served at this address (`None`: MOVED without one; the next seed).
+    Moved(Option<String>),
+    /// No answer in time, or another error: the next seed.
+    Failed(String),
+}
+
+/// Asks the node of `c` whether it serves the slot of `topics`, within [`PROBE_TIMEOUT`]:
+/// a `BZPOPMIN` on their wake keys that blocks for 1 ms only (so its answer, a signal, is
+/// the blocking wait's own, and it needs no permission the wait does not).
+async fn probe(c: &mut MultiplexedConnection, shared: &Shared, topics: &BTreeSet<Part>) -> Probe {
+    let mut cmd = redis::cmd("BZPOPMIN");
+    for t in topics {
+        cmd.arg(shared.keys.wake(t));
+    }
+    cmd.arg(0.001);
+    match tokio::time::timeout(PROBE_TIMEOUT, cmd.query_async::<Value>(c)).await {
+        Ok(Ok(v)) => Probe::Serves(v),
+        Ok(Err(e)) if e.code() == Some("MOVED") => {
+            Probe::Moved(e.redirect_node().map(|(a, _)| a.to_string()))
+        }
+        Ok(Err(e)) => Probe::Failed(e.to_string()),
+        Err(_) => Probe::Failed(format!("no answer within {} ms", PROBE_TIMEOUT.as_millis())),
     }
 }
 
