@@ -14,13 +14,12 @@
 //!   each command does to the engine; `put` puts (a pipelined run in one engine call),
 //!   `reserve` the reserve family (`DEADLINE_SOON`), `stats`
 //!   the YAML statistics.
-//! - `coalesce`: one engine call for the reserves (and the acks before them) of the
-//!   connections that ask at the same time on one tube.
+//!   The reserves (and the acks before them) of the connections that ask at the same time
+//!   on one tube share one engine call (`delayq_core::Coalescers`).
 //! - `numbers`: job numbers (claimed from the engine's shared sequence in blocks) and the
 //!   topics they name.
 #![deny(missing_docs)]
 
-mod coalesce;
 mod numbers;
 pub mod proto;
 mod put;

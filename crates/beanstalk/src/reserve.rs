@@ -5,12 +5,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use delayq_core::limits::MAX_RESERVE_TOPICS;
-use delayq_core::{Delivery, Error, JobState, Reserve, Topic};
-
-use crate::coalesce::Served;
 use crate::proto::Reply;
 use crate::session::{Held, Session, failure};
+use delayq_core::limits::MAX_RESERVE_TOPICS;
+use delayq_core::{Delivery, DeliveryMode, Error, JobState, Reserve, Topic};
 
 /// beanstalkd's safety margin: a held job this close to its deadline makes a reserve answer
 /// `DEADLINE_SOON` instead of waiting.
@@ -86,11 +84,16 @@ impl Session {
                     Err(e) => return failure("reserve", &e),
                 }
             } else if first && wait > Duration::ZERO {
-                // A ready job first, with the other connections asking now (`coalesce.rs`);
+                // A ready job first, with the other connections asking now (`delayq_core::Coalescers`);
                 // only then a wait of this connection's own.
-                match self.shared.coalescers.serve(&topics[0], None).await {
-                    Ok(Served { job: Some(d), .. }) => return self.delivered(d),
-                    Ok(_) => {}
+                let once = self
+                    .shared
+                    .coalescers
+                    .serve(&topics[..1], DeliveryMode::AtLeastOnce, 1, None)
+                    .await;
+                match once.map(|s| s.jobs.into_iter().next()) {
+                    Ok(Some(d)) => return self.delivered(d),
+                    Ok(None) => {}
                     Err(e) => return failure("reserve", &e),
                 }
             }
@@ -184,7 +187,12 @@ impl Session {
         let answer = match self
             .shared
             .coalescers
-            .serve(&topic, Some(h.lease.clone()))
+            .serve(
+                std::slice::from_ref(&topic),
+                DeliveryMode::AtLeastOnce,
+                1,
+                Some(h.lease.clone()),
+            )
             .await
         {
             Ok(a) => a,
@@ -200,7 +208,7 @@ impl Session {
             Some(Err(e)) => failure("delete", &e),
             None => Reply::InternalError,
         };
-        let reserved = answer.job.map(|d| {
+        let reserved = answer.jobs.into_iter().next().map(|d| {
             self.became_worker();
             self.delivered(d)
         });

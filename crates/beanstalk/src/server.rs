@@ -10,13 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::BytesMut;
-use delayq_core::{Engine, Topic};
+use delayq_core::{Coalescers, Engine, Topic};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tracing::{info, warn};
 
-use crate::coalesce::Coalescers;
 use crate::numbers::Numbers;
 use crate::proto::{Command, Parser, Reply, Step};
 use crate::put::Put;

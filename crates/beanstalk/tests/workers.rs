@@ -1,6 +1,6 @@
 //! Many workers on one tube, each in beanstalkd's pipelined cycle (`delete` the job it holds
 //! and `reserve-with-timeout` the next in one write), on both engines: the server serves
-//! the reserves that arrive together with one engine call (`coalesce.rs`), and still every
+//! the reserves that arrive together with one engine call (`delayq_core::Coalescers`), and still every
 //! job is delivered exactly once and acknowledged, none left behind.
 
 use std::collections::HashSet;

@@ -18,15 +18,19 @@
 //! - `error`: [`Error`].
 //! - `acks`: [`ack_batcher`], acks of concurrent callers coalesced into `ack_batch` calls
 //!   (used by the worker runtime and the HTTP server).
+//! - `coalesce`: [`Coalescers`], the first looks of concurrent reserves of the same topics
+//!   served by one `settle_and_reserve` (used by the HTTP server and the beanstalkd port).
 //! - `detach`: [`detach_lease`], a reserve's round trip in a task of its own, so that a
 //!   caller dropped mid-call strands no leased job (used by both engines).
 //!
 //! This crate does no I/O: no network, no files, no clock decisions (engines own the clock);
-//! its only runtime pieces are the in-process channel of `acks` and the task of `detach`.
+//! its only runtime pieces are the in-process channels and tasks of `acks`, `coalesce` and
+//! `detach`.
 #![deny(missing_docs)]
 
 mod acks;
 mod backoff;
+mod coalesce;
 mod cron;
 mod detach;
 mod engine;
@@ -40,6 +44,7 @@ mod topic;
 
 pub use acks::{Acker, Acks, ack_batcher, run_acks};
 pub use backoff::Backoff;
+pub use coalesce::{Coalescers, Served};
 pub use cron::{
     JobSchedule, JobTemplate, MAX_JITTER, MAX_MISFIRE_LIMIT, MAX_SCHEDULE_NAME_LEN, MISFIRE_GRACE,
     Misfire, Plan, ScheduleName, ScheduleParts,

@@ -141,6 +141,23 @@ impl KeySpace {
         TOPIC_KEY_NAMES.map(|name| format!("{}:{{{}}}:{name}", self.prefix, part.tag))
     }
 
+    /// Calls `each` with the keys of a partition, in function KEYS order, built one after
+    /// another in one buffer: what an `FCALL` copies into its arguments, without a `String`
+    /// per key (the hot path builds them at every call).
+    pub(crate) fn each_topic_key(&self, part: &Part, mut each: impl FnMut(&str)) {
+        let mut key = String::with_capacity(self.prefix.len() + part.tag.len() + 16);
+        key.push_str(&self.prefix);
+        key.push_str(":{");
+        key.push_str(&part.tag);
+        key.push_str("}:");
+        let stem = key.len();
+        for name in TOPIC_KEY_NAMES {
+            key.truncate(stem);
+            key.push_str(name);
+            each(&key);
+        }
+    }
+
     /// The wake key of a partition (a blocked waiter's BZPOPMIN target).
     pub(crate) fn wake(&self, part: &Part) -> String {
         format!("{}:{{{}}}:wake", self.prefix, part.tag)
@@ -228,6 +245,14 @@ mod tests {
                 "delayq:{orders.cancel}:expiring",
             ]
         );
+        let mut built = Vec::new();
+        ks.each_topic_key(&whole, |k| built.push(k.to_string()));
+        assert_eq!(built, keys);
+        for part in Part::all(&whole.topic, 3).iter() {
+            let mut built = Vec::new();
+            ks.each_topic_key(part, |k| built.push(k.to_string()));
+            assert_eq!(built, ks.topic(part));
+        }
         assert_eq!(ks.wake(&whole), keys[6]);
         assert_eq!(ks.jobs(&whole), keys[0]);
         assert_eq!(ks.config(&whole), keys[8]);

@@ -1,10 +1,11 @@
 //! [`AppState`]: what every handler shares: the engine, the settings, the metrics, the
-//! shutdown signal that ends open long-polls, the ack batcher that coalesces the acks of
-//! concurrent requests, and the handle that wakes the server's scheduler.
+//! shutdown signal that ends open long-polls, the ack batcher and the reserve coalescers that
+//! serve concurrent requests with shared engine calls, and the handle that wakes the
+//! server's scheduler.
 
 use std::sync::Arc;
 
-use delayq_core::{Acker, Engine, ack_batcher, run_acks};
+use delayq_core::{Acker, Coalescers, Engine, ack_batcher, run_acks};
 use delayq_worker::{Scheduler, SchedulerConfig};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -12,9 +13,21 @@ use tokio_util::sync::CancellationToken;
 use crate::ServerConfig;
 use crate::metrics::Metrics;
 
-/// Shared state of the HTTP server. Cheap to clone.
+/// Shared state of the HTTP server: one pointer, so that the clone every middleware and
+/// handler of every request takes is one reference count (the fields are [`Shared`]'s).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What every handler shares, behind [`AppState`].
+pub struct Shared {
     /// The engine.
     pub engine: Arc<dyn Engine>,
     /// The HTTP settings.
@@ -26,6 +39,9 @@ pub struct AppState {
     /// Acks of concurrent requests go to the engine together (one `ack_batch` per round
     /// trip); each request is answered as `Engine::ack` would answer it.
     pub acker: Acker,
+    /// The first looks of concurrent reserves with nothing to settle go to the engine
+    /// together (one `settle_and_reserve` per round trip for the same topics and mode).
+    pub coalescers: Coalescers,
     /// Wakes the server's [`Scheduler`] (every server runs the schedules the engine keeps;
     /// see `delayq_worker::Scheduler`), after a schedule changed through this server.
     pub scheduler: Arc<Notify>,
@@ -56,13 +72,14 @@ impl AppState {
                 tracing::error!(error = %e, "push delivery is off: cannot start the forwarder")
             }
         }
-        AppState {
+        AppState(Arc::new(Shared {
             acker,
+            coalescers: Coalescers::new(engine.clone()),
             engine,
             config: Arc::new(config),
             metrics,
             shutdown,
             scheduler: kicker,
-        }
+        }))
     }
 }

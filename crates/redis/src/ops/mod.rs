@@ -36,7 +36,7 @@ use tokio::sync::oneshot;
 
 use crate::codec::{Status, state_from_code};
 use crate::conn::Conn;
-use crate::keys::{KeySpace, Part};
+use crate::keys::{KeySpace, Part, TOPIC_KEY_NAMES};
 use crate::wait::Waiters;
 
 /// How long push, reserve and the operations by id trust the partition count this process
@@ -81,12 +81,11 @@ pub(crate) struct Ops {
 impl Ops {
     /// An `FCALL` of `function` with the partition's keys; the caller adds the arguments.
     pub(crate) fn fcall(&self, function: &str, part: &Part) -> Cmd {
-        let keys = self.keys.topic(part);
         let mut cmd = redis::cmd("FCALL");
-        cmd.arg(function).arg(keys.len());
-        for k in keys {
+        cmd.arg(function).arg(TOPIC_KEY_NAMES.len());
+        self.keys.each_topic_key(part, |k| {
             cmd.arg(k);
-        }
+        });
         cmd
     }
 

@@ -7,8 +7,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use delayq_core::limits::MAX_WAIT;
 use delayq_core::{
-    DeliveryMode, Lease, LeaseToken, Nack, NackOutcome, Reserve, Settle, Settled, Topic,
-    check_settle_and_reserve,
+    DeliveryMode, Lease, LeaseToken, Nack, NackOutcome, Reserve, Settle, Settled,
+    SettledAndReserved, Topic, check_settle_and_reserve,
 };
 
 use super::dto::{
@@ -152,10 +152,20 @@ pub async fn reserve(
     // The settlements and a first look go out in one engine call that does not wait, so
     // their answers are never lost to a shutdown; only when it found nothing does the
     // request go on to long-poll (an idle consumer, where one more call costs nothing).
-    let mut got = state
-        .engine
-        .settle_and_reserve(&settle, &r.clone().wait(Duration::ZERO))
-        .await?;
+    // With nothing to settle, the first look is shared with the other requests for the same
+    // topics that arrive meanwhile (`AppState::coalescers`).
+    let mut got = if settle.is_empty() {
+        let served = state.coalescers.serve(&r.topics, r.mode, max, None).await?;
+        SettledAndReserved {
+            settled: Vec::new(),
+            deliveries: served.jobs,
+        }
+    } else {
+        state
+            .engine
+            .settle_and_reserve(&settle, &r.clone().wait(Duration::ZERO))
+            .await?
+    };
     if got.deliveries.is_empty() && max > 0 && !wait.is_zero() {
         got.deliveries = tokio::select! {
             got = state.engine.reserve(&r) => got?,
