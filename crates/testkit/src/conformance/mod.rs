@@ -1378,7 +1378,7 @@ pub async fn concurrent_reservers_deliver_each_job_once<H: Harness>(h: &H) {
 }
 
 /// A reserve blocked on an empty topic gets a job pushed (by another instance) with a 50 ms
-/// delay within 20 ms of its due time.
+/// delay within [`WOKEN_WITHIN`] of its due time.
 pub async fn blocked_reserve_wakes_on_due_time<H: Harness>(h: &H) {
     let waiter = h.open().await;
     let producer = h.open().await;
@@ -1404,7 +1404,7 @@ pub async fn blocked_reserve_wakes_on_due_time<H: Harness>(h: &H) {
         assert_eq!(got.len(), 1, "round {round}");
         let late = got[0].lateness;
         assert!(
-            late <= ms(20),
+            late <= WOKEN_WITHIN,
             "round {round}: delivered {late:?} after its due time"
         );
         ok(waiter.ack(&lease_of(&got[0])).await, "ack");
@@ -1412,7 +1412,7 @@ pub async fn blocked_reserve_wakes_on_due_time<H: Harness>(h: &H) {
 }
 
 /// A reserve blocked on an empty topic gets a job pushed (by another instance) for now
-/// within 20 ms.
+/// within [`WOKEN_WITHIN`].
 pub async fn blocked_reserve_wakes_on_push<H: Harness>(h: &H) {
     let waiter = h.open().await;
     let producer = h.open().await;
@@ -1430,7 +1430,7 @@ pub async fn blocked_reserve_wakes_on_push<H: Harness>(h: &H) {
         let got = ok(blocked.await.expect("task"), "reserve");
         assert_eq!(got.len(), 1, "round {round}");
         assert!(
-            got[0].lateness <= ms(20),
+            got[0].lateness <= WOKEN_WITHIN,
             "round {round}: {:?} late",
             got[0].lateness
         );
@@ -1461,7 +1461,7 @@ pub async fn next_reserve_wakes_for_the_following_due_job<H: Harness>(h: &H) {
         let d = reserve_one(&e, &t, Duration::from_secs(5)).await;
         assert_eq!(d.job.id, id(expected));
         assert!(
-            d.lateness <= ms(20),
+            d.lateness <= WOKEN_WITHIN,
             "{expected} delivered {:?} after its due time",
             d.lateness
         );
@@ -1729,6 +1729,14 @@ pub async fn body_limit_is_configurable<H: Harness>(h: &H) {
         "{r:?}"
     );
 }
+
+/// How soon after its due time a waiting reserve must have its job: far below every engine's
+/// fallback looks (PostgreSQL's 250 ms while its listener is down, and the 10 s safety wakes),
+/// so an engine that waited for one of those instead of being woken fails, and far enough
+/// above the few milliseconds a wake takes that a loaded 2-core machine (the cases run alone
+/// in their process, but a build or another test binary may share the cores) does not fail
+/// it: 20 ms was passed by 21 ms once, on PostgreSQL, beside a release build.
+pub const WOKEN_WITHIN: Duration = Duration::from_millis(100);
 
 /// Cases that measure time tightly run alone (see [`guard`]).
 pub const TIMING_CASES: &[&str] = &[
