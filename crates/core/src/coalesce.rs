@@ -1,35 +1,35 @@
 //! [`Coalescers`]: the first looks of concurrent reserves served by one engine call.
 //!
 //! A consumer that takes one job per request (a beanstalkd worker, an HTTP client reserving
-//! one job and acking it) would make one engine call per job. Instead, the requests that ask
-//! for the same topics in the same mode go to that key's coalescer, which serves everything
-//! that arrived while its previous call was on its way with one
-//! [`Engine::settle_and_reserve`]: the acks that ride along, then as many jobs as the
-//! requests asked for together (at most [`MAX_BATCH`]), handed out in arrival order. A
+//! one job and acking it) would make one engine call per job. Instead, requests that ask for
+//! the same topics in the same mode share calls: a request that finds no call of its key on
+//! its way makes one itself, at once and in its own task (so a lone consumer pays no hop);
+//! the requests that arrive while that call is on its way queue up, and when it is back a
+//! task of the key serves everything queued with one [`Engine::settle_and_reserve`] (the
+//! acks that ride along, then as many jobs as the requests asked for together, at most
+//! [`MAX_BATCH`], handed out in arrival order), and again while requests keep coming. A
 //! requester that gets fewer jobs than it asked for (none ready) goes on to wait on its own;
-//! nothing waits in the coalescer, so it adds no delay: an idle key's request is served by a
-//! call at once. A key's coalescer ends after a while with nothing to serve, so the keys
-//! asked for once cost nothing afterwards.
+//! nothing waits in the coalescer, so it adds no delay. A key with nothing queued and no call
+//! on its way leaves the map, so the keys asked for once cost nothing afterwards.
 //!
-//! A job handed to a requester that went away meanwhile (its connection closed, its request
-//! cancelled) is released at once, as a closed connection's jobs are; an ack that rode along
-//! with such a request was still made. Jobs taken at most once cannot be given back: a
-//! requester gone in that mode loses them, as a dropped answer would.
+//! A job handed to a queued requester that went away meanwhile (its connection closed, its
+//! request cancelled) is released at once, as a closed connection's jobs are; an ack that
+//! rode along with such a request was still made. A request that made its own call and is
+//! dropped on the way strands nothing either: every engine's reserve runs detached
+//! (`detach_lease`). Jobs taken at most once cannot be given back: a requester gone in that
+//! mode loses them, as a dropped answer would.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tracing::warn;
 
 use crate::limits::MAX_BATCH;
 use crate::{
     Delivery, DeliveryMode, Engine, Error, Lease, Reserve, Result, Settle, Settled, Topic,
 };
-
-/// How long a key's coalescer stays without a request before it ends.
-const IDLE: Duration = Duration::from_secs(10);
 
 /// What a requester gets: its ack's answer (when it sent one) and up to its `max` jobs.
 #[derive(Debug)]
@@ -40,11 +40,26 @@ pub struct Served {
     pub jobs: Vec<Delivery>,
 }
 
-/// What one coalescer serves: requests for the same topics, in the same order, and mode.
+/// What one key's calls serve: requests for the same topics, in the same order, and mode.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Key {
     topics: Vec<Topic>,
     at_most_once: bool,
+}
+
+impl Key {
+    fn reserve(&self, max: usize) -> Reserve {
+        Reserve {
+            topics: self.topics.clone(),
+            max,
+            wait: Duration::ZERO,
+            mode: if self.at_most_once {
+                DeliveryMode::AtMostOnce
+            } else {
+                DeliveryMode::AtLeastOnce
+            },
+        }
+    }
 }
 
 struct Request {
@@ -53,13 +68,28 @@ struct Request {
     reply: oneshot::Sender<Result<Served>>,
 }
 
-type Senders = Arc<Mutex<HashMap<Key, mpsc::UnboundedSender<Request>>>>;
+/// A key with a call on its way, and the requests queued behind it. A key is in the map
+/// exactly while a call of it is on its way or its task has requests to serve.
+#[derive(Default)]
+struct Busy {
+    queued: VecDeque<Request>,
+}
 
-/// The coalescers of one server or port, one per key, started when first asked. Cheap to
-/// share behind an `Arc`; dropping it ends every coalescer once its queue is served.
-pub struct Coalescers {
+struct Inner {
     engine: Arc<dyn Engine>,
-    by_key: Senders,
+    busy: Mutex<HashMap<Key, Busy>>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Busy>> {
+        self.busy.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The coalescers of one server or port. Call it inside a Tokio runtime: a key whose
+/// requests queued up is served by a task.
+pub struct Coalescers {
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Coalescers {
@@ -69,12 +99,13 @@ impl std::fmt::Debug for Coalescers {
 }
 
 impl Coalescers {
-    /// Coalescers over `engine`. Call it inside a Tokio runtime: each key's coalescer is a
-    /// task.
+    /// Coalescers over `engine`.
     pub fn new(engine: Arc<dyn Engine>) -> Self {
         Coalescers {
-            engine,
-            by_key: Arc::default(),
+            inner: Arc::new(Inner {
+                engine,
+                busy: Mutex::default(),
+            }),
         }
     }
 
@@ -103,161 +134,176 @@ impl Coalescers {
             topics: req.topics,
             at_most_once: mode == DeliveryMode::AtMostOnce,
         };
-        let (reply, answer) = oneshot::channel();
-        let request = Request { ack, max, reply };
-        let sent = {
-            let mut map = self.by_key.lock().unwrap_or_else(|p| p.into_inner());
-            let tx = map.entry(key.clone()).or_insert_with(|| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                let run = Coalescer {
-                    engine: self.engine.clone(),
-                    key: key.clone(),
-                    senders: Arc::downgrade(&self.by_key),
-                };
-                tokio::spawn(run.run(rx));
-                tx
-            });
-            tx.send(request)
+        // Queued behind the key's call on its way, or else this request makes one itself.
+        let queued = {
+            let mut busy = self.inner.lock();
+            if let Some(b) = busy.get_mut(&key) {
+                let (reply, answer) = oneshot::channel();
+                b.queued.push_back(Request { ack, max, reply });
+                Ok(answer)
+            } else {
+                busy.insert(key.clone(), Busy::default());
+                Err(ack)
+            }
         };
-        if sent.is_err() {
-            return Err(Error::Internal(
-                "the reserve coalescer of these topics stopped".into(),
-            ));
+        match queued {
+            Ok(answer) => answer.await.unwrap_or_else(|_| {
+                Err(Error::Internal(
+                    "the reserve coalescer dropped a request".into(),
+                ))
+            }),
+            Err(ack) => {
+                // Whatever queues meanwhile is served when this call is back, or when this
+                // future is dropped on the way (`Turn`).
+                let _turn = Turn {
+                    inner: self.inner.clone(),
+                    key: Some(key.clone()),
+                };
+                own_call(self.inner.engine.as_ref(), &key, max, ack).await
+            }
         }
-        answer.await.unwrap_or_else(|_| {
-            Err(Error::Internal(
-                "the reserve coalescer dropped a request".into(),
-            ))
-        })
     }
 }
 
-/// One key's coalescer.
-struct Coalescer {
-    engine: Arc<dyn Engine>,
-    key: Key,
-    /// The map it is in: it takes itself out when idle. Weak, so that dropping the
-    /// [`Coalescers`] ends it.
-    senders: std::sync::Weak<Mutex<HashMap<Key, mpsc::UnboundedSender<Request>>>>,
+/// One request's own call.
+async fn own_call(
+    engine: &dyn Engine,
+    key: &Key,
+    max: usize,
+    ack: Option<Lease>,
+) -> Result<Served> {
+    let settle: Vec<Settle> = ack.map(Settle::Ack).into_iter().collect();
+    let answer = engine
+        .settle_and_reserve(&settle, &key.reserve(max))
+        .await?;
+    Ok(Served {
+        acked: answer.settled.into_iter().next(),
+        jobs: answer.deliveries,
+    })
 }
 
-impl Coalescer {
-    /// Serves every request waiting with one call, and again, until it has been idle for
-    /// [`IDLE`] (it then leaves the map, under the lock senders send under, so no request
-    /// is left behind) or the [`Coalescers`] are gone.
-    async fn run(self, mut rx: mpsc::UnboundedReceiver<Request>) {
-        let mut pending: VecDeque<Request> = VecDeque::new();
-        let mut buf = Vec::new();
-        loop {
-            if pending.is_empty() {
-                match tokio::time::timeout(IDLE, rx.recv_many(&mut buf, MAX_BATCH)).await {
-                    Ok(0) => return,
-                    Ok(_) => pending.extend(buf.drain(..)),
-                    Err(_) => {
-                        let Some(senders) = self.senders.upgrade() else {
-                            return;
-                        };
-                        let mut map = senders.lock().unwrap_or_else(|p| p.into_inner());
-                        if rx.is_empty() {
-                            map.remove(&self.key);
-                            return;
-                        }
-                        continue;
-                    }
-                }
+/// A key's turn: while it lives, the key's call is on its way. When it ends (the call came
+/// back, or the request that made it was dropped), the requests queued meanwhile are served
+/// by a task of the key, or the key leaves the map when none queued.
+struct Turn {
+    inner: Arc<Inner>,
+    key: Option<Key>,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let Some(key) = self.key.take() else {
+            return;
+        };
+        let mut busy = self.inner.lock();
+        let queued = busy.get(&key).is_some_and(|b| !b.queued.is_empty());
+        if !queued {
+            busy.remove(&key);
+            return;
+        }
+        drop(busy);
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(serve_queued(self.inner.clone(), key));
             }
-            while let Ok(r) = rx.try_recv() {
-                pending.push_back(r);
+            // No runtime left to serve them (it is shutting down): the queued requests get
+            // "dropped a request" as their senders go.
+            Err(_) => {
+                self.inner.lock().remove(&key);
+            }
+        }
+    }
+}
+
+/// A key's task: serves its queued requests, as many as fit one call at a time, until none
+/// is left; then the key leaves the map (under the lock requests queue under, so none is
+/// left behind).
+async fn serve_queued(inner: Arc<Inner>, key: Key) {
+    loop {
+        let (batch, asked) = {
+            let mut busy = inner.lock();
+            let Some(b) = busy.get_mut(&key) else {
+                return;
+            };
+            if b.queued.is_empty() {
+                busy.remove(&key);
+                return;
             }
             // As many requests as fit one call: at most MAX_BATCH jobs asked for (each
             // request asks for 1 to MAX_BATCH, so the first always fits) and as many acks.
             let mut asked = 0;
             let mut batch = Vec::new();
-            while let Some(r) = pending.front() {
+            while let Some(r) = b.queued.front() {
                 if !batch.is_empty() && asked + r.max > MAX_BATCH {
                     break;
                 }
                 asked += r.max;
-                batch.extend(pending.pop_front());
+                batch.extend(b.queued.pop_front());
             }
-            self.serve_batch(batch, asked).await;
-        }
-    }
-
-    async fn serve_batch(&self, batch: Vec<Request>, asked: usize) {
-        let settle: Vec<Settle> = batch
-            .iter()
-            .filter_map(|r| r.ack.clone().map(Settle::Ack))
-            .collect();
-        let req = Reserve {
-            topics: self.key.topics.clone(),
-            max: asked,
-            wait: Duration::ZERO,
-            mode: if self.key.at_most_once {
-                DeliveryMode::AtMostOnce
-            } else {
-                DeliveryMode::AtLeastOnce
-            },
+            (batch, asked)
         };
-        let answer = match self.engine.settle_and_reserve(&settle, &req).await {
-            Ok(a) => a,
-            Err(e) => {
-                // The first requester gets the error itself, the others its copy.
-                let mut batch = batch.into_iter();
-                let first = batch.next();
-                for r in batch {
-                    let _ = r.reply.send(Err(e.copy_for_another()));
-                }
-                if let Some(r) = first {
-                    let _ = r.reply.send(Err(e));
-                }
-                return;
-            }
-        };
-        let mut settled = answer.settled.into_iter();
-        let mut jobs = answer.deliveries.into_iter();
-        let mut unwanted = Vec::new();
-        for r in batch {
-            let served = Served {
-                acked: r.ack.as_ref().and_then(|_| settled.next()),
-                jobs: jobs.by_ref().take(r.max).collect(),
-            };
-            if let Err(Ok(gone)) = r.reply.send(Ok(served)) {
-                unwanted.extend(gone.jobs);
-            }
-        }
-        // More jobs than asked for cannot come back; be safe with any that would.
-        unwanted.extend(jobs);
-        self.give_back(unwanted).await;
+        serve_batch(inner.engine.as_ref(), &key, batch, asked).await;
     }
+}
 
-    /// Releases the jobs no requester took, in one call.
-    async fn give_back(&self, jobs: Vec<Delivery>) {
-        let releases: Vec<Settle> = jobs
-            .into_iter()
-            .filter_map(|d| d.lease.map(Settle::Release))
-            .collect();
-        if releases.is_empty() {
+async fn serve_batch(engine: &dyn Engine, key: &Key, batch: Vec<Request>, asked: usize) {
+    let settle: Vec<Settle> = batch
+        .iter()
+        .filter_map(|r| r.ack.clone().map(Settle::Ack))
+        .collect();
+    let answer = match engine
+        .settle_and_reserve(&settle, &key.reserve(asked))
+        .await
+    {
+        Ok(a) => a,
+        Err(e) => {
+            // The first requester gets the error itself, the others its copy.
+            let mut batch = batch.into_iter();
+            let first = batch.next();
+            for r in batch {
+                let _ = r.reply.send(Err(e.copy_for_another()));
+            }
+            if let Some(r) = first {
+                let _ = r.reply.send(Err(e));
+            }
             return;
         }
-        let settle_only = Reserve {
-            topics: self.key.topics.clone(),
-            max: 0,
-            wait: Duration::ZERO,
-            mode: DeliveryMode::AtLeastOnce,
+    };
+    let mut settled = answer.settled.into_iter();
+    let mut jobs = answer.deliveries.into_iter();
+    let mut unwanted = Vec::new();
+    for r in batch {
+        let served = Served {
+            acked: r.ack.as_ref().and_then(|_| settled.next()),
+            jobs: jobs.by_ref().take(r.max).collect(),
         };
-        let failed = match self
-            .engine
-            .settle_and_reserve(&releases, &settle_only)
-            .await
-        {
-            Ok(a) => a.settled.into_iter().find_map(|r| r.err()),
-            Err(e) => Some(e),
-        };
-        if let Some(e) = failed
-            && !e.ends_delivery()
-        {
-            warn!(error = %e, "giving back a job whose requester went away");
+        if let Err(Ok(gone)) = r.reply.send(Ok(served)) {
+            unwanted.extend(gone.jobs);
         }
+    }
+    // More jobs than asked for cannot come back; be safe with any that would.
+    unwanted.extend(jobs);
+    give_back(engine, key, unwanted).await;
+}
+
+/// Releases the jobs no requester took, in one call.
+async fn give_back(engine: &dyn Engine, key: &Key, jobs: Vec<Delivery>) {
+    let releases: Vec<Settle> = jobs
+        .into_iter()
+        .filter_map(|d| d.lease.map(Settle::Release))
+        .collect();
+    if releases.is_empty() {
+        return;
+    }
+    let mut settle_only = key.reserve(0);
+    settle_only.mode = DeliveryMode::AtLeastOnce;
+    let failed = match engine.settle_and_reserve(&releases, &settle_only).await {
+        Ok(a) => a.settled.into_iter().find_map(|r| r.err()),
+        Err(e) => Some(e),
+    };
+    if let Some(e) = failed
+        && !e.ends_delivery()
+    {
+        warn!(error = %e, "giving back a job whose requester went away");
     }
 }
