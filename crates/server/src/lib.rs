@@ -43,7 +43,7 @@ use std::future::Future;
 
 pub use config::ServerConfig;
 pub use http::{app, openapi_json};
-pub use state::AppState;
+pub use state::{AppState, Shared};
 pub use tls::{Tls, TlsError, reload_on_sighup, serve_tls};
 pub use ui::UiMode;
 
