@@ -53,7 +53,7 @@ async fn the_dead_versions_of_handed_out_jobs_are_vacuumed() {
     // with no vacuum. n_dead_tup is an estimate: a vacuum sets it to what it left, and a
     // backend reports its transactions' dead versions up to a second later, so a report that
     // comes after the vacuum's is added on top for versions the vacuum already removed. On a
-    // quiet machine it reads 17,000 to 20,000 after the two vacuums; on a loaded one it read
+    // quiet machine it reads 16,000 to 20,000 after the two vacuums; on a loaded one it read
     // 25,000 once. Below 50,000 it can only be if a vacuum removed versions.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let (vacuums, dead) = loop {
