@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import time
 
@@ -18,10 +19,8 @@ import delayq
 
 async def bench(url: str, topic: str, jobs: int, concurrency: int) -> None:
     async with delayq.AsyncClient(url, timeout=60) as client:
-        try:
+        with contextlib.suppress(delayq.NotFoundError):  # A topic never used: nothing to purge.
             await client.purge(topic)
-        except delayq.NotFoundError:
-            pass  # A topic never used has nothing to purge.
         body = "x" * 100
         for start in range(0, jobs, 1000):
             batch = [delayq.NewJob(body) for _ in range(min(1000, jobs - start))]
