@@ -16,10 +16,12 @@
 //!   the YAML statistics.
 //!   The reserves (and the acks before them) of the connections that ask at the same time
 //!   on one tube share one engine call (`delayq_core::Coalescers`).
+//! - `line`: the reserves that wait on one tube, served in the order they began to wait.
 //! - `numbers`: job numbers (claimed from the engine's shared sequence in blocks) and the
 //!   topics they name.
 #![deny(missing_docs)]
 
+mod line;
 mod numbers;
 pub mod proto;
 mod put;

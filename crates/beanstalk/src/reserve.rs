@@ -1,6 +1,8 @@
 //! `reserve`, `reserve-with-timeout` and `reserve-job`: one waiting reserve of the engine over
 //! the watched tubes' topics (event-driven, no polling), cut short when a job this
 //! connection holds comes within a second of its deadline (`DEADLINE_SOON`, as beanstalkd).
+//! On one watched tube the reserve first waits its turn in the tube's line (`line.rs`), so
+//! that the connection that has waited longest gets the next job, as in beanstalkd.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -64,19 +66,11 @@ impl Session {
         let _waiting = shared.tubes.waiting(&self.watched);
         let _counted = Counted::new(&shared.stats.waiting);
         let mut first = true;
+        // At the head of the one watched tube's line (`line.rs`): only then wait on the engine.
+        let mut head = None;
         loop {
             self.forget_expired();
-            let now = Instant::now();
-            let mut wait = match timeout {
-                Some(t) => t.saturating_sub(now - started),
-                None => STEP,
-            };
-            if let Some(at) = self.margin_at() {
-                wait = wait.min(at.saturating_duration_since(now));
-            }
-            if self.shared.draining() {
-                wait = Duration::ZERO;
-            }
+            let wait = self.wait_left(timeout, started);
             if topics.len() > 1 {
                 match self.most_urgent(&topics).await {
                     Ok(Some(d)) => return self.delivered(d),
@@ -98,14 +92,30 @@ impl Session {
                 }
             }
             first = false;
-            let req = Reserve::topics(topics.clone()).max(1).wait(wait);
-            match self.shared.engine.reserve(&req).await {
-                Ok(d) => {
-                    if let Some(d) = d.into_iter().next() {
-                        return self.delivered(d);
+            if topics.len() == 1 && head.is_none() && wait > Duration::ZERO {
+                // Behind the reserves that began to wait on the tube before this one, for as
+                // long as the timeout and the held jobs' margin allow.
+                let turn = shared.lines.wait_turn(&topics[0]);
+                let until = [timeout.map(|t| started + t), self.margin_at()]
+                    .into_iter()
+                    .flatten()
+                    .min();
+                head = match until {
+                    Some(at) => tokio::time::timeout_at(at.into(), turn).await.ok(),
+                    None => Some(turn.await),
+                };
+            }
+            if head.is_some() || topics.len() > 1 || wait.is_zero() {
+                let wait = self.wait_left(timeout, started);
+                let req = Reserve::topics(topics.clone()).max(1).wait(wait);
+                match self.shared.engine.reserve(&req).await {
+                    Ok(d) => {
+                        if let Some(d) = d.into_iter().next() {
+                            return self.delivered(d);
+                        }
                     }
+                    Err(e) => return failure("reserve", &e),
                 }
-                Err(e) => return failure("reserve", &e),
             }
             self.forget_expired();
             let now = Instant::now();
@@ -115,6 +125,24 @@ impl Session {
             if timeout.is_some_and(|t| now - started >= t) || self.shared.draining() {
                 return Reply::TimedOut;
             }
+        }
+    }
+
+    /// How long a reserve that began at `started` may still wait on the engine: what is left
+    /// of its timeout (a step of [`STEP`] without one), no later than the first held job's
+    /// margin, and not at all while the server drains.
+    fn wait_left(&self, timeout: Option<Duration>, started: Instant) -> Duration {
+        if self.shared.draining() {
+            return Duration::ZERO;
+        }
+        let now = Instant::now();
+        let wait = match timeout {
+            Some(t) => t.saturating_sub(now - started),
+            None => STEP,
+        };
+        match self.margin_at() {
+            Some(at) => wait.min(at.saturating_duration_since(now)),
+            None => wait,
         }
     }
 

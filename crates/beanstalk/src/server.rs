@@ -16,6 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tracing::{info, warn};
 
+use crate::line::Lines;
 use crate::numbers::Numbers;
 use crate::proto::{Command, Parser, Reply, Step};
 use crate::put::Put;
@@ -134,6 +135,7 @@ pub(crate) struct Shared {
     pub(crate) engine: Arc<dyn Engine>,
     pub(crate) numbers: Numbers,
     pub(crate) coalescers: Coalescers,
+    pub(crate) lines: Lines,
     pub(crate) stats: Stats,
     pub(crate) tubes: Tubes,
     pub(crate) options: Options,
@@ -265,6 +267,7 @@ async fn run(
     let shared = Arc::new(Shared {
         numbers: Numbers::new(engine.clone()),
         coalescers: Coalescers::new(engine.clone()),
+        lines: Lines::default(),
         engine,
         stats: Stats::default(),
         tubes: Tubes::default(),

@@ -21,7 +21,7 @@
 //! | `reserve`, `RESERVED` (ready; by priority, then put order) | `reserve::reserve_returns_a_ready_job` |
 //! | `reserve` waiting for a delayed job to fall due | `reserve::reserve_waits_for_a_delayed_job` |
 //! | `reserve` over several watched tubes | `reserve::reserve_across_watched_tubes` |
-//! | waiting reserves of several connections, served in order | `reserve::waiting_reserves_are_served_in_order` |
+//! | waiting reserves of several connections, served in order (also by one write of several puts) | `reserve::waiting_reserves_are_served_in_order`, `reserve::waiting_reserves_get_a_run_of_puts_in_order` |
 //! | `reserve-with-timeout` (0, 1, served by another connection's put, strtol quirks), `TIMED_OUT` | `reserve::reserve_with_timeout_times_out` |
 //! | `TIMED_OUT` on a half-closed connection | `reserve::half_closed_connection_times_out` |
 //! | `DEADLINE_SOON` (ttr 1 at once, ttr 2 while waiting, not while a job is ready) | `reserve::deadline_soon` |
@@ -42,7 +42,7 @@
 //! | `UNKNOWN_COMMAND` | `wire::unknown_commands` |
 //! | a line over the maximum length (224 bytes with CRLF) | `wire::line_over_the_maximum_length` |
 //! | commands split across writes, and pipelined (also behind a waiting reserve) | `wire::split_and_pipelined_commands` |
-//! | the documented differences that a session can show | `reserve::ready_order_within_a_priority`, `producer::limits_of_tubes_and_times`, `inspect::urgent_jobs_beyond_a_thousand`, `producer::use_and_tube_names`, `producer::draining_refuses_puts` |
+//! | the documented differences that a session can show | `reserve::ready_order_within_a_priority`, `producer::limits_of_tubes_and_times`, `inspect::urgent_jobs_beyond_a_thousand`, `producer::use_and_tube_names`, `producer::draining_refuses_puts`, `reserve::waiting_reserves_get_a_run_of_puts_in_order` |
 //!
 //! Not compared, since a beanstalkd cannot be made to send them on purpose: `BURIED <id>`
 //! (a put when beanstalkd runs out of memory growing a queue), `BURIED` as an answer to

@@ -130,8 +130,21 @@ pub static URGENT_COUNT: Difference = Difference {
           counted by listing the ready queue, which is bounded to keep `stats` cheap.",
 };
 
+/// The order in which waiting connections get jobs.
+pub static WAITER_ORDER: Difference = Difference {
+    name: "order of waiting reserves",
+    what: "The connections that wait on one tube get its jobs in the order they began to \
+           wait, the longest waiting first. beanstalkd takes its waiting connections from a \
+           set in turn and fills each gap with the last one, so beyond the second its order \
+           follows no rule: four waiters get four jobs as the first, second, fourth and \
+           third. Reserves on other servers sharing the engine, and reserves over several \
+           tubes, are not in that line.",
+    why: "First come, first served is what beanstalkd's first two waiters see and what a \
+          pool of workers expects; the rest of beanstalkd's order is how it stores the set.",
+};
+
 /// Every deliberate difference, in the order README lists them.
-pub static DIFFERENCES: [&Difference; 11] = [
+pub static DIFFERENCES: [&Difference; 12] = [
     &JOB_IDS,
     &TUBE_TOPIC_LENGTH,
     &TIME_LIMITS,
@@ -142,5 +155,6 @@ pub static DIFFERENCES: [&Difference; 11] = [
     &JOB_COUNTERS,
     &DELETE_RACE,
     &RESERVE_TOPICS,
+    &WAITER_ORDER,
     &DRAIN,
 ];

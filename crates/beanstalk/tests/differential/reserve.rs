@@ -1,7 +1,7 @@
 //! The reserve family: `reserve`, `reserve-with-timeout`, `reserve-job`, `DEADLINE_SOON`,
 //! ttrs that run out, waiting reserves and the order jobs are reserved in.
 
-use super::differences::READY_ORDER;
+use super::differences::{READY_ORDER, WAITER_ORDER};
 use super::expect::NO_SUCH_JOB;
 use super::run::check;
 use super::script::{Script, put};
@@ -155,6 +155,42 @@ async fn waiting_reserves_are_served_in_order() {
             .read(1),
     )
     .await;
+}
+
+/// Four connections wait in turn, then one write puts four jobs: each waiter gets the job
+/// of its rank, on every engine (beanstalkd swaps the last two). On Redis a put woke two waiters at once (its own wake-up and the signal
+/// after it), and a younger one could take the job of an older one: once in a whole run
+/// with two waiters, far more often with four.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn waiting_reserves_get_a_run_of_puts_in_order() {
+    let mut script = Script::new("waiting_reserves_get_a_run_of_puts_in_order");
+    for conn in 0..4 {
+        script = script
+            .on(conn)
+            .send("reserve-with-timeout 4\r\n", 0)
+            .pause(300);
+    }
+    script = script.on(4).send(
+        [
+            put(0, 0, 10, "first"),
+            put(0, 0, 10, "second"),
+            put(0, 0, 10, "third"),
+            put(0, 0, 10, "fourth"),
+        ]
+        .concat(),
+        4,
+    );
+    // beanstalkd's set hands the third job to the fourth waiter (see WAITER_ORDER).
+    script = script.on(0).read(1).on(1).read(1);
+    script = script
+        .on(2)
+        .read(1)
+        .differs(&WAITER_ORDER, &["RESERVED #3 5 \"third\""]);
+    script = script
+        .on(3)
+        .read(1)
+        .differs(&WAITER_ORDER, &["RESERVED #4 6 \"fourth\""]);
+    check(script).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
