@@ -175,8 +175,9 @@ END $$;
 --   columns as row.rs's JOB_COLS after the lease; NULL unless status is 0)
 --   Leases one job by its id, now, whatever its due time (beanstalkd's reserve-job), also
 --   while its topic is paused: a delayed, ready or dead job becomes reserved with attempts
---   + 1 (a dead job keeps its attempts and last error, so they count on), a fresh token
---   from delayq.seq and deadline now + its ttr; an expiry that has passed is cleared (an
+--   + 1 (a dead job keeps its attempts and last error, so they count on), the topic's next
+--   token (lib.sql's next_token, under the topic's reserve lock, as a reserve takes it) and
+--   deadline now + its ttr; an expiry that has passed is cleared (an
 --   order to run the job, as a kick). A reserved job is WRONG_STATE reserved, a done one
 --   WRONG_STATE done while its topic's retention keeps it, else NOT_FOUND.
 --   Invariants: a lease of this job that ran out is failed first ("lease expired": retried
@@ -233,8 +234,12 @@ BEGIN
     RETURN NEXT;
     RETURN;
   END IF;
+  -- As a reserve: the topic's reserves take turns, and this token follows theirs.
+  PERFORM pg_advisory_xact_lock(delayq.reserve_lock(), t);
+  token := delayq.next_token(t, v_now_us);
+  PERFORM delayq.tokens_used(t, token);
   UPDATE delayq.jobs j SET state = 3, attempts = j.attempts + 1,
-      token = delayq.token_block(), deadline = v_now + j.ttr_ms,
+      token = reserve_job.token, deadline = v_now + j.ttr_ms,
       expires_at = CASE WHEN j.expires_at > v_now THEN j.expires_at ELSE 0 END
     WHERE j.tid = t AND j.id = p_id
     RETURNING j.token, j.id, j.priority, j.ready_at, j.seq, j.ttr_ms, j.max_attempts,
@@ -431,8 +436,8 @@ END $$;
 --   and pause. A topic that does not exist answers 0 and is not created.
 --   Invariants: the topic's row is locked first, so purges of one topic queue, then the
 --   topic's advisory lock alone, which every push holds shared until it commits; lease tokens
---   come from delayq.seq, which a purge leaves, so a token from before the purge never
---   matches a later lease.
+--   follow the topic's row in delayq.tokens, which a purge leaves, so a token from before
+--   the purge never matches a later lease.
 CREATE OR REPLACE FUNCTION delayq.purge(p_topic text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 AS $$

@@ -31,12 +31,29 @@ CREATE OR REPLACE FUNCTION delayq.reserve_lock() RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT 1684366434 $$;
 
--- A block of 1024 fresh lease tokens, the first one: every token of it is larger than every
--- token of a block taken before (a reserve takes at most 1000 jobs). Blocks come from
--- delayq.seq, which purges leave, so a token never repeats in a topic.
-CREATE OR REPLACE FUNCTION delayq.token_block() RETURNS bigint
+-- The first of topic t's next lease tokens: after the last one it handed out, and never
+-- below the database's clock in µs (`now_us`, the caller's one reading), so that tokens
+-- lost with commits (a failover to an asynchronous standby, a restore of an older backup),
+-- which were below the old server's clock, stay below it. Call it under the topic's
+-- reserve lock, and record the last token used with delayq.tokens_used before the lock
+-- goes (at commit). The tokens run ahead of the clock only by the tokens of one µs, and a
+-- topic hands out far fewer than a million a second. Stays below 2^53 (µs since 1970 until
+-- the year 2255), so JavaScript reads a token exactly.
+CREATE OR REPLACE FUNCTION delayq.next_token(t integer, now_us bigint) RETURNS bigint
 LANGUAGE sql VOLATILE
-AS $$ SELECT nextval('delayq.seq') * 1024 $$;
+AS $$
+  SELECT greatest(coalesce((SELECT tk.last FROM delayq.tokens tk WHERE tk.tid = t), 0) + 1,
+                  now_us)
+$$;
+
+-- Records that topic t handed out tokens up to `last` (from delayq.next_token, under the
+-- same reserve lock).
+CREATE OR REPLACE FUNCTION delayq.tokens_used(t integer, last bigint) RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+  INSERT INTO delayq.tokens AS tk (tid, last) VALUES (t, last)
+    ON CONFLICT (tid) DO UPDATE SET last = greatest(tk.last, excluded.last)
+$$;
 
 -- Now on the database's clock, in milliseconds.
 CREATE OR REPLACE FUNCTION delayq.now_ms() RETURNS bigint

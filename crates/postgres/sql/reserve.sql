@@ -18,9 +18,11 @@
 -- handed out (expire_jobs fails it first; one the budget left is skipped); leases that ran
 -- out are failed first ("lease expired"), each retried or dead, and counted; the leasing
 -- reserves of a topic take turns (an advisory lock held to their commit) and number their
--- jobs from a block of tokens taken inside (lib.sql's token_block), in the contract's
--- order, so a topic's tokens grow in the order its jobs are handed out (a worker with two
--- reserves on their way orders its buffer by them).
+-- jobs from the topic's next token on (lib.sql's next_token: after its last one, never
+-- below the clock in µs, so never below a token lost with a commit), in the contract's
+-- order, recording the last one used (tokens_used), so a topic's tokens grow in the order
+-- its jobs are handed out (a worker with two reserves on their way orders its buffer by
+-- them).
 --
 -- The due jobs of one priority are one range of jobs_waiting (tid, priority, ready_at, seq)
 -- WHERE state = 1, so the topic's bands are walked from the lowest priority: one probe finds
@@ -45,9 +47,9 @@ DECLARE
   after bigint;
   band record;
   got integer;
-  -- This call's block of tokens, taken at its first claim, and how many it has used.
+  -- The topic's first token for this call, and how many of its jobs this call leased.
   v_tokens bigint;
-  taken integer := 0;
+  taken integer;
 BEGIN
   FOR k IN 1 .. coalesce(array_length(p_topics, 1), 0) LOOP
     EXIT WHEN want <= 0;
@@ -59,13 +61,12 @@ BEGIN
     CONTINUE WHEN paused IS NOT NULL AND paused > v_now;
     IF NOT at_most_once THEN
       -- Reserves of this topic take turns from here to their commit, and this one's tokens
-      -- come from a block taken now: later than every earlier reserve's, in the order of
-      -- the jobs (row_number), so tokens grow in the order jobs are handed out.
+      -- follow every earlier reserve's, in the order of the jobs (row_number), so tokens
+      -- grow in the order jobs are handed out.
       PERFORM pg_advisory_xact_lock(delayq.reserve_lock(), t);
-      IF v_tokens IS NULL THEN
-        v_tokens := delayq.token_block();
-      END IF;
+      v_tokens := delayq.next_token(t, v_now_us);
     END IF;
+    taken := 0;
     after := -1;
     LOOP
       EXIT WHEN want <= 0;
@@ -99,7 +100,7 @@ BEGIN
               FOR UPDATE SKIP LOCKED) d
         )
         UPDATE delayq.jobs j SET state = 3, attempts = j.attempts + 1,
-            token = v_tokens + taken + c.rn, deadline = v_now + j.ttr_ms
+            token = v_tokens + taken + c.rn - 1, deadline = v_now + j.ttr_ms
           FROM c WHERE j.tid = t AND j.id = c.id
         RETURNING k, j.id, j.token, j.priority, j.ready_at, j.seq, j.ttr_ms, j.max_attempts,
           j.attempts, j.bo_base_ms, j.bo_factor, j.bo_max_ms, j.bo_jitter, j.created_at,
@@ -109,6 +110,9 @@ BEGIN
       want := want - got;
       taken := taken + got;
     END LOOP;
+    IF NOT at_most_once AND taken > 0 THEN
+      PERFORM delayq.tokens_used(t, v_tokens + taken - 1);
+    END IF;
   END LOOP;
 END $$;
 

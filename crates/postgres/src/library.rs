@@ -20,6 +20,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "0002_schedule_expiry",
         include_str!("../migrations/0002_schedule_expiry.sql"),
     ),
+    (
+        3,
+        "0003_lease_tokens",
+        include_str!("../migrations/0003_lease_tokens.sql"),
+    ),
 ];
 
 /// The library's files, in the order they are installed (lib.sql first: the others call

@@ -66,12 +66,13 @@ async fn processes_starting_together_install_once_and_a_restart_changes_nothing(
         first.iter().any(|v| v == "migration 1 0001_init")
             && first
                 .iter()
-                .any(|v| v == "migration 2 0002_schedule_expiry"),
+                .any(|v| v == "migration 2 0002_schedule_expiry")
+            && first.iter().any(|v| v == "migration 3 0003_lease_tokens"),
         "{first:?}"
     );
     assert_eq!(
         first.iter().filter(|v| v.starts_with("migration")).count(),
-        2
+        3
     );
 
     let engine = connect(&server).await.expect("connect again");

@@ -12,8 +12,9 @@
 
 use std::path::Path;
 
-use delayq_core::{Engine, JobId, NewJob, Reserve, Topic};
+use delayq_core::{Engine, JobId, NewJob, Topic};
 use delayq_sqlite::{SqliteConfig, SqliteEngine};
+use delayq_testkit::fencing::{assert_fenced, lease_the_job};
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("make the copy's directory");
@@ -41,31 +42,13 @@ async fn a_lease_lost_with_its_commit_is_never_followed_by_a_smaller_token_issue
     copy_dir(&data, &before);
 
     let e = SqliteEngine::open(SqliteConfig::dir(&data)).expect("open again");
-    let lost = e
-        .reserve(&Reserve::new(t.clone()))
-        .await
-        .expect("reserve")
-        .pop()
-        .and_then(|d| d.lease)
-        .expect("order-7 leased");
+    let lost = lease_the_job(&e, &t, &id).await;
     drop(e);
 
     // The lease's commit is lost: the file from before it comes back.
     std::fs::remove_dir_all(&data).expect("remove the data directory");
     copy_dir(&before, &data);
     let e = SqliteEngine::open(SqliteConfig::dir(&data)).expect("open the older copy");
-    let again = e
-        .reserve(&Reserve::new(t.clone()))
-        .await
-        .expect("reserve")
-        .pop()
-        .and_then(|d| d.lease)
-        .expect("order-7 handed out again: its lease was lost");
-    assert_eq!(again.id, id);
-    assert!(
-        again.token > lost.token,
-        "order-7 was leased with token {} before the lost commit and {} after it: a token went back",
-        lost.token.0,
-        again.token.0
-    );
+    let again = lease_the_job(&e, &t, &id).await;
+    assert_fenced(&e, &lost, &again).await;
 }

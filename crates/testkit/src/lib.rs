@@ -30,6 +30,8 @@
 //!   several logical clients, and the runner that compares an engine with the model
 //!   ([`model::check`]).
 //! - [`fuzz_cases`]: how many cases each fuzzed decoder runs.
+//! - [`fencing`]: what the lost-write fencing tests share (a lease taken, the check on the
+//!   next one).
 //! - [`crash`]: the kill -9 crash test of the durable engines: the child's workload, the
 //!   cycles that kill it (and whatever else dies with it), the check on a reopened engine.
 #![deny(missing_docs)]
@@ -38,6 +40,7 @@ mod beanstalkd;
 mod child;
 pub mod conformance;
 pub mod crash;
+pub mod fencing;
 mod harness;
 pub mod model;
 mod nats_server;

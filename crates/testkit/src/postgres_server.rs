@@ -219,6 +219,23 @@ impl PostgresServer {
         }
     }
 
+    /// Copies the cluster's data directory to `to` (which must not exist yet), owner and
+    /// modes kept: an operator's file-level backup. Call it while the server is killed
+    /// ([`PostgresServer::kill`]); it is then what a crash left, and a start recovers it.
+    pub fn copy_data(&self, to: &Path) {
+        copy_tree(&self.dir.path().join("data"), to);
+    }
+
+    /// Puts back a copy taken by [`PostgresServer::copy_data`] in place of the cluster's data
+    /// directory, while the server is killed: a restore of an older backup, or a standby that
+    /// was promoted without the last commits. [`PostgresServer::restart`] starts it.
+    pub fn restore_data(&mut self, from: &Path) {
+        let data = self.dir.path().join("data");
+        std::fs::remove_dir_all(&data)
+            .unwrap_or_else(|e| panic!("cannot remove {}: {e}", data.display()));
+        copy_tree(from, &data);
+    }
+
     /// Starts it again on the same port and cluster after [`PostgresServer::kill`].
     pub fn restart(&mut self) {
         let port = self.port;
@@ -301,6 +318,22 @@ impl Drop for PostgresServer {
         }
         self.kill();
     }
+}
+
+/// `cp -a from to`: owner, modes and times kept, as the server requires of its data.
+fn copy_tree(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run cp: {e}"));
+    assert!(
+        status.success(),
+        "cannot copy {} to {}: {status}",
+        from.display(),
+        to.display()
+    );
 }
 
 /// Whether this process runs as root (the owner of `/proc/self` is its effective user).
