@@ -38,11 +38,11 @@ pub(crate) struct Head<'a> {
 }
 
 /// A place in (or at the head of) a tube's line; the line leaves the map with its last
-/// ticket.
+/// ticket. It holds no reference to the line itself: the future waiting for the lock, then
+/// the guard, does, and both are dropped before the ticket.
 struct Ticket<'a> {
     lines: &'a Lines,
     topic: Topic,
-    line: Option<Line>,
 }
 
 impl Lines {
@@ -57,7 +57,6 @@ impl Lines {
         let ticket = Ticket {
             lines: self,
             topic: topic.clone(),
-            line: Some(line.clone()),
         };
         Head {
             _guard: line.lock_owned().await,
@@ -74,7 +73,6 @@ impl Lines {
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        drop(self.line.take());
         let mut lines = self.lines.lock();
         // Only the map's own reference left: no one waits in this line any more.
         if lines
@@ -128,6 +126,26 @@ mod tests {
         }
         assert_eq!(order, vec![1, 3, 4]);
         assert_eq!(lines.len(), 0, "an empty line leaves the map");
+    }
+
+    /// A reserve that leaves while it waits, last in its line, takes the line out of the
+    /// map with it: the ticket is dropped after the future that waited for the lock.
+    #[tokio::test]
+    async fn the_last_to_leave_while_waiting_empties_the_line() {
+        let lines = Arc::new(Lines::default());
+        let t = topic("a");
+        let head = lines.wait_turn(&t).await;
+        let waiting = {
+            let (lines, t) = (lines.clone(), t.clone());
+            tokio::spawn(async move {
+                let _head = lines.wait_turn(&t).await;
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(head);
+        waiting.abort();
+        let _ = waiting.await;
+        assert_eq!(lines.len(), 0, "a line nobody waits in stayed in the map");
     }
 
     /// Lines of different tubes do not wait for each other.
