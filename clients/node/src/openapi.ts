@@ -606,6 +606,17 @@ export interface ReserveResponse {
   /** One answer per item of the request's `settle`, in order (empty without it). */
   settled: SettleResult[];
   /**
+   * The asked topics the engine could not reach as it answered, in the order asked;
+   * empty when it reached them all. On a Redis Cluster, a reserve over topics of several
+   * primaries answers with the jobs of the primaries that answered and skips, for a
+   * second or so, one that did not answer within the slot timeout (500 ms): its topics
+   * are listed here (a partitioned topic when any of its partitions is on it). Their
+   * jobs are not lost: they are served again once the primary answers, or its replica
+   * took over. Elsewhere (one Redis node, the embedded engine, PostgreSQL) always empty:
+   * a failure fails the whole request.
+   */
+  unreachable: string[];
+  /**
    * The longest this reserve waited for a first job, in ms: the request's `wait_ms` cut to
    * the server's long-poll limit (0 when `max` is 0). Loop with it as the wait.
    */
@@ -887,8 +898,15 @@ export interface TopicConfigDto {
 
 /** Every topic with its stats. */
 export interface TopicsResponse {
-  /** The topics, sorted. */
+  /** The topics, sorted, but for those in `unreachable`. */
   topics: StatsDto[];
+  /**
+   * The topics the engine cannot reach now, sorted (a Redis Cluster primary that did not
+   * answer their stats within the slot timeout, or did not answer in time lately; see
+   * `unreachable` in a reserve's answer): their stats are not waited for, and these
+   * topics are not in `topics`. Empty when every topic was reached.
+   */
+  unreachable: string[];
 }
 
 /** A touch. */
@@ -971,7 +989,7 @@ export interface Operations {
     };
     answer: SeriesResponse;
   };
-  /** Every topic pushed to since it was created or last purged, and every paused topic (jobs or not), with its stats. */
+  /** Every topic pushed to since it was created or last purged, and every paused topic (jobs or not), with its stats; the topics the engine cannot reach now (a Redis Cluster primary down or hung) by name alone, in `unreachable`. */
   "GET /v1/topics": {
     args: Record<string, never>;
     answer: TopicsResponse;

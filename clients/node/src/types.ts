@@ -119,6 +119,12 @@ export interface Reserved {
   readonly settled: Settled[];
   /** The wait the server used (the one asked, cut to its long-poll limit). */
   readonly waitMs: number;
+  /**
+   * The asked topics the server could not reach (a Redis Cluster primary down or hung: the
+   * answer holds the other topics' jobs, theirs wait until it answers); empty when it
+   * reached them all.
+   */
+  readonly unreachable: string[];
 }
 
 /** What a nack did. */

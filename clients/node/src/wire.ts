@@ -138,6 +138,8 @@ export function reservedFrom(r: wire.ReserveResponse): Reserved {
     deliveries: r.jobs.map((d) => new Delivery(d)),
     settled: r.settled.map(settledFrom),
     waitMs: r.wait_ms,
+    // A server from before issue 37 does not send it.
+    unreachable: r.unreachable ?? [],
   };
 }
 

@@ -120,6 +120,7 @@ def test_reserve_ack_by_token_and_by_receipt(client: Client, topic: str) -> None
     client.push_batch(topic, [NewJob("a", id="a"), NewJob("b", id="b"), NewJob("c", id="c")])
     got = client.reserve(topic, max=3, wait=1)
     assert [d.job.id for d in got.deliveries] == ["a", "b", "c"] and got.wait == 1
+    assert got.unreachable == []  # issue 37: one node reaches every topic
     a, b, c = got.deliveries
     assert a.job.state == "reserved" and a.job.attempts == 1 and a.job.deadline is not None
     assert a.token is not None and a.receipt and a.lateness >= 0

@@ -58,6 +58,14 @@ def test_settlements_name_their_lease() -> None:
         ops.ack_many(["r", ref])
 
 
+def test_a_reserve_answer_names_its_unreachable_topics() -> None:
+    # See: issue 37. An older server's answer has no such field: none unreachable.
+    answer = {"jobs": [], "settled": [], "wait_ms": 0, "unreachable": ["a", "b"]}
+    assert ops._reservation(answer).unreachable == ["a", "b"]  # type: ignore[arg-type]
+    del answer["unreachable"]
+    assert ops._reservation(answer).unreachable == []  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("code", sorted(delayq.ERRORS))
 def test_each_code_raises_its_exception(code: str) -> None:
     body = json.dumps({"error": {"code": code, "message": "m", "field": "/f", "index": 2}})

@@ -1367,7 +1367,7 @@ fn sigterm_ends_long_polls_and_exits_cleanly() {
     let answer = no_job(out);
     assert_eq!(
         answer.trim(),
-        "{\"jobs\":[],\"settled\":[],\"wait_ms\":25000}",
+        "{\"jobs\":[],\"settled\":[],\"unreachable\":[],\"wait_ms\":25000}",
         "the open long-poll answers empty"
     );
     assert!(took < Duration::from_secs(10), "took {took:?}");

@@ -572,6 +572,24 @@ pub trait Engine: Send + Sync + 'static {
     /// Counts per state and the age of the oldest overdue job.
     async fn stats(&self, topic: &Topic) -> Result<TopicStats>;
 
+    /// The stats of each of `topics`, in their order, each its own answer: what a listing
+    /// of every topic reads (`GET /v1/topics`, `/metrics`). The default asks
+    /// [`Engine::stats`] for each in turn, stopping at nothing: an error answers for its
+    /// topic only.
+    ///
+    /// On a Redis Cluster the topics' reads go out concurrently, and each waits for its
+    /// primary at most the slot timeout, as a reserve over several topics does: a topic
+    /// whose primary does not answer in time (or that is skipped as unreachable) answers
+    /// [`Error::Unavailable`] and is then listed by [`Engine::unreachable`], instead of
+    /// holding up the whole listing for the response timeout (issue 37).
+    async fn stats_each(&self, topics: &[Topic]) -> Vec<Result<TopicStats>> {
+        let mut out = Vec::with_capacity(topics.len());
+        for t in topics {
+            out.push(self.stats(t).await);
+        }
+        out
+    }
+
     /// Every topic pushed to since it was created or last purged, and every topic paused
     /// now ([`Engine::pause`]) whether it holds jobs or not, sorted: an operator sees a
     /// paused topic even before its first push. A purge takes the topic off this list
@@ -587,6 +605,27 @@ pub trait Engine: Send + Sync + 'static {
 
     /// The engine's clock.
     async fn now(&self) -> Result<Timestamp>;
+
+    /// The topics among `topics` whose jobs this engine cannot reach right now, in the
+    /// order given: what a reserve over several topics skipped, so that its caller can say
+    /// which topics it did not hear from (issue 37).
+    ///
+    /// On a Redis Cluster, a reserve (or an ack batch) whose calls span several hash slots
+    /// answers from the slots that answer and skips a slot whose primary did not answer
+    /// within the slot timeout, with the rest of that primary's slots, for a short skip
+    /// period; this lists the topics any of whose partitions lies in such a slot (a
+    /// partitioned topic is listed when any one of its partitions is, though a reserve may
+    /// still hand out the jobs of its other partitions). It reads what this process's own
+    /// calls found and makes no call: it costs nothing, and a primary that failed only
+    /// single-slot calls (a reserve over one topic fails whole, with
+    /// [`Error::Unavailable`]) or that no call tried lately is not listed.
+    ///
+    /// The default answers none: one Redis node, the embedded engine and PostgreSQL serve
+    /// every topic from one store, where a failure fails the whole call.
+    fn unreachable(&self, topics: &[Topic]) -> Vec<Topic> {
+        let _ = topics;
+        Vec::new()
+    }
 
     /// Whether the store can serve calls now: what a readiness probe (`/readyz`) asks, so
     /// it must stay cheap (one round trip). An error is a store that did not answer, as for
@@ -885,6 +924,9 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
         (**self).stats(topic).await
     }
+    async fn stats_each(&self, topics: &[Topic]) -> Vec<Result<TopicStats>> {
+        (**self).stats_each(topics).await
+    }
     async fn topics(&self) -> Result<Vec<Topic>> {
         (**self).topics().await
     }
@@ -893,6 +935,9 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn now(&self) -> Result<Timestamp> {
         (**self).now().await
+    }
+    fn unreachable(&self, topics: &[Topic]) -> Vec<Topic> {
+        (**self).unreachable(topics)
     }
     async fn readiness(&self) -> Result<Readiness> {
         (**self).readiness().await

@@ -44,8 +44,12 @@ pub struct RedisConfig {
     /// wait-replicas timeout is added when that option is on). The other slots are answered
     /// as they answer: a reserve hands out their jobs and skips that slot's topics, an ack
     /// batch acks their leases and fails only that slot's, each settlement answering its own
-    /// slot's error. The slot is then skipped by such operations for 1 s, or until a call to
-    /// it succeeds, so later calls do not wait on it again. A call that timed out may still
+    /// slot's error. The slot is then skipped by such operations, with every other slot of
+    /// its primary (its shard, as `CLUSTER SHARDS` tells), so that neither the rest of the
+    /// operation nor later calls wait on that primary again: for twice the slot timeout (the
+    /// wait-replicas part included; at least 1 s), pushed on for as long as a read of a key in
+    /// that slot gets no answer, and ended by an answer or by a call to one of them that
+    /// succeeds. A call that timed out may still
     /// run when the primary comes back: the jobs its late reply leased are given back at once.
     /// An operation on one slot alone (one topic, one primary) waits as long as
     /// [`Self::response_timeout`] allows, as on one node, where this setting does nothing.

@@ -4,12 +4,16 @@
 //! it lost it. `cluster` owns what only a cluster needs (its URL, routing per slot);
 //! `replicas` the wait-replicas option (a `WAIT` after each state-changing call);
 //! `readiness` what a readiness probe asks (a node answers, a cluster is up); `per_slot`
-//! the calls over several cluster slots answered slot by slot, each within the slot timeout.
+//! the calls over several cluster slots answered slot by slot, each within the slot timeout;
+//! `shards` which slots share a primary (`CLUSTER SHARDS`), so that one found unreachable
+//! takes its shard along; `probe` asks a skipped shard's primary until it answers.
 
 mod cluster;
 mod per_slot;
+mod probe;
 mod readiness;
 mod replicas;
+mod shards;
 
 use delayq_core::{Error, Result};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -28,7 +32,8 @@ pub(crate) struct Conn {
     inner: Inner,
     /// The wait-replicas option, when on.
     replicas: Option<Replicas>,
-    /// On a cluster, the slots found unreachable lately and the slot timeout (`per_slot`).
+    /// On a cluster, the slots found unreachable lately, the cluster's shards and the slot
+    /// timeout (`per_slot`, `shards`).
     health: SlotHealth,
 }
 
@@ -53,8 +58,8 @@ pub(crate) enum WakeClient {
 
 impl Conn {
     /// Connects, refuses a server older than Redis 7.0, loads the library (on every primary
-    /// of a cluster) and warns when the eviction policy may drop jobs. Also answers the
-    /// clients for the waker's own connections.
+    /// of a cluster, whose shards it then reads) and warns when the eviction policy may drop
+    /// jobs. Also answers the clients for the waker's own connections.
     pub(crate) async fn connect(config: &RedisConfig) -> Result<(Conn, WakeClient)> {
         let replicas = Replicas::from_config(config)?;
         let health = SlotHealth::new(config)?;
@@ -66,6 +71,11 @@ impl Conn {
                 replicas,
                 health,
             };
+            // The shards, while the cluster answers, for the first slot found unreachable;
+            // a failure only leaves its marks to their slot until a later read succeeds.
+            if conn.health.ask_shards() {
+                conn.read_shards().await;
+            }
             return Ok((conn, WakeClient::Cluster(nodes)));
         }
         let client = client(config)?;

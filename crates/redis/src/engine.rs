@@ -204,6 +204,10 @@ impl Engine for RedisEngine {
         self.ops.stats(topic).await
     }
 
+    async fn stats_each(&self, topics: &[Topic]) -> Vec<Result<TopicStats>> {
+        self.ops.stats_each(topics).await
+    }
+
     async fn topics(&self) -> Result<Vec<Topic>> {
         self.ops.topics().await
     }
@@ -214,6 +218,10 @@ impl Engine for RedisEngine {
 
     async fn now(&self) -> Result<Timestamp> {
         self.ops.now().await
+    }
+
+    fn unreachable(&self, topics: &[Topic]) -> Vec<Topic> {
+        self.ops.unreachable(topics)
     }
 
     async fn readiness(&self) -> Result<Readiness> {

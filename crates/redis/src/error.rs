@@ -42,7 +42,7 @@ pub(crate) fn map_redis_err(what: &str, e: RedisError) -> Error {
         },
         ErrorKind::Server(ServerErrorKind::NoPerm) => Error::InvalidConfig {
             reason: format!(
-                "{what}: the Redis user lacks a permission delayq needs ({e}); allow FCALL, FUNCTION, INFO, TIME, SADD, SMEMBERS, BZPOPMIN, ZADD, CLIENT (and WAIT with the wait-replicas option, CLUSTER SLOTS and CLUSTER INFO on a Redis Cluster) on the delayq:* keys"
+                "{what}: the Redis user lacks a permission delayq needs ({e}); allow FCALL, FUNCTION, INFO, TIME, SADD, SMEMBERS, BZPOPMIN, ZADD, CLIENT (and WAIT with the wait-replicas option, CLUSTER SLOTS, CLUSTER INFO and CLUSTER SHARDS on a Redis Cluster) on the delayq:* keys"
             ),
         },
         _ => Error::unavailable(format!("{what}: {e}"), e),

@@ -78,6 +78,11 @@ impl Part {
         &self.topic
     }
 
+    /// The cluster hash slot of the partition's keys (they share its hash tag).
+    pub(crate) fn slot(&self) -> u16 {
+        slot_of_tag(&self.tag)
+    }
+
     /// The partition's index (0 to the topic's count − 1).
     pub(crate) fn index(&self) -> u16 {
         self.index

@@ -8,7 +8,8 @@
 //!   owning its functions' arguments, reply decoding and status-to-error mapping.
 //! - `conn`: the client (URL, TLS), connecting, the version check, loading the functions
 //!   library and running calls alone or pipelined (loading it again when Redis lost it); on a
-//!   cluster, calls over several slots answered slot by slot within the slot timeout.
+//!   cluster, calls over several slots answered slot by slot within the slot timeout, a
+//!   primary that does not answer skipped for all of its slots at once.
 //! - `library` and `lua/*.lua`: the Redis Functions library, one function per atomic
 //!   operation (one `.lua` file each) over the helpers of `lua/lib.lua`, assembled at build
 //!   time; every state change happens inside one function call, on the Redis clock.

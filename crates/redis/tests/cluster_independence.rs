@@ -7,8 +7,13 @@
 //! reserve leased late among them (given back at once, not after their ttr), and every job
 //! is delivered once and acked once.
 //!
+//! A pass over several topics of the stopped primary waits for it once: the other slots of
+//! its shard are skipped, by later passes too for as long as the primary does not answer the
+//! probe of its shard, and no longer once it does.
+//!
 //! The bounds are about hanging or not, not speed: the stopped primary would hold a call for
-//! the whole stop (the response timeout is 10 s), the slot timeout is 500 ms.
+//! the whole stop (the response timeout is 10 s), the slot timeout is 500 ms (2 s in the
+//! test that counts the waits, where one wait and two are far apart).
 //!
 //! See: issue 37.
 
@@ -19,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use delayq_core::{Delivery, Engine, Error, JobId, Lease, NewJob, Reserve, Settle, Settled, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
-use delayq_testkit::{ClusterNode, RedisCluster, key_slot};
+use delayq_testkit::{ClusterNode, RedisCluster, Stopped, key_slot};
 
 /// How long a call that must not wait on the stopped primary may take at most: the slot
 /// timeout (500 ms) and the healthy primary's answer, with room for a busy machine.
@@ -38,31 +43,6 @@ fn topic_on(primary: &ClusterNode, name: &str) -> Topic {
         .unwrap()
 }
 
-/// A SIGSTOPped process, continued (SIGCONT) when dropped, so that a failing test leaves no
-/// stopped process behind.
-struct Stopped(u32);
-
-impl Stopped {
-    fn new(pid: u32) -> Self {
-        signal(pid, "-STOP");
-        Stopped(pid)
-    }
-}
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        signal(self.0, "-CONT");
-    }
-}
-
-fn signal(pid: u32, sig: &str) {
-    let st = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success(), "kill {sig} {pid}");
-}
-
 /// Counts every delivery the test receives, by job id.
 #[derive(Default)]
 struct Seen(HashMap<String, usize>);
@@ -79,36 +59,31 @@ fn leases(ds: &[Delivery]) -> Vec<Lease> {
     ds.iter().map(|d| d.lease.clone().unwrap()).collect()
 }
 
-/// Three primaries, no replicas (nobody to fail over to: the stopped primary stays the
-/// owner of its slots), and a `cluster-node-timeout` longer than the test, so that the
-/// others do not mark the stopped primary failed and the cluster stays up.
-async fn cluster() -> RedisCluster {
-    let cluster = tokio::task::spawn_blocking(|| RedisCluster::start_with_replicas(0))
+/// A reserve of up to 100 jobs over `topics`, and how long it took to answer.
+async fn timed_reserve(engine: &RedisEngine, topics: &[Topic]) -> (Vec<Delivery>, Duration) {
+    let t0 = Instant::now();
+    let got = engine
+        .reserve(&Reserve::topics(topics.to_vec()).max(100))
         .await
         .unwrap();
-    for node in cluster.nodes() {
-        let mut c = cluster.server(node.port).connection().await;
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("cluster-node-timeout")
-            .arg(120_000)
-            .query_async(&mut c)
-            .await
-            .unwrap();
-    }
-    cluster
+    (got, t0.elapsed())
+}
+
+/// The primary to stop and a healthy one. The stopped primary does not hold the topic
+/// registry, which every process's first push to a topic writes to.
+fn stopped_and_healthy(cluster: &RedisCluster) -> (ClusterNode, ClusterNode) {
+    let registry = key_slot("delayq:topics");
+    let primaries = cluster.primaries();
+    let stopped = primaries.iter().find(|p| !p.serves(registry)).unwrap();
+    let healthy = primaries.iter().find(|p| p.id != stopped.id).unwrap();
+    (stopped.clone(), healthy.clone())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_primary_holds_up_only_its_own_topics_issue_37() {
     // See: issue 37
-    let cluster = cluster().await;
-    // The stopped primary does not hold the topic registry, which every process's first
-    // push to a topic writes to.
-    let registry = key_slot("delayq:topics");
-    let primaries = cluster.primaries();
-    let stopped_node = primaries.iter().find(|p| !p.serves(registry)).unwrap();
-    let healthy_node = primaries.iter().find(|p| p.id != stopped_node.id).unwrap();
+    let cluster = RedisCluster::start_for_stopping().await;
+    let (stopped_node, healthy_node) = &stopped_and_healthy(&cluster);
     let stalled = topic_on(stopped_node, "stalled");
     let healthy = topic_on(healthy_node, "healthy");
     let both = vec![stalled.clone(), healthy.clone()];
@@ -162,8 +137,20 @@ async fn a_stopped_primary_holds_up_only_its_own_topics_issue_37() {
     let pid = cluster.server(stopped_node.port).pid().unwrap();
     let stop = Stopped::new(pid);
 
+    // (a) A reserve naming both topics answers the healthy topic's 6 other jobs, and none
+    // of the stopped one's, after one slot timeout. It asks for more than the healthy topic
+    // holds, so it also calls the stopped slot, whose call times out: when it runs late, it
+    // leases the stopped topic's 6 free jobs, which must be given back (d).
+    let (got, took) = timed_reserve(&engine, &both).await;
+    println!("a reserve over both topics answered in {took:?}");
+    assert!(took < NOT_HELD, "the reserve took {took:?}");
+    assert_eq!(got.len(), 6, "{got:?}");
+    assert!(got.iter().all(|d| d.job.topic == healthy), "{got:?}");
+    seen.add(&got);
+
     // (b) An ack batch mixing both topics' leases: the healthy ones are acked (and gone),
-    // the stopped slot's fail with its own error once the slot timeout has passed.
+    // the stopped slot's fail with its own error (the slot is skipped now: its probe gets
+    // no answer).
     let (ride_s, held_s) = held_s.split_at(1);
     let (ride_h, held_h) = held_h.split_at(1);
     let mut batch = leases(held_h);
@@ -185,33 +172,11 @@ async fn a_stopped_primary_holds_up_only_its_own_topics_issue_37() {
         }
     }
 
-    // (a) Once the stopped slot is no longer skipped (1 s after it timed out), a reserve
-    // naming both topics answers the healthy topic's 6 other jobs, and none of the stopped
-    // one's, without waiting for the stopped primary. It asks for more than the healthy
-    // topic holds, so it also calls the stopped slot, whose call times out: when it runs
-    // late, it leases the stopped topic's 6 free jobs, which must be given back (d).
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    let t0 = Instant::now();
-    let got = engine
-        .reserve(&Reserve::topics(both.clone()).max(100))
-        .await
-        .unwrap();
-    let took = t0.elapsed();
-    println!("a reserve over both topics answered in {took:?}");
-    assert!(took < NOT_HELD, "the reserve took {took:?}");
-    assert_eq!(got.len(), 6, "{got:?}");
-    assert!(got.iter().all(|d| d.job.topic == healthy), "{got:?}");
-    seen.add(&got);
-
     // Again, now that the healthy topic is empty: nothing, not an error, and no wait (the
-    // stopped slot is skipped for a while).
-    let t0 = Instant::now();
-    let none = engine
-        .reserve(&Reserve::topics(both.clone()).max(100))
-        .await
-        .unwrap();
+    // stopped slot is skipped while its probe gets no answer).
+    let (none, took) = timed_reserve(&engine, &both).await;
     assert!(none.is_empty(), "{none:?}");
-    assert!(t0.elapsed() < NOT_HELD, "took {:?}", t0.elapsed());
+    assert!(took < NOT_HELD, "took {took:?}");
 
     // A settle-and-reserve with settlements of both slots: each answers from its own slot.
     let mut settle = vec![Settle::Ack(leases(ride_s)[0].clone())];
@@ -325,5 +290,167 @@ async fn a_stopped_primary_holds_up_only_its_own_topics_issue_37() {
     for t in &both {
         let stats = engine.stats(t).await.unwrap();
         assert_eq!(stats, delayq_core::TopicStats::default(), "{t}: {stats:?}");
+    }
+}
+
+/// A hung primary costs a reserve pass one slot timeout, however many of the request's
+/// topics it serves: once one of its slots has not answered in time, the others of its
+/// shard are skipped without a wait (they would only wait again), for as long as it does
+/// not answer its probe, so later passes do not wait on it either; once it answers, its
+/// topics are served again at once. Before, each of its slots cost a slot timeout in turn,
+/// a mark ran out after 1 s, shorter than the slot timeout with wait-replicas, while the
+/// pass still waited on the next slot, and later a skip ran out while the primary was
+/// still down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_primary_costs_a_reserve_one_slot_timeout_whatever_its_topics_issue_37() {
+    // See: issue 37
+    let cluster = RedisCluster::start_for_stopping().await;
+    let (stopped_node, healthy_node) = &stopped_and_healthy(&cluster);
+    let stalled: Vec<Topic> = ["one", "two", "three"]
+        .iter()
+        .map(|n| topic_on(stopped_node, n))
+        .collect();
+    let slots: std::collections::HashSet<u16> = stalled
+        .iter()
+        .map(|t| key_slot(format!("delayq:{{{t}}}:wake")))
+        .collect();
+    assert_eq!(slots.len(), 3, "{stalled:?} share a slot");
+    let healthy = topic_on(healthy_node, "healthy");
+    let mut every = stalled.clone();
+    every.push(healthy.clone());
+    // A slot timeout long enough that one wait and several are far apart on a busy
+    // machine: 2 s, where the stopped primary's three slots in turn would take 6 s.
+    let slot_timeout = Duration::from_secs(2);
+    let mut config = RedisConfig::new(cluster.url()).with_slot_timeout(slot_timeout);
+    config.response_timeout = Duration::from_secs(30);
+    let engine = RedisEngine::connect(config).await.unwrap();
+    for i in 0..10 {
+        let id = JobId::new(format!("h-{i}")).unwrap();
+        let job = NewJob::new(healthy.clone(), "x").with_id(id).with_ttr(TTR);
+        assert!(engine.push(job).await.unwrap().created);
+    }
+    // Every topic's layout known (and registered) while every primary answers.
+    let warm = engine
+        .reserve(&Reserve::topics(every.clone()).max(1))
+        .await
+        .unwrap();
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    let mut held = warm;
+
+    let pid = cluster.server(stopped_node.port).pid().unwrap();
+    let stop = Stopped::new(pid);
+
+    // One wait for the stopped primary, then its other slots skipped. The reserve asks for
+    // more than there is, so that it looks at every topic.
+    let (got, took) = timed_reserve(&engine, &every).await;
+    println!("a reserve over 3 topics of a stopped primary and a healthy one took {took:?}");
+    assert_eq!(got.len(), 9, "{got:?}");
+    assert!(got.iter().all(|d| d.job.topic == healthy), "{got:?}");
+    assert!(
+        took < 2 * slot_timeout,
+        "the reserve took {took:?}: it waited on the stopped primary more than once"
+    );
+    held.extend(got);
+
+    // The next pass skips all of them: no wait (and nothing left on the healthy topic).
+    let (got, took) = timed_reserve(&engine, &every).await;
+    println!("the next reserve took {took:?}");
+    assert!(got.is_empty(), "{got:?}");
+    assert!(took < slot_timeout, "the next reserve took {took:?}");
+
+    // A request of the stopped primary's topics only: all of them unreachable, so the pass
+    // asks again, and waits once, not once per topic.
+    let t0 = Instant::now();
+    let r = engine
+        .reserve(&Reserve::topics(stalled.clone()).max(5))
+        .await;
+    let took = t0.elapsed();
+    println!("a reserve over the stopped primary's 3 topics alone took {took:?}");
+    assert!(matches!(r, Err(Error::Unavailable { .. })), "{r:?}");
+    assert!(
+        took < 2 * slot_timeout,
+        "the reserve took {took:?}: it waited on the stopped primary more than once"
+    );
+
+    // The primary stays stopped past the skip period (twice the slot timeout): the probe of
+    // its shard gets no answer, so its topics stay skipped and a pass over every topic
+    // still does not wait on it. Before the probe, the skip ran out and such a pass waited
+    // a slot timeout again, once per skip period for as long as the primary was down.
+    tokio::time::sleep(2 * slot_timeout + Duration::from_secs(1)).await;
+    assert_eq!(engine.unreachable(&every), stalled);
+    let (got, took) = timed_reserve(&engine, &every).await;
+    println!("a reserve past the skip period took {took:?}");
+    assert!(got.is_empty(), "{got:?}");
+    assert!(took < slot_timeout, "the reserve took {took:?}");
+
+    // It answers again: the probe's PING is answered, and the topics are no longer skipped,
+    // without waiting for a skip period to run out and without a call of their own.
+    drop(stop);
+    let continued = Instant::now();
+    while !engine.unreachable(&every).is_empty() {
+        assert!(
+            continued.elapsed() < slot_timeout,
+            "still skipped {:?} after the primary was continued",
+            continued.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!(
+        "the stopped primary's topics were reachable again {:?} after it was continued",
+        continued.elapsed()
+    );
+
+    for r in engine.ack_batch(&leases(&held)).await.unwrap() {
+        r.unwrap();
+    }
+    let stats = engine.stats(&healthy).await.unwrap();
+    assert_eq!(stats, delayq_core::TopicStats::default(), "{stats:?}");
+}
+
+/// A killed primary (no replica takes its slots over, and the others do not mark it failed
+/// within the test) stays skipped for as long as it is dead: the probe of its shard reads a
+/// key of its slot, which no other node answers. A `PING` probe was answered (redis-rs sends
+/// a call for a node it cannot connect to another node), ended the skip at once, and every
+/// pass over its topics waited a slot timeout again: W8's failover under load found it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_primary_stays_skipped_while_it_is_dead_issue_37() {
+    // See: issue 37
+    let mut cluster = RedisCluster::start_for_stopping().await;
+    let (dead_node, healthy_node) = stopped_and_healthy(&cluster);
+    let dead = topic_on(&dead_node, "dead");
+    let healthy = topic_on(&healthy_node, "healthy");
+    let both = vec![dead.clone(), healthy.clone()];
+    let engine = RedisEngine::connect(RedisConfig::new(cluster.url()))
+        .await
+        .unwrap();
+    for t in &both {
+        let job = NewJob::new(t.clone(), "x").with_ttr(TTR);
+        assert!(engine.push(job).await.unwrap().created);
+    }
+    let warm = engine
+        .reserve(&Reserve::topics(both.clone()).max(2))
+        .await
+        .unwrap();
+    assert_eq!(warm.len(), 2, "{warm:?}");
+
+    cluster.kill_node(dead_node.port);
+    let pushed = NewJob::new(healthy.clone(), "after the kill").with_ttr(TTR);
+    assert!(engine.push(pushed).await.unwrap().created);
+    let (got, took) = timed_reserve(&engine, &both).await;
+    println!("the first reserve after the kill took {took:?}");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].job.topic, healthy, "{got:?}");
+    assert_eq!(engine.unreachable(&both), vec![dead.clone()]);
+
+    // Three skip periods (1 s each) later it is still skipped, every time it is asked.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(3) {
+        assert_eq!(
+            engine.unreachable(&both),
+            vec![dead.clone()],
+            "reachable again {:?} after the first reserve, with its primary dead",
+            t0.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

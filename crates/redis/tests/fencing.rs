@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use delayq_core::{Engine, Error, JobId, NewJob, Reserve, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
-use delayq_testkit::{ClusterNode, RedisCluster, key_slot};
+use delayq_testkit::{ClusterNode, RedisCluster, Stopped, key_slot};
 
 /// A topic named `<name>-<n>` whose keys (under the default prefix) live on `primary`.
 fn topic_on(primary: &ClusterNode, name: &str) -> Topic {
@@ -26,14 +26,6 @@ fn topic_on(primary: &ClusterNode, name: &str) -> Topic {
         .find(|t| primary.serves(key_slot(format!("delayq:{{{t}}}:wake"))))
         .map(|t| Topic::new(t).unwrap())
         .unwrap()
-}
-
-fn signal(pid: u32, sig: &str) {
-    let st = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success(), "kill {sig} {pid}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +64,7 @@ async fn a_lease_lost_in_a_failover_is_never_followed_by_a_smaller_token_issue_3
     // The replica stops, and its primary drops the link to it (a stopped process still
     // receives into its socket buffer): the lease of order-7 reaches its primary only.
     let replica_pid = cluster.server(replica.port).pid().unwrap();
-    signal(replica_pid, "-STOP");
+    let stopped = Stopped::new(replica_pid);
     let mut conn = cluster.server(primary.port).connection().await;
     let dropped: i64 = redis::cmd("CLIENT")
         .arg("KILL")
@@ -95,7 +87,7 @@ async fn a_lease_lost_in_a_failover_is_never_followed_by_a_smaller_token_issue_3
     }
     let lost = lost.expect("order-7 was leased");
     cluster.kill_node(primary.port);
-    signal(replica_pid, "-CONT");
+    drop(stopped);
 
     // The replica takes over without the lease: order-7 is handed out again.
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use delayq_core::{Engine, JobId, JobState, Topic};
+use delayq_core::{Engine, JobId, JobState, Topic, TopicStats};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
@@ -93,6 +93,8 @@ pub struct Metrics {
     oldest_overdue: Family<TopicLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     /// 1 while a topic is paused, else 0.
     paused: Family<TopicLabel, Gauge>,
+    /// 1 while the engine cannot reach a topic (`Engine::unreachable`), else 0.
+    unreachable: Family<TopicLabel, Gauge>,
     /// When this server handed out each lease it still tracks.
     leases: Mutex<HashMap<(Topic, JobId, u64), Instant>>,
     /// The last hour of pushes, deliveries, acks, deaths and lateness, for the dashboard.
@@ -151,6 +153,7 @@ impl Metrics {
         let jobs = Family::default();
         let oldest_overdue = Family::default();
         let paused = Family::default();
+        let unreachable = Family::default();
         let http_requests = Family::default();
         let http_seconds =
             Family::<HttpLabel, Histogram, fn() -> Histogram>::new_with_constructor(new_hist);
@@ -240,6 +243,11 @@ impl Metrics {
             "1 while a topic is paused (it hands out no job), else 0, read from the engine at each scrape",
             paused.clone(),
         );
+        registry.register(
+            "topic_unreachable",
+            "1 while the engine cannot reach a topic (a Redis Cluster primary that did not answer in time lately: reserves skip it), else 0; its job gauges then keep the values read before",
+            unreachable.clone(),
+        );
         Metrics {
             registry,
             push,
@@ -262,6 +270,7 @@ impl Metrics {
             jobs,
             oldest_overdue,
             paused,
+            unreachable,
             leases: Mutex::new(HashMap::new()),
             series: Series::new(Instant::now()),
         }
@@ -360,6 +369,7 @@ impl Metrics {
             self.reserved_time.remove(&label);
             self.oldest_overdue.remove(&label);
             self.paused.remove(&label);
+            self.unreachable.remove(&label);
             for state in JobState::ALL {
                 self.jobs.remove(&StateLabel {
                     topic: topic.to_string(),
@@ -401,8 +411,15 @@ impl Metrics {
     pub async fn render(&self, engine: &dyn Engine) -> delayq_core::Result<String> {
         let topics = engine.topics().await?;
         self.sync_topics(&topics);
-        for topic in topics {
-            let s = engine.stats(&topic).await?;
+        let stats = stats_or_unreachable(engine, &topics).await?;
+        for (topic, s) in topics.into_iter().zip(stats) {
+            self.unreachable
+                .get_or_create(&Self::label(&topic))
+                .set(i64::from(s.is_none()));
+            // Not reached: its other gauges keep their last values.
+            let Some(s) = s else {
+                continue;
+            };
             for (state, n) in [
                 (JobState::Delayed, s.delayed),
                 (JobState::Ready, s.ready),
@@ -454,4 +471,27 @@ impl Default for Metrics {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The stats of each of `topics` (`Engine::stats_each`), or `None` for a topic the engine
+/// cannot reach now (`Engine::unreachable`: a Redis Cluster primary that did not answer
+/// within the slot timeout, or that is skipped since). What `/metrics` and `GET /v1/topics`
+/// show: a listing answers within about the slot timeout whatever primary is down, instead of
+/// waiting on it for the response timeout and then failing whole (issue 37). Any other error
+/// (one Redis node down, a database error) fails the listing, as before.
+pub(crate) async fn stats_or_unreachable(
+    engine: &dyn Engine,
+    topics: &[Topic],
+) -> delayq_core::Result<Vec<Option<TopicStats>>> {
+    let stats = engine.stats_each(topics).await;
+    let unreachable = engine.unreachable(topics);
+    topics
+        .iter()
+        .zip(stats)
+        .map(|(t, s)| match s {
+            Ok(s) => Ok(Some(s)),
+            Err(_) if unreachable.contains(t) => Ok(None),
+            Err(e) => Err(e),
+        })
+        .collect()
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::TestServer;
 use delayq_server::ServerConfig;
-use delayq_testkit::{ClusterNode, RedisCluster, key_slot};
+use delayq_testkit::{ClusterNode, RedisCluster, Stopped, key_slot};
 use serde_json::{Value, json};
 
 /// A topic named `<name>-<n>` whose keys (under the default prefix) live on `primary`.
@@ -43,14 +43,6 @@ async fn leased(s: &TestServer, topic: &str) -> Value {
     let job = &v["jobs"][0];
     assert_eq!(job["job"]["topic"], topic, "{v}");
     json!({"token": job["token"].clone(), "id": job["job"]["id"].clone()})
-}
-
-fn signal(pid: u32, sig: &str) {
-    let st = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success(), "kill {sig} {pid}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,7 +69,7 @@ async fn a_stalled_primary_holds_only_its_own_topics_acks_issue_37() {
     };
 
     let pid = cluster.server(stalled_node.port).pid().unwrap();
-    signal(pid, "-STOP");
+    let stopped = Stopped::new(pid);
     // The stalled topic's ack goes out first and stays on its way.
     let stuck_ack = {
         let s = s.clone();
@@ -112,7 +104,7 @@ async fn a_stalled_primary_holds_only_its_own_topics_acks_issue_37() {
     assert_eq!(v["jobs"].as_array().map(Vec::len), Some(0), "{v}");
 
     // Once the primary answers again, the stalled ack is answered too.
-    signal(pid, "-CONT");
+    drop(stopped);
     let (st, v) = tokio::time::timeout(Duration::from_secs(30), stuck_ack)
         .await
         .unwrap()

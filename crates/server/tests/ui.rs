@@ -268,8 +268,11 @@ async fn wait_gone(c: &Client, css: &str) {
     }
 }
 
-/// Signs in on the sign-in page with [`TOKEN`] and waits for the overview.
+/// Waits for the sign-in page, signs in with [`TOKEN`] and waits for the overview.
 async fn sign_in(c: &Client) {
+    // The page draws its form from script after the load: finding `#token` at once can
+    // come before it (a CI run failed so).
+    wait_text(c, "h1", "Sign in").await;
     c.find(Locator::Css("#token"))
         .await
         .unwrap()
@@ -1040,4 +1043,142 @@ async fn every_dashboard_page_shows_its_fields_as_text_issue_36() {
         "{text}"
     );
     c.close().await.unwrap();
+}
+
+/// The overview's topic rows, by the text of their first cell (the topic's name, with its
+/// badge), after a fresh load of the page: waits (bounded, 3 s) until a row shows `want` in
+/// its first cell, or answers the rows as they are.
+async fn topic_rows_showing(c: &Client, s: &TestServer, want: &str) -> Vec<Vec<String>> {
+    open(c, s, "").await;
+    wait_text(c, "h1", "Topics").await;
+    let start = Instant::now();
+    loop {
+        let rows = table_rows(c, "table[aria-label=Topics]").await;
+        if rows.iter().any(|r| r[0].contains(want)) || start.elapsed() > Duration::from_secs(3) {
+            return rows;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// On a Redis Cluster whose primary of two topics stopped answering (SIGSTOP), the
+/// overview shows those topics with an "unreachable" badge and "not reached" in place of
+/// their counts (which it no longer waits for), and the healthy primary's topic with its
+/// counts; once the primary answers again, every topic shows its counts and no badge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_whose_primary_stopped_answering_shows_unreachable_issue_37() {
+    // See: issue 37
+    let cluster = delayq_testkit::RedisCluster::start_for_stopping().await;
+    // The stopped primary holds neither the topic registry nor the paused set, which the
+    // topic list reads.
+    let listing = [
+        delayq_testkit::key_slot("delayq:topics"),
+        delayq_testkit::key_slot("delayq:paused"),
+    ];
+    let primaries = cluster.primaries();
+    let stopped = primaries
+        .iter()
+        .find(|p| !listing.iter().any(|s| p.serves(*s)))
+        .unwrap();
+    let healthy_node = primaries.iter().find(|p| p.id != stopped.id).unwrap();
+    let (stalled, healthy) = (
+        stopped.topic_named("stalled"),
+        healthy_node.topic_named("healthy"),
+    );
+    // A slot timeout of 2 s: a reserve that meets the stopped primary waits for it once.
+    let config =
+        delayq_redis::RedisConfig::new(cluster.url()).with_slot_timeout(Duration::from_secs(2));
+    let engine = delayq_redis::RedisEngine::connect(config).await.unwrap();
+    let s = TestServer::start(
+        Arc::new(engine),
+        ServerConfig {
+            tokens: vec![TOKEN.to_string()],
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    for t in [&stalled, &healthy] {
+        for _ in 0..2 {
+            let (st, v) = s
+                .post(&format!("/v1/topics/{t}/jobs"), json!({"body": t}))
+                .await;
+            assert_eq!(st, 201, "{v}");
+        }
+    }
+    let driver = Driver::start();
+    let profile = tempfile::tempdir().unwrap();
+    let c = browser(&driver, profile.path()).await;
+    open(&c, &s, "").await;
+    sign_in(&c).await;
+    let rows = topic_rows_showing(&c, &s, &stalled).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| !r.join(" ").contains("unreachable")),
+        "{rows:?}"
+    );
+
+    // The primary stops while the overview is open: its next refreshes wait on it for the
+    // stalled topic's counts (nothing has marked it yet). They once piled up, one every
+    // 2 s, until no page of the dashboard loaded at all.
+    let stop = delayq_testkit::Stopped::new(cluster.server(stopped.port).pid().unwrap());
+    let reserve_both = || async {
+        let (st, v) = s
+            .post(
+                "/v1/reserve",
+                json!({"topics": [&stalled, &healthy], "max": 1}),
+            )
+            .await;
+        assert_eq!(st, 200, "{v}");
+        v
+    };
+    // A reserve over both topics, as a worker's: it waits one slot timeout for the stopped
+    // primary, answers the healthy topic's job and marks the other. The page then shows it
+    // (again, should a loaded machine have let the mark run out before the page loaded).
+    let mut rows = Vec::new();
+    for _ in 0..3 {
+        let v = reserve_both().await;
+        assert_eq!(v["unreachable"], json!([&stalled]), "{v}");
+        rows = topic_rows_showing(&c, &s, "unreachable").await;
+        if rows.iter().any(|r| r[0].contains("unreachable")) {
+            break;
+        }
+    }
+    let text = visible_text(&c, "overview-unreachable").await;
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r[0].starts_with(name))
+            .unwrap_or_else(|| panic!("no row of {name}: {rows:?}\n{text}"))
+            .clone()
+    };
+    let bad = row(&stalled);
+    assert_eq!(bad[0], format!("{stalled} unreachable"), "{rows:?}");
+    assert_eq!(bad[1], "not reached", "{rows:?}");
+    let good = row(&healthy);
+    assert_eq!(good[0], healthy, "{rows:?}");
+    // Its counts: one job reserved by the reserve above (or two, with a second pass), the
+    // rest ready.
+    assert!(
+        good[1..3].iter().all(|n| n.parse::<u32>().is_ok()),
+        "{rows:?}"
+    );
+
+    // The primary answers again: the probe of its shard is answered, and the page shows
+    // every topic with its counts.
+    drop(stop);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = reserve_both().await;
+        if v["unreachable"] == json!([]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still unreachable: {v}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rows = topic_rows_showing(&c, &s, &stalled).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| !r.join(" ").contains("unreachable")
+            && r[1..3].iter().all(|n| n.parse::<u32>().is_ok())),
+        "{rows:?}"
+    );
 }

@@ -59,7 +59,10 @@ async function api(method, path, body) {
   const token = sessionStorage.getItem(TOKEN);
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = "application/json";
-  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  // `no-store`: an answer is never the cache's, and a request never waits on the cache for
+  // another of the same URL still on its way (Chromium's cache lock: a new page's
+  // `GET /v1/topics` once waited behind the one a left page had sent to a slow server).
+  const r = await fetch(path, { method, headers, cache: "no-store", body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await r.text();
   const json = text ? JSON.parse(text) : null;
   if (!r.ok) throw new ApiError(r.status, json);
@@ -205,24 +208,32 @@ function latenessTable(lateness) {
 // and how late it delivered; refreshed every 2 s.
 async function overview() {
   const draw = async () => {
-    const [{ topics }, series] = await Promise.all([api("GET", "/v1/topics"), api("GET", "/v1/series")]);
-    const rows = topics.map((t) => el("tr", {},
+    const [{ topics, unreachable = [] }, series] = await Promise.all([api("GET", "/v1/topics"), api("GET", "/v1/series")]);
+    const rows = topics.map((t) => [t.topic, el("tr", {},
       el("td", {}, el("a", { href: `#/topic/${enc(t.topic)}` }, t.topic)),
       ...STATES.map((s) => el("td", { class: "num" }, t[s])),
       el("td", { class: "num" }, fmtMs(t.oldest_overdue_ms)),
       el("td", { class: "num" }, t.expired_jobs),
       el("td", {}, t.next_due || "—"),
-      el("td", {}, t.paused ? (t.paused_until ? `until ${t.paused_until}` : "yes") : "")));
+      el("td", {}, t.paused ? (t.paused_until ? `until ${t.paused_until}` : "yes") : ""))]);
+    // A topic the engine cannot reach now (a Redis Cluster primary down or hung): no counts.
+    for (const name of unreachable) {
+      rows.push([name, el("tr", { class: "unreachable" },
+        el("td", {}, el("a", { href: `#/topic/${enc(name)}` }, name), " ",
+          el("span", { class: "badge bad", title: "its primary did not answer in time lately: reserves skip it, its counts are not read" }, "unreachable")),
+        el("td", { class: "muted", colspan: STATES.length + 4 }, "not reached"))]);
+    }
+    rows.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     render(
       el("h1", {}, "Topics"),
-      topics.length === 0
+      rows.length === 0
         ? el("p", { class: "muted" }, "No topic has jobs yet.")
         : el("table", { "aria-label": "Topics" },
           el("thead", {}, el("tr", {}, el("th", {}, "topic"), ...STATES.map((s) => el("th", { class: "num" }, s)),
             el("th", { class: "num" }, "oldest overdue"),
             el("th", { class: "num", title: "jobs whose expiry passed before a delivery" }, "expired"),
             el("th", {}, "next due"), el("th", {}, "paused"))),
-          el("tbody", {}, rows)),
+          el("tbody", {}, rows.map(([, row]) => row))),
       el("p", { class: "muted" }, "Counts come from the engine and are the same on every server; refreshed every 2 s."),
       el("h2", {}, "Last hour ", el("span", { class: "note" }, `(${SCOPE_NOTE})`)),
       el("p", { class: "muted" }, `What this server did since ${series.since}: other servers count their own, and a restart starts again at zero.`),
@@ -233,7 +244,16 @@ async function overview() {
     );
   };
   await draw();
-  refresh = setInterval(() => draw().catch(showError), 2000);
+  // One draw at a time: while the server is slow to answer (a Redis Cluster primary that
+  // stopped answering holds a topic's counts up to the response timeout), a refresh every
+  // 2 s regardless piled up requests until the browser's connections to the server were all
+  // taken, and even a new page load of the dashboard waited behind them (issue 37).
+  let drawing = false;
+  refresh = setInterval(() => {
+    if (drawing) return;
+    drawing = true;
+    draw().catch(showError).finally(() => { drawing = false; });
+  }, 2000);
 }
 
 // What an action may touch, by state (the server's bulk endpoint says the same).

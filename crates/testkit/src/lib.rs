@@ -22,6 +22,7 @@
 //!   TLS and with an ACL user ([`ClusterOptions`]); helpers kill a primary or move a slot and
 //!   wait until the cluster has settled, or kill a node and return at once. [`key_slot`] computes a key's hash slot as Redis
 //!   does.
+//! - `stopped`: [`Stopped`], a process SIGSTOPped (a hung server) until the guard is dropped.
 //! - `tls`: the CA and server certificate generated for a test server that speaks TLS.
 //! - `harness`: [`Harness`], what an engine provides to be checked by the suite.
 //! - `conformance`: the cases, one async function per clause of the contract, and the
@@ -48,6 +49,7 @@ mod postgres_server;
 mod rabbitmq_server;
 mod redis_cluster;
 mod redis_server;
+mod stopped;
 mod tls;
 
 pub use beanstalkd::{BEANSTALKD_ENV, Beanstalkd, BeanstalkdOptions};
@@ -61,6 +63,7 @@ pub use redis_cluster::{
 pub use redis_server::{
     ACL_RULES, AclUser, Persistence, REDIS_SERVER_ENV, RedisOptions, RedisServer, commands_run,
 };
+pub use stopped::Stopped;
 
 /// The cases each property of the fuzzed decoders runs (issue 17): `DELAYQ_FUZZ_CASES` when
 /// set (a longer run), else `default` (what CI runs, within its time budget).

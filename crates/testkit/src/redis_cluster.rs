@@ -73,6 +73,11 @@ pub struct ClusterOptions {
     /// credentials. The default user needs the harness's password, which replicas give their
     /// primary (`masterauth`) and `redis-cli` the nodes.
     pub acl: Option<AclUser>,
+    /// `cluster-require-full-coverage`: with `true` (Redis's default) every node refuses
+    /// every call (CLUSTERDOWN) while some slot has no live primary, from when the others
+    /// mark a dead primary failed until its replica takes over; with `false` only the dead
+    /// primary's slots refuse.
+    pub full_coverage: bool,
 }
 
 impl Default for ClusterOptions {
@@ -81,6 +86,7 @@ impl Default for ClusterOptions {
             replicas: 1,
             tls: false,
             acl: None,
+            full_coverage: true,
         }
     }
 }
@@ -118,7 +124,7 @@ impl RedisCluster {
     pub fn start_with(opts: ClusterOptions) -> Self {
         let node = RedisOptions {
             cluster: true,
-            extra_args: node_args(),
+            extra_args: node_args(opts.full_coverage),
             tls: opts.tls,
             acl: opts.acl.clone(),
             ..RedisOptions::default()
@@ -241,6 +247,28 @@ impl RedisCluster {
             .iter()
             .find(|s| s.port() == port)
             .unwrap_or_else(|| panic!("port {port} is not a node of this cluster"))
+    }
+
+    /// Three primaries, no replicas (nobody to fail over to: a primary stopped with
+    /// [`crate::Stopped`] stays the owner of its slots), each with a `cluster-node-timeout`
+    /// of 120 s, longer than a test, so that the others do not mark a stopped primary failed
+    /// and the cluster stays up: for the tests of a hung primary (issue 37). Blocks while
+    /// the cluster forms, as [`Self::start_with_replicas`] does.
+    pub async fn start_for_stopping() -> Self {
+        let cluster = tokio::task::spawn_blocking(|| RedisCluster::start_with_replicas(0))
+            .await
+            .unwrap_or_else(|e| panic!("starting the test Redis Cluster: {e}"));
+        for node in cluster.nodes() {
+            let mut c = cluster.server(node.port).connection().await;
+            let set: redis::RedisResult<()> = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("cluster-node-timeout")
+                .arg(120_000)
+                .query_async(&mut c)
+                .await;
+            set.unwrap_or_else(|e| panic!("CONFIG SET cluster-node-timeout on {}: {e}", node.port));
+        }
+        cluster
     }
 
     /// A cluster connection (redis-rs) seeded with every running node, as the default user
@@ -482,8 +510,10 @@ impl RedisCluster {
     }
 }
 
-/// Node settings beyond [`RedisOptions::cluster`], for quick and sure failovers in tests.
-fn node_args() -> Vec<String> {
+/// Node settings beyond [`RedisOptions::cluster`], for quick and sure failovers in tests,
+/// and [`ClusterOptions::full_coverage`].
+fn node_args(full_coverage: bool) -> Vec<String> {
+    let coverage = if full_coverage { "yes" } else { "no" };
     [
         "--cluster-node-timeout",
         &NODE_TIMEOUT_MS.to_string(),
@@ -495,6 +525,8 @@ fn node_args() -> Vec<String> {
         "yes",
         "--repl-diskless-sync-delay",
         "0",
+        "--cluster-require-full-coverage",
+        coverage,
     ]
     .iter()
     .map(|s| s.to_string())

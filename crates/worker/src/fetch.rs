@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use delayq_core::limits::MAX_BATCH;
-use delayq_core::{Delivery, Engine, Reserve, Result, Settle, SettledAndReserved};
+use delayq_core::{Delivery, Engine, Reserve, Result, Settle, SettledAndReserved, Topic};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio::sync::OwnedSemaphorePermit;
@@ -514,6 +514,7 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
             result,
         } = done;
         self.asked_out = self.asked_out.saturating_sub(asked);
+        self.note_unreachable();
         let SettledAndReserved {
             settled,
             deliveries,
@@ -565,6 +566,26 @@ impl<E: Engine, H: Send + Sync + 'static> Fetch<E, H> {
                 self.stop_one::<P>(d, lease_end, now);
             } else {
                 self.buffer.push(d, lease_end);
+            }
+        }
+    }
+
+    /// After a call: the topics the engine could not reach (`Engine::unreachable`, which
+    /// makes no call), logged when they changed since the call before, and kept for the
+    /// report.
+    fn note_unreachable(&self) {
+        let now = self.shared.engine.unreachable(&self.base.topics);
+        match self.shared.tally.unreachable(now) {
+            None => {}
+            Some(now) if now.is_empty() => {
+                tracing::info!("every topic is reachable again");
+            }
+            Some(now) => {
+                let topics: Vec<&str> = now.iter().map(Topic::as_str).collect();
+                tracing::warn!(
+                    ?topics,
+                    "the engine cannot reach these topics now (a primary down or hung): the other topics are served, theirs wait until it answers"
+                );
             }
         }
     }

@@ -38,6 +38,11 @@ pub struct Report {
     /// Handler tasks still running when `run` returned: they ignored cancellation and block
     /// their thread. Their jobs were released (or their leases run out).
     pub unfinished: usize,
+    /// The topics the engine could not reach at some point of the run, each once, in the
+    /// order first found: a reserve answered without them (a Redis Cluster primary down or
+    /// hung; `Engine::unreachable`). The worker logs a warning each time the set of such
+    /// topics changes, and when they are all reachable again.
+    pub unreachable: Vec<Topic>,
 }
 
 /// How one delivery ended.
@@ -60,6 +65,14 @@ pub(crate) struct Tally {
     failed: AtomicU64,
     dropped: AtomicU64,
     released: Mutex<Vec<(Topic, JobId)>>,
+    unreachable: Mutex<Unreachable>,
+}
+
+/// The topics the engine cannot reach: as the last call left them, and every one found.
+#[derive(Debug, Default)]
+struct Unreachable {
+    now: Vec<Topic>,
+    ever: Vec<Topic>,
 }
 
 impl Tally {
@@ -84,6 +97,25 @@ impl Tally {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The topics the engine cannot reach after a call: `Some` of them (maybe none) when
+    /// they differ from what the call before left, for the caller to log once per change.
+    pub(crate) fn unreachable(&self, now: Vec<Topic>) -> Option<Vec<Topic>> {
+        let mut u = self
+            .unreachable
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if u.now == now {
+            return None;
+        }
+        for t in &now {
+            if !u.ever.contains(t) {
+                u.ever.push(t.clone());
+            }
+        }
+        u.now.clone_from(&now);
+        Some(now)
+    }
+
     pub(crate) fn report(&self, unfinished: usize) -> Report {
         let released = self
             .released
@@ -98,6 +130,39 @@ impl Tally {
             dropped: self.dropped.load(Ordering::Relaxed),
             released,
             unfinished,
+            unreachable: self
+                .unreachable
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .ever
+                .clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(s: &str) -> Topic {
+        Topic::new(s).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn unreachable_topics_are_answered_once_per_change_and_reported_once_each_issue_37() {
+        // See: issue 37
+        let tally = Tally::default();
+        assert_eq!(tally.unreachable(Vec::new()), None);
+        let (a, b) = (topic("a"), topic("b"));
+        assert_eq!(tally.unreachable(vec![a.clone()]), Some(vec![a.clone()]));
+        assert_eq!(tally.unreachable(vec![a.clone()]), None);
+        assert_eq!(
+            tally.unreachable(vec![a.clone(), b.clone()]),
+            Some(vec![a.clone(), b.clone()])
+        );
+        assert_eq!(tally.unreachable(Vec::new()), Some(Vec::new()));
+        assert_eq!(tally.unreachable(Vec::new()), None);
+        assert_eq!(tally.unreachable(vec![b.clone()]), Some(vec![b.clone()]));
+        assert_eq!(tally.report(0).unreachable, vec![a, b]);
     }
 }

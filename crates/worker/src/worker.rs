@@ -143,6 +143,7 @@ where
             failed = report.failed,
             dropped = report.dropped,
             released = report.released.len(),
+            unreachable = report.unreachable.len(),
             "worker stopped"
         );
         report

@@ -267,6 +267,7 @@ for (const engine of ENGINES) {
       ]);
       const first = await client.reserve([topic], { max: 4 });
       assert.equal(first.deliveries.length, 4);
+      assert.deepEqual(first.unreachable, [], "one node reaches every topic (issue 37)");
       const [a, b, c, d] = first.deliveries as [Delivery, Delivery, Delivery, Delivery];
       assert.equal(a.job.attempts, 1);
       assert.ok(a.receipt !== undefined && a.token !== undefined && a.latenessMs >= 0);

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { Client, DEFAULT_TIMEOUT_MS } from "../../src/index.js";
-import { bodyToWire, leaseBody, pushToWire, rfc3339, settlementToWire } from "../../src/wire.js";
+import { bodyToWire, leaseBody, pushToWire, reservedFrom, rfc3339, settlementToWire } from "../../src/wire.js";
 
 describe("conversions", () => {
   it("times: a Date, ms since the epoch, or an RFC 3339 string", () => {
@@ -27,6 +27,13 @@ describe("conversions", () => {
 
   it("a push leaves out what it is not given", () => {
     assert.deepEqual(JSON.parse(JSON.stringify(pushToWire("x", { delayMs: 5 }))), { body: "x", delay_ms: 5 });
+  });
+
+  it("a reserve answer names its unreachable topics (issue 37); an older server's, none", () => {
+    const answer = { jobs: [], settled: [], wait_ms: 0, unreachable: ["a", "b"] };
+    assert.deepEqual(reservedFrom(answer).unreachable, ["a", "b"]);
+    const older = { jobs: [], settled: [], wait_ms: 0 } as unknown as typeof answer;
+    assert.deepEqual(reservedFrom(older).unreachable, []);
   });
 
   it("a settlement names its lease by receipt when it has one, else by topic, id and token", () => {

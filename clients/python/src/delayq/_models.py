@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, List, Optional, Union
 
@@ -325,11 +325,14 @@ class Settled:
 @dataclass(frozen=True)
 class Reservation:
     """What a reserve returned: the ``deliveries``, one :class:`Settled` per settlement sent
-    with it, and the wait the server used (seconds)."""
+    with it, the wait the server used (seconds), and the asked topics the server could not
+    reach (``unreachable``: a Redis Cluster primary down or hung; the answer holds the other
+    topics' jobs, theirs wait until it answers; empty when it reached them all)."""
 
     deliveries: List[Delivery]
     settled: List[Settled]
     wait: float
+    unreachable: List[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -210,6 +210,8 @@ def _reservation(d: wire.ReserveResponse) -> Reservation:
         deliveries=[Delivery.from_wire(j) for j in d["jobs"]],
         settled=[_settled(s, _status_of(s.get("error"))) for s in d["settled"]],
         wait=d["wait_ms"] / 1000,
+        # A server from before issue 37 does not send it.
+        unreachable=list(d.get("unreachable", [])),
     )
 
 

@@ -407,6 +407,7 @@ class ReserveResponse(TypedDict):
 
     jobs: List[DeliveryDto]
     settled: List[SettleResult]
+    unreachable: List[str]
     wait_ms: int
 
 
@@ -558,6 +559,7 @@ class TopicsResponse(TypedDict):
     """Every topic with its stats."""
 
     topics: List[StatsDto]
+    unreachable: List[str]
 
 
 class TouchRequest(TypedDict, total=False):

@@ -9,11 +9,13 @@ use delayq_core::{
     Cursor, Delivery, Error, Job, JobId, JobState, Lease, LeaseToken, Page, Result, Schedule,
     Timestamp, Topic, TopicStats,
 };
+use futures_util::future::join_all;
 use redis::Value;
 
 use super::push::schedule_args;
 use super::{Ops, not_found, unexpected};
 use crate::codec::{self, Status, decode_deliveries, decode_job, state_code, state_from_code};
+use crate::conn::Among;
 use crate::keys::Part;
 use crate::library;
 
@@ -332,24 +334,49 @@ impl Ops {
                 inv.arg(self.tick_batch);
             })
             .await?;
-        let mut total = TopicStats::default();
-        for reply in replies {
-            let s = decode_stats(reply)?;
-            total.delayed += s.delayed;
-            total.ready += s.ready;
-            total.reserved += s.reserved;
-            total.dead += s.dead;
-            total.done += s.done;
-            total.expired_leases += s.expired_leases;
-            total.expired_jobs += s.expired_jobs;
-            total.oldest_overdue = total.oldest_overdue.max(s.oldest_overdue);
-            total.next_due = match (total.next_due, s.next_due) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            total.paused_until = total.paused_until.max(s.paused_until);
+        add_stats(replies)
+    }
+
+    /// `Engine::stats_each`. On one node, [`Ops::stats`] for each topic in turn. On a
+    /// cluster, [`STATS_AT_ONCE`] topics at a time, each read as a reserve over
+    /// several slots reads: its partition count bounded by the slot timeout (the count read
+    /// before when its home slot does not answer), and every partition's stats waited for at
+    /// most the slot timeout, a slot skipped while unreachable (`Conn::per_slot`); a topic
+    /// any of whose partitions did not answer answers that slot's error.
+    pub(crate) async fn stats_each(&self, topics: &[Topic]) -> Vec<Result<TopicStats>> {
+        if !self.conn.is_cluster() {
+            let mut out = Vec::with_capacity(topics.len());
+            for t in topics {
+                out.push(self.stats(t).await);
+            }
+            return out;
         }
-        Ok(total)
+        let mut out = Vec::with_capacity(topics.len());
+        for some in topics.chunks(STATS_AT_ONCE) {
+            out.extend(join_all(some.iter().map(|t| self.stats_bounded(t))).await);
+        }
+        out
+    }
+
+    /// One topic's stats on a cluster, for [`Ops::stats_each`].
+    async fn stats_bounded(&self, topic: &Topic) -> Result<TopicStats> {
+        const WHAT: &str = "reading stats";
+        let Some(parts) = self.reserve_parts(topic, true).await? else {
+            let home = self.conn.slot(&self.keys.wake(&Part::whole(topic)));
+            return Err(self.conn.skipped(home.unwrap_or_default(), WHAT));
+        };
+        let invs = self.every_part_calls(&parts, library::STATS, |inv| {
+            inv.arg(self.tick_batch);
+        });
+        let mut replies: Vec<Value> = Vec::with_capacity(invs.len());
+        for (_, answer) in self
+            .conn
+            .per_slot(&invs, WHAT, Among::MoreSlots { skip: true })
+            .await
+        {
+            replies.extend(answer.replies()?);
+        }
+        add_stats(replies)
     }
 
     /// `Engine::pause` (`until` = `Timestamp::NEVER` for a pause until resumed; a time not
@@ -517,4 +544,31 @@ fn parse_cursor(cursor: &str, state: u8) -> Result<(String, String)> {
         return Err(bad("it was returned by the listing of another state"));
     }
     Ok((score.to_string(), member.to_string()))
+}
+
+/// How many topics [`Ops::stats_each`] reads at once on a cluster: enough that a listing of
+/// many topics is not one round trip per topic, few enough that it does not crowd the
+/// primaries' other clients out.
+const STATS_AT_ONCE: usize = 16;
+
+/// The stats of a topic from its partitions' `stats` replies, added up.
+fn add_stats(replies: Vec<Value>) -> Result<TopicStats> {
+    let mut total = TopicStats::default();
+    for reply in replies {
+        let s = decode_stats(reply)?;
+        total.delayed += s.delayed;
+        total.ready += s.ready;
+        total.reserved += s.reserved;
+        total.dead += s.dead;
+        total.done += s.done;
+        total.expired_leases += s.expired_leases;
+        total.expired_jobs += s.expired_jobs;
+        total.oldest_overdue = total.oldest_overdue.max(s.oldest_overdue);
+        total.next_due = match (total.next_due, s.next_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        total.paused_until = total.paused_until.max(s.paused_until);
+    }
+    Ok(total)
 }

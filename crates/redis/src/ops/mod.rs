@@ -7,6 +7,7 @@
 //! - `lease`: ack, nack, release, touch, bury (release and bury with their options).
 //! - `admin`: get, delete, reschedule, kick, list, stats, pause, purge, now.
 //! - `topics`: the topic list (the registry and the paused topics).
+//! - `reach`: the topics this process cannot reach now (unreachable cluster slots).
 //! - `config`: a topic's settings (set, read), and their encoding as function arguments.
 //! - `numbers`: the shared sequence of numbers and the topic of each claimed range.
 //! - `schedules`: stored schedules (put, read, list, delete, progress) and their encoding.
@@ -20,6 +21,7 @@ pub(crate) mod destinations;
 pub(crate) mod lease;
 pub(crate) mod numbers;
 pub(crate) mod push;
+pub(crate) mod reach;
 pub(crate) mod reserve;
 pub(crate) mod schedules;
 pub(crate) mod topics;
@@ -132,16 +134,27 @@ impl Ops {
         args: impl Fn(&mut Cmd),
     ) -> Result<(Arc<[Part]>, Vec<redis::Value>)> {
         let parts = self.read_parts(topic).await?;
-        let invs: Vec<Cmd> = parts
+        let invs = self.every_part_calls(&parts, function, args);
+        let replies = self.conn.pipeline(&invs, what).await?;
+        Ok((parts, replies))
+    }
+
+    /// One call of `function` on each of `parts`, in their order, each with the arguments
+    /// `args` adds.
+    pub(crate) fn every_part_calls(
+        &self,
+        parts: &[Part],
+        function: &str,
+        args: impl Fn(&mut Cmd),
+    ) -> Vec<Cmd> {
+        parts
             .iter()
             .map(|part| {
                 let mut inv = self.fcall(function, part);
                 args(&mut inv);
                 inv
             })
-            .collect();
-        let replies = self.conn.pipeline(&invs, what).await?;
-        Ok((parts, replies))
+            .collect()
     }
 
     /// Keeps `count` (its absolute value; 0 as 1) as `topic`'s partition count, and answers

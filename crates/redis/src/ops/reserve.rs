@@ -21,7 +21,7 @@ use tokio::sync::oneshot;
 use super::lease::ack_args;
 use super::{LAYOUT_TTL, Ops, refused, settle_calls};
 use crate::codec::{self, Status, decode_deliveries};
-use crate::conn::{Among, Conn, SlotAnswer};
+use crate::conn::{Among, SlotAnswer};
 use crate::keys::Part;
 use crate::library;
 
@@ -273,7 +273,11 @@ impl Ops {
     /// while its topic is empty, and a push checks it), or other topics (`others`). A topic
     /// whose home slot does not answer keeps the count read before, or is skipped (`None`)
     /// when there was none. On one node, [`Ops::parts`].
-    async fn reserve_parts(&self, topic: &Topic, others: bool) -> Result<Option<Arc<[Part]>>> {
+    pub(super) async fn reserve_parts(
+        &self,
+        topic: &Topic,
+        others: bool,
+    ) -> Result<Option<Arc<[Part]>>> {
         if !self.conn.is_cluster() {
             return self.parts(topic).await.map(Some);
         }
@@ -293,14 +297,22 @@ impl Ops {
         if home.is_some_and(|s| self.conn.unreachable(s)) {
             return Ok(stale);
         }
+        // A home slot that does not answer in time is marked as a reserve call's would be,
+        // so that the pass (and its other topics on that primary) does not wait on it again.
         match tokio::time::timeout(self.conn.slot_timeout(), self.read_parts(topic)).await {
             Ok(Ok(parts)) => Ok(Some(parts)),
             Ok(Err(e)) => {
                 tracing::debug!(topic = %topic, error = %e, "cannot read a topic's partition count; using what was known");
+                if let (Error::Unavailable { .. }, Some(slot)) = (&e, home) {
+                    self.conn.mark_unreachable(slot);
+                }
                 Ok(stale)
             }
             Err(_) => {
                 tracing::debug!(topic = %topic, "reading a topic's partition count timed out; using what was known");
+                if let Some(slot) = home {
+                    self.conn.mark_unreachable(slot);
+                }
                 Ok(stale)
             }
         }
@@ -331,15 +343,20 @@ impl Ops {
     /// the first round trip is one pipeline per slot, concurrently, and every call waits for
     /// its slot at most the slot timeout (`Conn::per_slot`, `Conn::bounded`): a slot that
     /// fails or does not answer in time is skipped for this pass (its settlements answer its
-    /// error, each its own), and for the next second by later passes unless all of the
-    /// request's slots are; the jobs a timed-out call leases when it runs late are given
-    /// back ([`Ops::give_back_late`]). The pass fails only when no slot answered.
+    /// error, each its own), and so are the other slots of its primary (its shard), which
+    /// would only wait again: a dead or hung primary costs a pass one slot timeout, however
+    /// many of its slots the request's topics lie in. Later passes skip them too, while the
+    /// shard's probe gets no answer (`conn/probe.rs`), unless all of the request's slots
+    /// are unreachable, when they ask each primary again, once. The jobs a timed-out call
+    /// leases when it runs late are given back ([`Ops::give_back_late`]). The pass fails
+    /// only when no slot answered.
     pub(crate) async fn reserve_once(
         self: &Arc<Self>,
         req: &Reserve,
         settle: &[Settle],
         look: &Look,
     ) -> Result<(Vec<Delivery>, Vec<Observation>, Vec<Result<Settled>>)> {
+        let began = Instant::now();
         let order = self.pass_order(req, look).await?;
         let first = order
             .first()
@@ -463,9 +480,12 @@ impl Ops {
             let inv = self.reserve_invocation(part, want, req.mode, &[]);
             let reply = if let (true, Some(slot)) = (spread, self.conn.slot(&self.keys.wake(part)))
             {
-                // Over several slots: a slot that fails or is slow is skipped.
-                if skip && self.conn.unreachable(slot) {
-                    failed.get_or_insert_with(|| Conn::skipped(slot, "reserving"));
+                // Over several slots: a slot that fails or is slow is skipped, and so are the
+                // other slots of its primary (`Conn::unreachable`); when every slot was
+                // unreachable as the pass began, it asks each primary again, once.
+                if (skip && self.conn.unreachable(slot)) || self.conn.unreachable_since(slot, began)
+                {
+                    failed.get_or_insert_with(|| self.conn.skipped(slot, "reserving"));
                     continue;
                 }
                 match self.conn.bounded(slot, vec![inv], "reserving").await {

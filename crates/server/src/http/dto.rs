@@ -470,6 +470,15 @@ pub struct ReserveResponse {
     /// The longest this reserve waited for a first job, in ms: the request's `wait_ms` cut to
     /// the server's long-poll limit (0 when `max` is 0). Loop with it as the wait.
     pub wait_ms: u64,
+    /// The asked topics the engine could not reach as it answered, in the order asked;
+    /// empty when it reached them all. On a Redis Cluster, a reserve over topics of several
+    /// primaries answers with the jobs of the primaries that answered and skips, for a
+    /// second or so, one that did not answer within the slot timeout (500 ms): its topics
+    /// are listed here (a partitioned topic when any of its partitions is on it). Their
+    /// jobs are not lost: they are served again once the primary answers, or its replica
+    /// took over. Elsewhere (one Redis node, the embedded engine, PostgreSQL) always empty:
+    /// a failure fails the whole request.
+    pub unreachable: Vec<String>,
 }
 
 /// A lease token.
@@ -653,8 +662,13 @@ pub struct StatsDto {
 /// Every topic with its stats.
 #[derive(Serialize, ToSchema, Debug)]
 pub struct TopicsResponse {
-    /// The topics, sorted.
+    /// The topics, sorted, but for those in `unreachable`.
     pub topics: Vec<StatsDto>,
+    /// The topics the engine cannot reach now, sorted (a Redis Cluster primary that did not
+    /// answer their stats within the slot timeout, or did not answer in time lately; see
+    /// `unreachable` in a reserve's answer): their stats are not waited for, and these
+    /// topics are not in `topics`. Empty when every topic was reached.
+    pub unreachable: Vec<String>,
 }
 
 /// How long to pause a topic: at most one of `until` and `for_ms`; neither pauses it until

@@ -102,6 +102,9 @@ fn settle_lease(item: &SettleItem) -> Result<Lease, ApiError> {
 /// finished (ack, nack, bury, release) are recorded first, each answered in `settled` (a lost
 /// lease there never fails the request), then jobs are reserved; a job settled back to ready
 /// can come back in the same answer. `max` 0 settles only.
+///
+/// `unreachable` names the asked topics the engine could not reach (a Redis Cluster primary
+/// down or hung): the answer holds the other topics' jobs.
 #[utoipa::path(
     post,
     path = "/v1/reserve",
@@ -185,10 +188,13 @@ pub async fn reserve(
             d.lateness,
         );
     }
+    // What the engine's record says as it answers: no call, so it costs nothing.
+    let unreachable = state.engine.unreachable(&r.topics);
     Ok(axum::Json(ReserveResponse {
         jobs: got.deliveries.iter().map(DeliveryDto::from).collect(),
         settled,
         wait_ms: wait.as_millis() as u64,
+        unreachable: unreachable.iter().map(Topic::to_string).collect(),
     }))
 }
 

@@ -39,7 +39,8 @@ fn unknown_topic(t: &Topic, verb: &str) -> ApiError {
 }
 
 /// Every topic pushed to since it was created or last purged, and every paused topic (jobs
-/// or not), with its stats.
+/// or not), with its stats; the topics the engine cannot reach now (a Redis Cluster primary
+/// down or hung) by name alone, in `unreachable`.
 #[utoipa::path(
     get,
     path = "/v1/topics",
@@ -49,12 +50,20 @@ fn unknown_topic(t: &Topic, verb: &str) -> ApiError {
 pub async fn list_topics(
     State(state): State<AppState>,
 ) -> Result<axum::Json<TopicsResponse>, ApiError> {
+    let listed = state.engine.topics().await?;
+    let stats = crate::metrics::stats_or_unreachable(state.engine.as_ref(), &listed).await?;
     let mut topics = Vec::new();
-    for t in state.engine.topics().await? {
-        let s = state.engine.stats(&t).await?;
-        topics.push(StatsDto::new(&t, &s));
+    let mut unreachable = Vec::new();
+    for (t, s) in listed.iter().zip(stats) {
+        match s {
+            Some(s) => topics.push(StatsDto::new(t, &s)),
+            None => unreachable.push(t.to_string()),
+        }
     }
-    Ok(axum::Json(TopicsResponse { topics }))
+    Ok(axum::Json(TopicsResponse {
+        topics,
+        unreachable,
+    }))
 }
 
 /// Counts per state and the age of the oldest overdue job of one topic.

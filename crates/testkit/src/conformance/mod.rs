@@ -1123,7 +1123,8 @@ pub async fn purge_removes_everything<H: Harness>(h: &H) {
     );
 }
 
-/// Stats count each state, the age of the oldest due job and the next due time.
+/// Stats count each state, the age of the oldest due job and the next due time; read for
+/// several topics at once, each answers its own.
 pub async fn stats_counts_and_overdue_age<H: Harness>(h: &H) {
     let e = h.open().await;
     let t = new_topic(h, "stats").await;
@@ -1138,6 +1139,21 @@ pub async fn stats_counts_and_overdue_age<H: Harness>(h: &H) {
     assert!(age >= ms(200) && age < Duration::from_secs(5), "{age:?}");
     let delayed = get(&e, &t, "delayed").await;
     assert_eq!(s.next_due, Some(delayed.ready_at));
+
+    // Read with another topic, as a listing reads them (`stats_each`): each topic its own
+    // answer, in the order asked.
+    let other = new_topic(h, "stats-other").await;
+    let mut each = e.stats_each(&[other, t.clone()]).await.into_iter();
+    let (o, again) = (each.next(), each.next());
+    assert!(each.next().is_none(), "more answers than topics");
+    let o = ok(o.expect("an answer for each topic"), "stats_each");
+    let again = ok(again.expect("an answer for each topic"), "stats_each");
+    assert_eq!(o, delayq_core::TopicStats::default());
+    assert_eq!(
+        (again.delayed, again.ready, again.reserved, again.dead),
+        (1, 2, 1, 1)
+    );
+    assert_eq!(again.next_due, s.next_due);
 }
 
 /// Listing pages through a state in its order; a cursor survives its job leaving.

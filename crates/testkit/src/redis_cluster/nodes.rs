@@ -32,6 +32,21 @@ impl ClusterNode {
         self.slots.iter().any(|r| r.contains(&slot))
     }
 
+    /// The first of `<name>-0`, `<name>-1`, … whose topic lives on this node: its keys
+    /// under delayq's default prefix (`delayq:{<topic>}:…`) hash to a slot it serves. For
+    /// tests that need a topic on a chosen primary.
+    pub fn topic_named(&self, name: &str) -> String {
+        assert!(
+            !self.slots.is_empty(),
+            "the node on port {} serves no slot (a replica?): no topic lives on it",
+            self.port
+        );
+        (0u64..)
+            .map(|n| format!("{name}-{n}"))
+            .find(|t| self.serves(super::key_slot(format!("delayq:{{{t}}}:wake"))))
+            .unwrap_or_else(|| unreachable!("a node serves no slot of any name"))
+    }
+
     /// How many slots it serves.
     pub fn slot_count(&self) -> usize {
         self.slots.iter().map(|r| r.len()).sum()

@@ -18,10 +18,11 @@ pub(crate) const ADMIN_PASSWORD: &str = "delayq-testkit-admin";
 /// commands (`@read`, `@write`, which take in `BZPOPMIN`), `FCALL` and `FUNCTION LOAD`
 /// (`@scripting`), the connection commands (`AUTH`, `PING`, `WAIT`, `CLIENT ID` and
 /// `UNBLOCK` for the waker), `INFO` (the version check), `TIME`, `CLUSTER SLOTS` (a
-/// cluster client learns the topology with it) and `CLUSTER INFO` (readiness on a cluster:
-/// is it up). `CONFIG` is left out: delayq only reads the eviction policy, and says so in its
-/// log when it may not.
-pub const ACL_RULES: &str = "resetkeys ~delayq:* resetchannels -@all +@read +@write +@scripting +@connection +info +time +cluster|slots +cluster|info";
+/// cluster client learns the topology with it), `CLUSTER INFO` (readiness on a cluster:
+/// is it up) and `CLUSTER SHARDS` (which slots share a primary, skipped together when it
+/// does not answer). `CONFIG` is left out: delayq only reads the eviction policy, and says
+/// so in its log when it may not.
+pub const ACL_RULES: &str = "resetkeys ~delayq:* resetchannels -@all +@read +@write +@scripting +@connection +info +time +cluster|slots +cluster|info +cluster|shards";
 
 /// An ACL user for the application ([`crate::RedisOptions::acl`]): it logs in with this name
 /// and password and holds [`ACL_RULES`]; the default user then needs a password that only

@@ -233,4 +233,8 @@ impl<E: Engine> Engine for Counting<E> {
     async fn now(&self) -> Result<Timestamp> {
         self.inner.now().await
     }
+
+    fn unreachable(&self, topics: &[Topic]) -> Vec<Topic> {
+        self.inner.unreachable(topics)
+    }
 }

@@ -1,0 +1,186 @@
+//! Over HTTP, a reserve over topics of a Redis Cluster primary that stopped answering and of
+//! a healthy one answers the healthy topic's job and names the stopped primary's topics in
+//! `unreachable`; `/metrics` shows `delayq_topic_unreachable` at 1 for them (0 for the
+//! healthy one) and `/v1/topics` lists them apart, without waiting on the primary for their
+//! stats (a listing before any call found the primary silent waits for it at most the slot
+//! timeout). Once the primary answers again (its probe is answered), `unreachable` is empty,
+//! the gauge 0, and the stopped topics' jobs are delivered.
+//!
+//! The primary is stopped with SIGSTOP (its connections stay open and nothing answers) and
+//! always continued, even when the test fails (`Stopped`'s drop).
+//!
+//! See: issue 37.
+
+#![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use delayq_server::ServerConfig;
+use delayq_testkit::{RedisCluster, Stopped, key_slot};
+use serde_json::{Value, json};
+
+/// The slot timeout: one wait on the stopped primary far apart from none on a busy machine.
+const SLOT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The value of `delayq_topic_unreachable` for `topic` in a `/metrics` page.
+fn gauge(metrics: &str, topic: &str) -> Option<u8> {
+    let line = format!("delayq_topic_unreachable{{topic=\"{topic}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(line.as_str()))
+        .map(|v| v.trim().parse().unwrap())
+}
+
+async fn metrics(s: &TestServer) -> String {
+    let (st, page) = s.text("/metrics").await;
+    assert_eq!(st, 200, "{page}");
+    page
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reserve_names_the_topics_of_a_stopped_primary_unreachable_issue_37() {
+    // See: issue 37
+    let cluster = RedisCluster::start_for_stopping().await;
+    // The stopped primary holds neither the topic registry nor the set of paused topics,
+    // which the topic list of `/metrics` and `/v1/topics` reads.
+    let listing = [key_slot("delayq:topics"), key_slot("delayq:paused")];
+    let primaries = cluster.primaries();
+    let stopped_node = primaries
+        .iter()
+        .find(|p| !listing.iter().any(|s| p.serves(*s)))
+        .unwrap();
+    let healthy_node = primaries.iter().find(|p| p.id != stopped_node.id).unwrap();
+    let stalled = [
+        stopped_node.topic_named("stalled-a"),
+        stopped_node.topic_named("stalled-b"),
+    ];
+    let healthy = healthy_node.topic_named("healthy");
+    let config = delayq_redis::RedisConfig::new(cluster.url()).with_slot_timeout(SLOT_TIMEOUT);
+    let engine = delayq_redis::RedisEngine::connect(config).await.unwrap();
+    let s = TestServer::start(Arc::new(engine), ServerConfig::default()).await;
+    let all = [healthy.clone(), stalled[0].clone(), stalled[1].clone()];
+    for t in &all {
+        let (st, v) = s
+            .post(&format!("/v1/topics/{t}/jobs"), json!({"body": t}))
+            .await;
+        assert_eq!(st, 201, "{v}");
+    }
+    let page = metrics(&s).await;
+    for t in &all {
+        assert_eq!(gauge(&page, t), Some(0), "{t}: {page}");
+    }
+
+    let pid = cluster.server(stopped_node.port).pid().unwrap();
+    let stop = Stopped::new(pid);
+
+    // Before any call found the primary silent, the topic list waits for it at most the
+    // slot timeout, not the response timeout (10 s), and lists its topics apart; so does
+    // `/metrics` right after, without a wait. Both once waited 10 s and answered 503.
+    let t0 = Instant::now();
+    let (st, v) = s.get("/v1/topics").await;
+    let took = t0.elapsed();
+    println!("the topic list answered in {took:?} with a primary stopped");
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(names(&v["unreachable"]), stalled.to_vec(), "{v}");
+    assert_eq!(v["topics"][0]["topic"], healthy.as_str(), "{v}");
+    assert_eq!(v["topics"].as_array().unwrap().len(), 1, "{v}");
+    let page = metrics(&s).await;
+    let took = t0.elapsed();
+    assert!(
+        took < SLOT_TIMEOUT * 2,
+        "the topic list and /metrics waited on the stopped primary: {took:?}"
+    );
+    for t in &stalled {
+        assert_eq!(gauge(&page, t), Some(1), "{t}: {page}");
+    }
+
+    let (st, v) = s
+        .post("/v1/reserve", json!({"topics": all, "max": 10}))
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let got: Vec<&Value> = v["jobs"].as_array().unwrap().iter().collect();
+    assert_eq!(got.len(), 1, "{v}");
+    assert_eq!(got[0]["job"]["topic"], healthy.as_str(), "{v}");
+    assert_eq!(names(&v["unreachable"]), stalled.to_vec(), "{v}");
+    let (st, v) = s
+        .post(
+            "/v1/ack",
+            json!({"receipts": [got[0]["receipt"].as_str().unwrap()]}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+
+    // While the primary does not answer the server's pages say so, without waiting on it.
+    let t0 = Instant::now();
+    let page = metrics(&s).await;
+    assert_eq!(gauge(&page, &healthy), Some(0), "{page}");
+    for t in &stalled {
+        assert_eq!(gauge(&page, t), Some(1), "{t}: {page}");
+    }
+    let (st, v) = s.get("/v1/topics").await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(names(&v["unreachable"]), stalled.to_vec(), "{v}");
+    let listed: Vec<&str> = v["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["topic"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [healthy.as_str()], "{v}");
+    assert!(
+        t0.elapsed() < SLOT_TIMEOUT * 2,
+        "the pages waited on the stopped primary: {:?}",
+        t0.elapsed()
+    );
+
+    // Continued: the probe of its shard is answered, and its topics are reached (their
+    // jobs delivered) and no longer listed.
+    drop(stop);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut delivered = BTreeSet::new();
+    loop {
+        let (st, v) = s
+            .post(
+                "/v1/reserve",
+                json!({"topics": all, "max": 10, "wait_ms": 200}),
+            )
+            .await;
+        assert_eq!(st, 200, "{v}");
+        for d in v["jobs"].as_array().unwrap() {
+            delivered.insert(d["job"]["topic"].as_str().unwrap().to_string());
+        }
+        let reached = names(&v["unreachable"]).is_empty();
+        if reached && delivered.len() == stalled.len() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "30 s after SIGCONT: delivered {delivered:?}, last answer {v}"
+        );
+    }
+    assert_eq!(
+        delivered,
+        stalled.iter().cloned().collect(),
+        "the stalled jobs"
+    );
+    let page = metrics(&s).await;
+    for t in &all {
+        assert_eq!(gauge(&page, t), Some(0), "{t}: {page}");
+    }
+    let (st, v) = s.get("/v1/topics").await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(names(&v["unreachable"]), Vec::<String>::new(), "{v}");
+}
