@@ -15,7 +15,11 @@ import sys
 from pathlib import Path
 
 # Fields that name a row rather than measure it.
-NAMING = {"system", "consumers", "level", "pending", "partitions", "workers", "nodes", "size"}
+NAMING = {
+    "system", "consumers", "level", "pending", "partitions", "workers", "nodes", "size",
+    # W8's rows: a deployment and workload, a failover's way, wait-replicas, full coverage.
+    "deployment", "workload", "how", "wait_replicas", "full_coverage",
+}
 
 
 def figures(results):

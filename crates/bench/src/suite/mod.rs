@@ -18,6 +18,7 @@
 pub(crate) mod child;
 pub(crate) mod cluster;
 mod env;
+pub(crate) mod failover_flow;
 mod idle;
 pub(crate) mod partitions;
 mod pg_info;
@@ -40,7 +41,9 @@ use anyhow::Context;
 use systems::Kind;
 
 /// The workloads `--only` takes.
-const WORKLOADS: [&str; 10] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "w10"];
+const WORKLOADS: [&str; 11] = [
+    "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w8-flow", "w9", "w10",
+];
 
 /// Options of `all` and `smoke`.
 #[derive(clap::Args, Debug)]
@@ -56,7 +59,8 @@ pub(crate) struct Args {
     #[arg(long)]
     work: Option<PathBuf>,
     /// Only these workloads (w1 … w10; w7 is measured during w1's drains; w8 and w9 are
-    /// delayq on a Redis Cluster and run only with delayq-redis among the systems; w10,
+    /// delayq on a Redis Cluster and run only with delayq-redis among the systems, and
+    /// w8-flow is w8's failover under load alone; w10,
     /// push to a webhook beside the HTTP pull on `delayq serve`, runs on the engines of the
     /// HTTP systems among them: http-redis or http-redis-batch, http-embedded or
     /// http-embedded-batch); all when absent.
@@ -296,6 +300,13 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
         results.w8 = cluster::w8(&plan).await?;
         results.w8_failover = cluster::w8_failover(&plan).await?;
         lap(&mut results, "W8");
+    }
+    // W8's failover under load, also alone (`--only w8-flow`) for an A/B run.
+    if (wants("w8") || args.only.iter().any(|o| o == "w8-flow"))
+        && kinds.contains(&Kind::DelayqRedis)
+    {
+        results.w8_flow = failover_flow::w8_flow(&plan).await?;
+        lap(&mut results, "W8 failover under load");
     }
     if wants("w9") && kinds.contains(&Kind::DelayqRedis) {
         results.w9 = partitions::w9(&plan).await?;

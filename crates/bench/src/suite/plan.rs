@@ -41,6 +41,12 @@ pub(crate) struct Plan {
     /// W8's failover: how long the producers push before the primary is killed.
     #[serde(default)]
     pub w8_before_kill: Duration,
+    /// W8's failover under load: jobs over the six topics, and the span of their due times
+    /// (absent from older results).
+    #[serde(default)]
+    pub w8_flow_jobs: usize,
+    #[serde(default)]
+    pub w8_flow_spread: Duration,
     /// W10 (push to a webhook beside the HTTP pull): jobs in W2's shape (W2's spread and
     /// batch), the backlog of the drain, the webhook's `max_concurrency` (and as many pull
     /// consumers), and the give-up time of each run.
@@ -92,6 +98,8 @@ impl Plan {
             w6_ttr: Duration::from_secs(1),
             w8_jobs: 100_000,
             w8_before_kill: Duration::from_secs(1),
+            w8_flow_jobs: 60_000,
+            w8_flow_spread: Duration::from_secs(12),
             w10_jobs: 100_000,
             w10_drain: 50_000,
             w10_concurrency: 50,
@@ -124,6 +132,8 @@ impl Plan {
             w6_ttr: Duration::from_secs(1),
             w8_jobs: 2_000,
             w8_before_kill: Duration::from_millis(200),
+            w8_flow_jobs: 3_000,
+            w8_flow_spread: Duration::from_secs(6),
             w10_jobs: 1_000,
             w10_drain: 1_000,
             w10_concurrency: 10,

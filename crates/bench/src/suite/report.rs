@@ -10,6 +10,7 @@ use delayq_bench::stats::{Spread, fmt_num};
 
 use super::cluster::{ClusterRow, FAILOVER_BATCH, FAILOVER_PRODUCERS, FailoverRow};
 use super::env::Meta;
+use super::failover_flow::{self, FlowRow};
 use super::idle::IdleRow;
 use super::partitions;
 use super::plan::Plan;
@@ -40,6 +41,9 @@ pub(crate) struct Results {
     pub w8: Vec<ClusterRow>,
     #[serde(default)]
     pub w8_failover: Vec<FailoverRow>,
+    /// W8's failover under load (absent from older results).
+    #[serde(default)]
+    pub w8_flow: Vec<FlowRow>,
     /// W9: one hot topic on a cluster, 1 partition beside 6 (absent from older results).
     #[serde(default)]
     pub w9: Vec<ClusterRow>,
@@ -722,10 +726,14 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
 
 /// W8's tables: the deployments side by side, then the failover.
 fn w8_markdown(s: &mut String, r: &Results) {
-    if r.w8.is_empty() && r.w8_failover.is_empty() {
+    if r.w8.is_empty() && r.w8_failover.is_empty() && r.w8_flow.is_empty() {
         return;
     }
     let p = &r.plan;
+    if r.w8.is_empty() && r.w8_failover.is_empty() {
+        w8_flow_markdown(s, r);
+        return;
+    }
     let _ = writeln!(
         s,
         "\n### W8 Redis Cluster: 3 primaries beside one node, and the cost of wait-replicas 1\n\nOn each deployment, one after the other: W1's drain of {} ready jobs with C = 50, then W2's {} delayed jobs ({} consumers), dealt over three topics whose slots lie on the three primaries of the cluster (the same topics everywhere). The cluster has no replicas here, so it compares with one node primary for primary; \"1 primary + 1 replica\" is one Redis with a replica, without and with wait-replicas 1 (every write waits for the replica, at most 1 s). Node CPU in % of one core and commands per job (`INFO commandstats`, calls inside functions included) for each node; \"jobs per Redis core-second\" is the rate divided by the primaries' summed CPU: what one Redis core carries. All of it runs on this machine's {} cores, so the cluster's total cannot triple; with each primary on a machine of its own and enough clients, N primaries would carry up to N times the jobs per Redis core-second of one, topics spread evenly.\n\n| deployment | workload | jobs/s | p99 lateness ms | jobs per Redis core-second | benchmark process CPU % | each node: CPU %, commands per job |\n|---|---|---|---|---|---|---|",
@@ -770,6 +778,44 @@ fn w8_markdown(s: &mut String, r: &Results) {
                 f.failed_calls
             );
         }
+    }
+    w8_flow_markdown(s, r);
+}
+
+/// W8's failover under load: what the kill cost the healthy primaries' topics, and when the
+/// dead one's delivered again.
+fn w8_flow_markdown(s: &mut String, r: &Results) {
+    if r.w8_flow.is_empty() {
+        return;
+    }
+    let p = &r.plan;
+    let _ = writeln!(
+        s,
+        "\nA failover under load (issue 37): on a fresh cluster of 3 primaries and 3 replicas, {} jobs due evenly over {} s on six topics, two per primary, each pushed {} s before it is due in batches of {} by one producer per primary; consumers settle and reserve (at most 50 jobs, 200 ms wait) in one call, one per primary over its two topics and {} over all six. A third of the way through, a primary gets SIGKILL; its replica takes over after `cluster-node-timeout` (2 s), then the old primary is started again and rejoins as its replica. Each way with the nodes' `cluster-require-full-coverage yes` (Redis's default: the whole cluster answers CLUSTERDOWN from when the dead primary is marked failed until its replica takes over) and `no` (only the dead primary's slots refuse). \"Healthy\": the other two primaries' topics; the window is from the kill to the promotion; lateness on the host clock; the longest calls leave out reserves that brought no job (they may have waited their long-poll). Goals: healthy p99 in the window ≤ 50 ms, no call on healthy topics held up more than 100 ms by the dead primary, the dead primary's topics served again within `cluster-node-timeout` + 1 s of the promotion (without wait-replicas) or of the replica's return (with it). A reserve over all six topics still waits once for the dead primary, one slot timeout (500 ms, plus the wait-replicas timeout with it), then skips its shard.\n\n| `cluster-require-full-coverage` | wait-replicas | s from the kill to the promotion | to the old primary's return | healthy jobs due in the window | their lateness p99 ms | max ms | healthy p99 before the kill ms | longest healthy reserve ms | longest healthy push ms | longest all-topics reserve ms | the dead primary's topics served again, s after the kill | calls that failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        fmt_num(p.w8_flow_jobs as f64, 0),
+        p.w8_flow_spread.as_secs_f64(),
+        failover_flow::LEAD.as_secs_f64(),
+        failover_flow::BATCH,
+        failover_flow::ALL_TOPICS,
+    );
+    for f in &r.w8_flow {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            if f.full_coverage { "yes" } else { "no" },
+            f.wait_replicas,
+            sp(&f.promotion_s, 2),
+            sp(&f.rejoin_s, 2),
+            sp(&f.healthy_in_window, 0),
+            sp(&f.healthy_p99_ms, 1),
+            sp(&f.healthy_max_ms, 1),
+            sp(&f.before_p99_ms, 1),
+            sp(&f.longest_healthy_reserve_ms, 0),
+            sp(&f.longest_healthy_push_ms, 0),
+            sp(&f.longest_all_topics_reserve_ms, 0),
+            sp(&f.dead_served_s, 2),
+            sp(&f.failed_calls, 0),
+        );
     }
 }
 
