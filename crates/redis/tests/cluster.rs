@@ -889,9 +889,11 @@ async fn failover_under_traffic(
         pushed[KILLED].load(Ordering::Relaxed) < batches * BATCH,
         "the killed primary's producer finished before the failover"
     );
-    let killed_at = Instant::now();
     let failover = cluster.kill_primary(KILLED).await;
     let promoted_at = Instant::now();
+    // From the SIGKILL on: a call begun before it may still have been answered, but only
+    // one begun before the process was reaped may have reached it.
+    let killed_at = failover.signalled;
     promoted.store(true, Ordering::Release);
     cluster.restart(failover.killed.port).await;
 
@@ -907,10 +909,15 @@ async fn failover_under_traffic(
 
     let mut run = Run {
         answered: HashMap::new(),
+        // The calls that may have reached the killed primary and lost its answer: begun
+        // before it was gone, answered after the SIGKILL. (Not those that spanned the
+        // moment `kill_primary` was called: it reads the cluster's view first, and a call
+        // begun meanwhile that the dead primary had applied was sent again and created its
+        // jobs again, which CI saw.)
         spanning: produced[KILLED]
             .calls
             .iter()
-            .filter(|(start, end, _)| *start < killed_at && *end > killed_at)
+            .filter(|(start, end, _)| *start < failover.gone && *end > failover.signalled)
             .flat_map(|(_, _, ids)| ids.iter().cloned())
             .collect(),
         deliveries: HashMap::new(),

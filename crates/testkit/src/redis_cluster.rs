@@ -98,6 +98,13 @@ pub struct Failover {
     pub killed: ClusterNode,
     /// Its replica, now the primary of the same slots.
     pub promoted: ClusterNode,
+    /// Just before the SIGKILL was sent. A call that ended before this was answered by the
+    /// live primary.
+    pub signalled: Instant,
+    /// Once the killed process was reaped: it answers nothing after this. A call that began
+    /// after it never reached the killed primary; one between `signalled` and this may
+    /// have, and lost its answer.
+    pub gone: Instant,
 }
 
 impl RedisCluster {
@@ -342,14 +349,21 @@ impl RedisCluster {
             "primary {i} (port {}) has no replica to take over",
             killed.port
         );
+        let signalled = Instant::now();
         self.server_mut(killed.port).kill();
+        let gone = Instant::now();
         let view = self.settle(&format!("after killing primary {i}")).await;
         let first = killed.slots.first().map_or(0, |r| *r.start());
         let promoted = view
             .into_iter()
             .find(|n| n.is_primary() && n.serves(first))
             .unwrap_or_else(|| panic!("no primary serves slot {first} after the failover"));
-        Failover { killed, promoted }
+        Failover {
+            killed,
+            promoted,
+            signalled,
+            gone,
+        }
     }
 
     /// Kills the node on `port` with SIGKILL and returns at once, without waiting for the
