@@ -153,13 +153,32 @@ impl Session {
     /// head of each unpaused tube's ready jobs and reserves the most urgent by its id
     /// (`Engine::reserve_job`), again if another reserver took it first. `None`: no tube has
     /// a ready job (the caller waits).
+    ///
+    /// The tubes' counts are read together (`Engine::stats_each`): on a Redis Cluster a tube
+    /// whose primary is dead or hung answers `unavailable` within the slot timeout, or at
+    /// once while it is skipped, and is passed over as the engine's reserve over several
+    /// topics passes over it: the other tubes' jobs are served (issue 37). Only when no
+    /// tube's counts could be read does the reserve fail.
     async fn most_urgent(&self, topics: &[Topic]) -> delayq_core::Result<Option<Delivery>> {
         let engine = &self.shared.engine;
         for _ in 0..8 {
             // The engine's ready order across tubes: priority, then due time, then number.
             let mut best: Option<((u32, u64, u64), delayq_core::Job)> = None;
-            for topic in topics {
-                let stats = engine.stats(topic).await?;
+            let mut read = Vec::with_capacity(topics.len());
+            let mut unavailable = None;
+            for (topic, stats) in topics.iter().zip(engine.stats_each(topics).await) {
+                match stats {
+                    Ok(s) => read.push((topic, s)),
+                    Err(e @ Error::Unavailable { .. }) => {
+                        unavailable.get_or_insert(e);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if let (true, Some(e)) = (read.is_empty(), unavailable) {
+                return Err(e);
+            }
+            for (topic, stats) in read {
                 if stats.ready == 0 || stats.paused_until.is_some() {
                     continue;
                 }

@@ -173,16 +173,25 @@ impl Shared {
 
     /// The tubes that exist (as [`Shared::tube_exists`]), sorted: `default`, those in use
     /// here, and those of the engine's topics (at most [`LISTED_TOPICS`] looked at) that
-    /// hold a job.
+    /// hold a job. The topics' counts are read together (`Engine::stats_each`): a topic
+    /// whose counts could not be read (a Redis Cluster primary dead or hung, found out
+    /// within the slot timeout) is listed, as [`Shared::tube_exists`] takes it to exist.
     pub(crate) async fn tubes(&self) -> delayq_core::Result<Vec<Tube>> {
         let topics = self.engine.topics().await?;
         let mut tubes = vec![self.default_tube.0.clone()];
         tubes.extend(self.tubes.in_use());
-        for topic in topics.iter().take(LISTED_TOPICS) {
-            let Some(tube) = Tube::from_topic(topic) else {
-                continue;
-            };
-            if !tubes.contains(&tube) && holds_jobs(&self.engine.stats(topic).await?) {
+        let listed: Vec<(Topic, Tube)> = topics
+            .into_iter()
+            .take(LISTED_TOPICS)
+            .filter_map(|t| Tube::from_topic(&t).map(|tube| (t, tube)))
+            .filter(|(_, tube)| !tubes.contains(tube))
+            .collect();
+        let (topics, listed): (Vec<Topic>, Vec<Tube>) = listed.into_iter().unzip();
+        for (tube, stats) in listed
+            .into_iter()
+            .zip(self.engine.stats_each(&topics).await)
+        {
+            if stats.as_ref().map_or(true, holds_jobs) {
                 tubes.push(tube);
             }
         }

@@ -160,6 +160,12 @@ impl Session {
     /// A topic's counts, and its urgent ready jobs (counted among the first 1,000 ready).
     async fn counts(&self, topic: &delayq_core::Topic) -> delayq_core::Result<(TopicStats, u64)> {
         let s = self.shared.engine.stats(topic).await?;
+        let urgent = self.urgent(topic, &s).await?;
+        Ok((s, urgent))
+    }
+
+    /// A topic's urgent ready jobs (counted among the first 1,000 ready), `s` its counts.
+    async fn urgent(&self, topic: &delayq_core::Topic, s: &TopicStats) -> delayq_core::Result<u64> {
         let urgent = if s.ready == 0 {
             0
         } else {
@@ -170,7 +176,7 @@ impl Session {
                 .await?;
             page.jobs.iter().filter(|j| j.priority < URGENT).count() as u64
         };
-        Ok((s, urgent))
+        Ok(urgent)
     }
 
     pub(crate) async fn stats_job(&self, n: u64) -> Reply {
@@ -260,9 +266,20 @@ impl Session {
             Ok(t) => t,
             Err(e) => return failure("stats", &e),
         };
+        // Read together (`Engine::stats_each`): on a Redis Cluster with a primary dead or
+        // hung, the answer (`INTERNAL_ERROR`, as beanstalkd has no partial counts) comes
+        // within the slot timeout, not after the response timeout.
+        let topics: Vec<_> = topics.into_iter().take(LISTED_TOPICS).collect();
         let mut counts = Counts::default();
-        for topic in topics.iter().take(LISTED_TOPICS) {
-            match self.counts(topic).await {
+        for (topic, s) in topics
+            .iter()
+            .zip(self.shared.engine.stats_each(&topics).await)
+        {
+            let counted = match s {
+                Ok(s) => self.urgent(topic, &s).await.map(|urgent| (s, urgent)),
+                Err(e) => Err(e),
+            };
+            match counted {
                 Ok((s, urgent)) => counts.add(&s, urgent),
                 Err(e) => return failure("stats", &e),
             }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::TestServer;
 use delayq_server::ServerConfig;
-use delayq_testkit::{RedisCluster, Stopped, key_slot};
+use delayq_testkit::{RedisCluster, Stopped};
 use serde_json::{Value, json};
 
 /// The slot timeout: one wait on the stopped primary far apart from none on a busy machine.
@@ -56,13 +56,7 @@ async fn a_reserve_names_the_topics_of_a_stopped_primary_unreachable_issue_37() 
     let cluster = RedisCluster::start_for_stopping().await;
     // The stopped primary holds neither the topic registry nor the set of paused topics,
     // which the topic list of `/metrics` and `/v1/topics` reads.
-    let listing = [key_slot("delayq:topics"), key_slot("delayq:paused")];
-    let primaries = cluster.primaries();
-    let stopped_node = primaries
-        .iter()
-        .find(|p| !listing.iter().any(|s| p.serves(*s)))
-        .unwrap();
-    let healthy_node = primaries.iter().find(|p| p.id != stopped_node.id).unwrap();
+    let (stopped_node, healthy_node) = cluster.stoppable_and_healthy();
     let stalled = [
         stopped_node.topic_named("stalled-a"),
         stopped_node.topic_named("stalled-b"),

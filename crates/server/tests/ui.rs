@@ -1071,16 +1071,7 @@ async fn a_topic_whose_primary_stopped_answering_shows_unreachable_issue_37() {
     let cluster = delayq_testkit::RedisCluster::start_for_stopping().await;
     // The stopped primary holds neither the topic registry nor the paused set, which the
     // topic list reads.
-    let listing = [
-        delayq_testkit::key_slot("delayq:topics"),
-        delayq_testkit::key_slot("delayq:paused"),
-    ];
-    let primaries = cluster.primaries();
-    let stopped = primaries
-        .iter()
-        .find(|p| !listing.iter().any(|s| p.serves(*s)))
-        .unwrap();
-    let healthy_node = primaries.iter().find(|p| p.id != stopped.id).unwrap();
+    let (stopped, healthy_node) = cluster.stoppable_and_healthy();
     let (stalled, healthy) = (
         stopped.topic_named("stalled"),
         healthy_node.topic_named("healthy"),

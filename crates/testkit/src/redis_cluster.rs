@@ -229,6 +229,24 @@ impl RedisCluster {
             .collect()
     }
 
+    /// Two primaries for a test that stops the first ([`crate::Stopped`]) while the second
+    /// stays healthy: the first holds neither the topic registry (`delayq:topics`) nor the
+    /// set of paused topics (`delayq:paused`) under the default prefix, which every listing
+    /// of topics reads, so that listing does not wait on it; the second is another primary.
+    pub fn stoppable_and_healthy(&self) -> (ClusterNode, ClusterNode) {
+        let listing = [key_slot("delayq:topics"), key_slot("delayq:paused")];
+        let primaries = self.primaries();
+        let stoppable = primaries
+            .iter()
+            .find(|p| !listing.iter().any(|s| p.serves(*s)))
+            .unwrap_or_else(|| panic!("every primary holds a listing's key: {primaries:?}"));
+        let healthy = primaries
+            .iter()
+            .find(|p| p.id != stoppable.id)
+            .unwrap_or_else(|| panic!("the cluster has one primary: {primaries:?}"));
+        (stoppable.clone(), healthy.clone())
+    }
+
     /// The running replicas, in the order of their primaries.
     pub fn replicas(&self) -> Vec<ClusterNode> {
         self.nodes()
