@@ -44,7 +44,12 @@ pub struct RedisConfig {
     /// wait-replicas timeout is added when that option is on). The other slots are answered
     /// as they answer: a reserve hands out their jobs and skips that slot's topics, an ack
     /// batch acks their leases and fails only that slot's, each settlement answering its own
-    /// slot's error. The slot is then skipped by such operations, with every other slot of
+    /// slot's error. A primary that is gone (killed, its port closed) is found out within
+    /// milliseconds, not after this timeout: such calls go through a connection of their own
+    /// that gives up after two retries (a MOVED after a failover, an ASK during a migration,
+    /// are followed; a call the cluster refused unrun, TRYAGAIN or ASK, is sent again through
+    /// the main one); this timeout bounds a primary that is hung (connections open, no
+    /// answer). The slot is then skipped by such operations, with every other slot of
     /// its primary (its shard, as `CLUSTER SHARDS` tells), so that neither the rest of the
     /// operation nor later calls wait on that primary again: for twice the slot timeout (the
     /// wait-replicas part included; at least 1 s), pushed on for as long as a read of a key in

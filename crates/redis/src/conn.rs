@@ -35,6 +35,9 @@ pub(crate) struct Conn {
     /// On a cluster, the slots found unreachable lately, the cluster's shards and the slot
     /// timeout (`per_slot`, `shards`).
     health: SlotHealth,
+    /// On a cluster, a second connection that gives up after few retries, for the calls to
+    /// one slot that a caller waits for beside other slots' ([`Conn::pipeline_quick`]).
+    quick: Option<ClusterConnection>,
 }
 
 #[derive(Clone)]
@@ -64,12 +67,13 @@ impl Conn {
         let replicas = Replicas::from_config(config)?;
         let health = SlotHealth::new(config)?;
         if cluster::is_cluster_url(&config.url) {
-            let inner = cluster::connect(config).await?;
+            let (inner, quick) = cluster::connect(config).await?;
             let nodes = cluster::node_clients(config)?;
             let conn = Conn {
                 inner,
                 replicas,
                 health,
+                quick: Some(quick),
             };
             // The shards, while the cluster answers, for the first slot found unreachable;
             // a failure only leaves its marks to their slot until a later read succeeds.
@@ -114,6 +118,7 @@ impl Conn {
                 inner: Inner::Node(cm),
                 replicas,
                 health,
+                quick: None,
             },
             WakeClient::Node(client),
         ))
@@ -186,13 +191,37 @@ impl Conn {
     /// changes state ends with `WAIT`; too few acknowledgements on any node fail the whole
     /// call with `NotReplicated` (every call ran).
     pub(crate) async fn pipeline(&self, cmds: &[Cmd], what: &'static str) -> Result<Vec<Value>> {
-        let replicas = self.replicas;
         let piped = match &self.inner {
-            Inner::Node(cm) => Target::Node(cm.clone()).pipeline(cmds, replicas).await,
-            Inner::Cluster(c) => cluster::pipeline(c, cmds, replicas).await,
+            Inner::Node(cm) => Target::Node(cm.clone()).pipeline(cmds, self.replicas).await,
+            Inner::Cluster(c) => cluster::pipeline(c, cmds, self.replicas).await,
         };
+        self.replies(piped, what)
+    }
+
+    /// As [`Conn::pipeline`], on a cluster through the connection that gives up after few
+    /// retries: a call to a killed primary fails within milliseconds instead of being tried
+    /// again until the caller's bound cuts it. A call the cluster refused without running it
+    /// while slots move (`cluster::refused_unrun`) is sent again through the other
+    /// connection.
+    pub(crate) async fn pipeline_quick(
+        &self,
+        cmds: &[Cmd],
+        what: &'static str,
+    ) -> Result<Vec<Value>> {
+        let Some(quick) = &self.quick else {
+            return self.pipeline(cmds, what).await;
+        };
+        match cluster::pipeline(quick, cmds, self.replicas).await {
+            Err(e) if cluster::refused_unrun(&e) => self.pipeline(cmds, what).await,
+            piped => self.replies(piped, what),
+        }
+    }
+
+    /// A pipeline's replies, each error as the contract's; too few acknowledgements of a
+    /// `WAIT` fail the whole call with `NotReplicated`.
+    fn replies(&self, piped: RedisResult<Piped>, what: &'static str) -> Result<Vec<Value>> {
         let Piped { replies, acked } = piped.map_err(|e| map_redis_err(what, e))?;
-        if let Some(replicas) = replicas {
+        if let Some(replicas) = self.replicas {
             for acked in &acked {
                 replicas.check(acked)?;
             }

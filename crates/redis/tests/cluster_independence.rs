@@ -69,21 +69,11 @@ async fn timed_reserve(engine: &RedisEngine, topics: &[Topic]) -> (Vec<Delivery>
     (got, t0.elapsed())
 }
 
-/// The primary to stop and a healthy one. The stopped primary does not hold the topic
-/// registry, which every process's first push to a topic writes to.
-fn stopped_and_healthy(cluster: &RedisCluster) -> (ClusterNode, ClusterNode) {
-    let registry = key_slot("delayq:topics");
-    let primaries = cluster.primaries();
-    let stopped = primaries.iter().find(|p| !p.serves(registry)).unwrap();
-    let healthy = primaries.iter().find(|p| p.id != stopped.id).unwrap();
-    (stopped.clone(), healthy.clone())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_primary_holds_up_only_its_own_topics_issue_37() {
     // See: issue 37
     let cluster = RedisCluster::start_for_stopping().await;
-    let (stopped_node, healthy_node) = &stopped_and_healthy(&cluster);
+    let (stopped_node, healthy_node) = &cluster.stoppable_and_healthy();
     let stalled = topic_on(stopped_node, "stalled");
     let healthy = topic_on(healthy_node, "healthy");
     let both = vec![stalled.clone(), healthy.clone()];
@@ -305,7 +295,7 @@ async fn a_stopped_primary_holds_up_only_its_own_topics_issue_37() {
 async fn a_stopped_primary_costs_a_reserve_one_slot_timeout_whatever_its_topics_issue_37() {
     // See: issue 37
     let cluster = RedisCluster::start_for_stopping().await;
-    let (stopped_node, healthy_node) = &stopped_and_healthy(&cluster);
+    let (stopped_node, healthy_node) = &cluster.stoppable_and_healthy();
     let stalled: Vec<Topic> = ["one", "two", "three"]
         .iter()
         .map(|n| topic_on(stopped_node, n))
@@ -416,7 +406,7 @@ async fn a_stopped_primary_costs_a_reserve_one_slot_timeout_whatever_its_topics_
 async fn a_killed_primary_stays_skipped_while_it_is_dead_issue_37() {
     // See: issue 37
     let mut cluster = RedisCluster::start_for_stopping().await;
-    let (dead_node, healthy_node) = stopped_and_healthy(&cluster);
+    let (dead_node, healthy_node) = cluster.stoppable_and_healthy();
     let dead = topic_on(&dead_node, "dead");
     let healthy = topic_on(&healthy_node, "healthy");
     let both = vec![dead.clone(), healthy.clone()];
@@ -453,4 +443,60 @@ async fn a_killed_primary_stays_skipped_while_it_is_dead_issue_37() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The first call over topics of several primaries that meets a killed primary does not
+/// wait the slot timeout: such calls go through a connection that gives up after few
+/// retries, so the refused connection (and the other nodes' `MOVED` to the dead address)
+/// ends the dead slot's call within milliseconds, and its shard is skipped from then on.
+/// With a slot timeout of 5 s, the reserve answers the healthy topic's job and names the
+/// dead one unreachable in well under half of it, and so does an ack batch over both; with
+/// one connection (64 retries) the reserve waited the whole 5 s. How long it takes under
+/// load is W8's to measure (BENCHMARKS.md), not this test's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_call_that_meets_a_killed_primary_does_not_wait_the_slot_timeout_issue_37() {
+    // See: issue 37
+    const SLOT_TIMEOUT: Duration = Duration::from_secs(5);
+    let mut cluster = RedisCluster::start_for_stopping().await;
+    let (dead_node, healthy_node) = cluster.stoppable_and_healthy();
+    let dead = topic_on(&dead_node, "dead");
+    let healthy = topic_on(&healthy_node, "healthy");
+    let both = vec![dead.clone(), healthy.clone()];
+    let config = RedisConfig::new(cluster.url()).with_slot_timeout(SLOT_TIMEOUT);
+    let engine = RedisEngine::connect(config).await.unwrap();
+    for t in both.iter().chain(&both) {
+        let job = NewJob::new(t.clone(), "x").with_ttr(TTR);
+        assert!(engine.push(job).await.unwrap().created);
+    }
+    // One job of each topic leased, one of each left.
+    let mut warm = Vec::new();
+    for t in &both {
+        warm.extend(engine.reserve(&Reserve::new(t.clone())).await.unwrap());
+    }
+    assert_eq!(warm.len(), 2, "{warm:?}");
+
+    cluster.kill_node(dead_node.port);
+    let (got, took) = timed_reserve(&engine, &both).await;
+    println!("the first reserve after the kill took {took:?}");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].job.topic, healthy, "{got:?}");
+    assert!(
+        took < SLOT_TIMEOUT / 2,
+        "the first reserve after the kill took {took:?}: it waited for the dead primary (slot timeout {SLOT_TIMEOUT:?})"
+    );
+    assert_eq!(engine.unreachable(&both), vec![dead.clone()]);
+
+    // The warm leases, one of each topic, in one batch: the healthy one is acked, the dead
+    // one answers unavailable, and the batch does not wait for it either.
+    let t0 = Instant::now();
+    let acks = engine.ack_batch(&leases(&warm)).await.unwrap();
+    let took = t0.elapsed();
+    for (d, r) in warm.iter().zip(&acks) {
+        if d.job.topic == healthy {
+            assert!(r.is_ok(), "{r:?}");
+        } else {
+            assert!(matches!(r, Err(Error::Unavailable { .. })), "{r:?}");
+        }
+    }
+    assert!(took < SLOT_TIMEOUT / 2, "the ack batch took {took:?}");
 }

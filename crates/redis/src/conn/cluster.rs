@@ -16,7 +16,7 @@ use futures_util::future::try_join_all;
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Cmd, ErrorKind, RedisError, RedisResult, Value};
+use redis::{Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind, TlsCertificates, Value};
 
 use super::replicas::Replicas;
 use super::{
@@ -36,6 +36,13 @@ const MIN_RETRY_WAIT_MS: u64 = 10;
 const MAX_RETRY_WAIT_MS: u64 = 500;
 /// Tries of one command; the caller's `response_timeout` bounds them all together.
 const RETRIES: u32 = 64;
+/// Retries of the second connection ([`connect`]'s), which carries the calls to one slot
+/// that a caller waits for beside other slots' (`Conn::bounded`): enough to follow a MOVED
+/// after a failover or an ASK during a slot migration, few enough that a call to a killed
+/// primary fails within milliseconds (its address refuses the connection, and the other
+/// nodes answer MOVED to it). With [`RETRIES`] such a call is tried again and again until
+/// the slot timeout cuts it (redis-rs puts a call whose connection broke back to pending).
+const QUICK_RETRIES: u32 = 2;
 
 /// Clients for single nodes of the cluster by address, with the URL's scheme, credentials
 /// and TLS files: the waker's blocking connections (`wait.rs`), which go to the node that
@@ -136,45 +143,20 @@ fn seeds(url: &str) -> Result<(Vec<String>, bool)> {
 }
 
 /// Connects to the cluster through its seeds, checks every primary's version, loads the
-/// library on every primary, and warns when the eviction policy may drop jobs.
-pub(super) async fn connect(config: &RedisConfig) -> Result<Inner> {
+/// library on every primary, and warns when the eviction policy may drop jobs. Answers the
+/// connection for every call, and a second one, with [`QUICK_RETRIES`], for the calls to one
+/// slot that a caller waits for beside other slots'.
+pub(super) async fn connect(config: &RedisConfig) -> Result<(Inner, ClusterConnection)> {
     let (seeds, tls) = seeds(&config.url)?;
     let certs = tls_certificates(config, tls)?;
-    let mut builder = ClusterClient::builder(seeds.clone())
-        .connection_timeout(config.connect_timeout)
-        // redis-rs has no response timeout on cluster connections unless told; the overall
-        // one bounds a command with all its redirections and retries.
-        .response_timeout(config.response_timeout)
-        .overall_response_timeout(Some(config.response_timeout))
-        .retries(RETRIES)
-        .min_retry_wait(MIN_RETRY_WAIT_MS)
-        .max_retry_wait(MAX_RETRY_WAIT_MS);
-    if let Some(certs) = certs {
-        builder = builder.certs(certs);
-    }
-    let client = builder.build().map_err(|e| Error::InvalidConfig {
-        reason: format!(
-            "cannot use the Redis Cluster URL: {e}; use redis+cluster://[user:password@]host:port,host:port,..."
-        ),
-    })?;
     let nodes = seeds
         .iter()
         .map(|s| s.split_once("://").map_or(s.as_str(), |(_, rest)| rest))
         .map(|s| s.rsplit_once('@').map_or(s, |(_, h)| h))
         .collect::<Vec<_>>()
         .join(",");
-    let mut conn = tokio::time::timeout(
-        config.connect_timeout + Duration::from_secs(1),
-        client.get_async_connection(),
-    )
-    .await
-    .map_err(|_| {
-        Error::unavailable(
-            format!("connecting to the Redis Cluster at {nodes}: no answer in time"),
-            std::io::Error::from(std::io::ErrorKind::TimedOut),
-        )
-    })?
-    .map_err(|e| super::connect_error(&nodes, refused_credentials(e)))?;
+    let main = client(config, &seeds, certs.clone(), RETRIES)?;
+    let mut conn = connection(config, &main, &nodes).await?;
     // INFO goes to every primary and answers each one's reply.
     let info: Value = redis::cmd("INFO")
         .arg("server")
@@ -189,7 +171,71 @@ pub(super) async fn connect(config: &RedisConfig) -> Result<Inner> {
         .await
         .map_err(|e| map_redis_err("loading the delayq functions on every primary", e))?;
     warn_on_eviction(&mut conn).await;
-    Ok(Inner::Cluster(conn))
+    let quick = client(config, &seeds, certs, QUICK_RETRIES)?;
+    let quick = connection(config, &quick, &nodes).await?;
+    Ok((Inner::Cluster(conn), quick))
+}
+
+/// A cluster client of `seeds` with the configured timeouts and `retries` tries again of a
+/// command.
+fn client(
+    config: &RedisConfig,
+    seeds: &[String],
+    certs: Option<TlsCertificates>,
+    retries: u32,
+) -> Result<ClusterClient> {
+    let mut builder = ClusterClient::builder(seeds.to_vec())
+        .connection_timeout(config.connect_timeout)
+        // redis-rs has no response timeout on cluster connections unless told; the overall
+        // one bounds a command with all its redirections and retries.
+        .response_timeout(config.response_timeout)
+        .overall_response_timeout(Some(config.response_timeout))
+        .retries(retries)
+        .min_retry_wait(MIN_RETRY_WAIT_MS)
+        .max_retry_wait(MAX_RETRY_WAIT_MS);
+    if let Some(certs) = certs {
+        builder = builder.certs(certs);
+    }
+    builder.build().map_err(|e| Error::InvalidConfig {
+        reason: format!(
+            "cannot use the Redis Cluster URL: {e}; use redis+cluster://[user:password@]host:port,host:port,..."
+        ),
+    })
+}
+
+/// Connects `client` to the cluster (`nodes`: its seeds, for the error), bounded by the
+/// connect timeout.
+async fn connection(
+    config: &RedisConfig,
+    client: &ClusterClient,
+    nodes: &str,
+) -> Result<ClusterConnection> {
+    tokio::time::timeout(
+        config.connect_timeout + Duration::from_secs(1),
+        client.get_async_connection(),
+    )
+    .await
+    .map_err(|_| {
+        Error::unavailable(
+            format!("connecting to the Redis Cluster at {nodes}: no answer in time"),
+            std::io::Error::from(std::io::ErrorKind::TimedOut),
+        )
+    })?
+    .map_err(|e| super::connect_error(nodes, refused_credentials(e)))
+}
+
+/// True when the cluster refused `e`'s call without running it, for a reason a live
+/// primary gives while slots move (`TRYAGAIN`, `ASK` beyond the quick connection's retries,
+/// `READONLY` from a primary just turned replica): the call may be sent again, through the
+/// connection that retries longer. A killed primary's errors (I/O, `MOVED` to it,
+/// `CLUSTERDOWN`) are not.
+pub(super) fn refused_unrun(e: &RedisError) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Server(
+            ServerErrorKind::TryAgain | ServerErrorKind::Ask | ServerErrorKind::ReadOnly
+        )
+    )
 }
 
 /// redis-rs reports a cluster it could not reach through any seed as an I/O error, with the
@@ -370,6 +416,29 @@ mod tests {
         }
         assert!(is_cluster_url("rediss+cluster://a:1"));
         assert!(!is_cluster_url("redis://a:1"));
+    }
+
+    /// The quick connection's failures that are sent again through the main one: refusals
+    /// of a live primary while slots move, which ran nothing; not a dead primary's.
+    #[test]
+    fn only_a_call_refused_unrun_goes_again_through_the_main_connection() {
+        let kind = |k: ServerErrorKind| RedisError::from((ErrorKind::Server(k), "refused"));
+        for k in [
+            ServerErrorKind::TryAgain,
+            ServerErrorKind::Ask,
+            ServerErrorKind::ReadOnly,
+        ] {
+            assert!(refused_unrun(&kind(k)), "{k:?}");
+        }
+        for k in [
+            ServerErrorKind::Moved,
+            ServerErrorKind::ClusterDown,
+            ServerErrorKind::ResponseError,
+        ] {
+            assert!(!refused_unrun(&kind(k)), "{k:?}");
+        }
+        let io = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(!refused_unrun(&io));
     }
 
     #[test]

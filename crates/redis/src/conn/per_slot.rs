@@ -5,7 +5,9 @@
 //! A call to a slot whose caller also waits on other slots ([`Conn::bounded`]) runs in a
 //! task of its own and is waited for at most the slot timeout
 //! ([`crate::RedisConfig::slot_timeout`], plus the wait-replicas timeout when that option is
-//! on). A slot that did not answer in time (or answered "unavailable") is *unreachable*,
+//! on), through the connection that gives up after few retries ([`Conn::pipeline_quick`]):
+//! a killed primary fails its call within milliseconds, a hung one is cut by the slot
+//! timeout. A slot that did not answer in time (or answered "unavailable") is *unreachable*,
 //! and so is every slot of its shard (its primary's, `shards`: a primary that does not
 //! answer for one of its slots answers for none), for the skip period (twice the slot
 //! timeout, at least [`UNREACHABLE_AT_LEAST`]), or until a call to one of them succeeds:
@@ -379,7 +381,7 @@ impl Conn {
         let (tx, mut rx) = oneshot::channel();
         let conn = self.clone();
         tokio::spawn(async move {
-            let r = conn.pipeline(&cmds, what).await;
+            let r = conn.pipeline_quick(&cmds, what).await;
             if r.is_ok() {
                 conn.health.mark_up(slot);
             }
