@@ -34,8 +34,13 @@ const TLS_SCHEME: &str = "rediss+cluster://";
 /// shortest pause is 1.28 s, far longer than a migration of a delayq topic takes.
 const MIN_RETRY_WAIT_MS: u64 = 10;
 const MAX_RETRY_WAIT_MS: u64 = 500;
-/// Tries of one command; the caller's `response_timeout` bounds them all together.
-const RETRIES: u32 = 64;
+/// Tries of one command; the caller's `response_timeout` bounds them all together (48
+/// pauses of 10 to 500 ms outlast the default 10 s). At most 59: redis-rs computes each
+/// pause as 10 ms · 2^(try + 1) before it clamps it, and from 61 tries that product overflows
+/// a u64, which panics in redis-rs's connection task in a build with overflow checks (the
+/// benchmarks' smoke met it in CI: a call to a killed primary burns its tries quickly, as
+/// each reconnect to the dead address is refused at once).
+const RETRIES: u32 = 48;
 /// Retries of the second connection ([`connect`]'s), which carries the calls to one slot
 /// that a caller waits for beside other slots' (`Conn::bounded`): enough to follow a MOVED
 /// after a failover or an ASK during a slot migration, few enough that a call to a killed
@@ -416,6 +421,23 @@ mod tests {
         }
         assert!(is_cluster_url("rediss+cluster://a:1"));
         assert!(!is_cluster_url("redis://a:1"));
+    }
+
+    /// redis-rs's pause before a retry (`RetryParams::wait_time_for_retry`, exponent base 2
+    /// and factor 10 by default, computed for one more than the tries made) must not
+    /// overflow for any number of tries either connection allows.
+    #[test]
+    fn the_retry_pause_never_overflows_in_redis_rs() {
+        for retries in [RETRIES, QUICK_RETRIES] {
+            for retry in 0..=retries + 1 {
+                assert!(
+                    2u64.checked_pow(retry)
+                        .and_then(|p| p.checked_mul(10))
+                        .is_some(),
+                    "{retries} retries: the pause of try {retry} overflows"
+                );
+            }
+        }
     }
 
     /// The quick connection's failures that are sent again through the main one: refusals
