@@ -451,7 +451,7 @@ async fn a_killed_primary_stays_skipped_while_it_is_dead_issue_37() {
 /// ends the dead slot's call within milliseconds, and its shard is skipped from then on.
 /// With a slot timeout of 5 s, the reserve answers the healthy topic's job and names the
 /// dead one unreachable in well under half of it, and so does an ack batch over both; with
-/// one connection (64 retries) the reserve waited the whole 5 s. How long it takes under
+/// one connection (its long retries) the reserve waited the whole 5 s. How long it takes under
 /// load is W8's to measure (BENCHMARKS.md), not this test's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_call_that_meets_a_killed_primary_does_not_wait_the_slot_timeout_issue_37() {
