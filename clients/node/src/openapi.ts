@@ -470,6 +470,28 @@ export interface PauseResponse {
   paused_until?: string | null;
 }
 
+/**
+ * The answer to a batch push that failed: the error, and when some jobs were stored and
+ * others not (on a Redis Cluster whose primary holding some of the topic's partitions is
+ * down), what became of each job. `error` is the first job's not stored, `index` naming it.
+ */
+export interface PushBatchFailed {
+  /** The error. */
+  error: ErrorDetail;
+  /**
+   * Only when some jobs were stored: every job's id, in order, generated ones included.
+   * Send the jobs whose result is `null` again with these ids: a push is idempotent by
+   * its id, so none is stored twice.
+   */
+  ids?: string[] | null;
+  /**
+   * Only when some jobs were stored: one per job, in order, the push's answer for a job
+   * stored, `null` for one that was not (which may still be stored: its call may run
+   * late).
+   */
+  results?: Array<PushResponse | null> | null;
+}
+
 /** Up to 1000 jobs of one topic. */
 export interface PushBatchRequest {
   /** The jobs, answered in order. */

@@ -355,8 +355,27 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Pushes up to 1000 jobs in one round trip, answering in order. A duplicate inside the
     /// batch is answered like a push of an existing job. Every job is validated before any
-    /// is written; jobs of one topic are written atomically together.
+    /// is written; jobs of one topic are written atomically together. On a Redis Cluster
+    /// the batch's slots are written apart: when one fails, the error comes while other
+    /// slots' jobs may be stored; send again only the jobs not stored
+    /// ([`Engine::push_each`] says which), since a stored job may meanwhile have been
+    /// delivered and acked, and pushed again it would be created again.
     async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>>;
+
+    /// As [`Engine::push_batch`], answering each job apart: a job that could not be stored
+    /// answers its own error while the others are stored. The outer error is the batch's:
+    /// refused as a whole (bad input, which changes nothing), or failed for every job. The
+    /// default answers [`Engine::push_batch`]'s result for every job.
+    ///
+    /// On a Redis Cluster the jobs' calls go to their slots concurrently, each waited for at
+    /// most the slot timeout: a primary that is down or hung fails only the jobs routed to
+    /// it (a topic of its, or its partitions of a partitioned topic), with
+    /// [`Error::Unavailable`], within the slot timeout instead of the response timeout
+    /// (issue 37). Such a job may still be stored (its call may run late): a push is
+    /// idempotent by its id, so send it again with the same id.
+    async fn push_each(&self, jobs: Vec<NewJob>) -> Result<Vec<Result<Pushed>>> {
+        Ok(self.push_batch(jobs).await?.into_iter().map(Ok).collect())
+    }
 
     /// Like [`Engine::push`] but fails with [`Error::AlreadyExists`] when the id is taken.
     async fn push_new(&self, job: NewJob) -> Result<Pushed> {
@@ -847,6 +866,9 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
         (**self).push_batch(jobs).await
+    }
+    async fn push_each(&self, jobs: Vec<NewJob>) -> Result<Vec<Result<Pushed>>> {
+        (**self).push_each(jobs).await
     }
     async fn push_new(&self, job: NewJob) -> Result<Pushed> {
         (**self).push_new(job).await

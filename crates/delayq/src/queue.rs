@@ -95,6 +95,21 @@ impl Queue {
         self.engine.push_batch(jobs).await
     }
 
+    /// Pushes up to 1000 jobs in one round trip, answering each job apart: on a Redis
+    /// Cluster whose primary is down, its jobs answer [`Error::Unavailable`] while the other
+    /// primaries' jobs are stored ([`Engine::push_each`]). Give each job its id
+    /// ([`Push::id`]) and send a failed one again with it: a push is idempotent by its id.
+    pub async fn push_each<'q>(
+        &'q self,
+        pushes: impl IntoIterator<Item = Push<'q>>,
+    ) -> Result<Vec<Result<Pushed>>> {
+        let jobs = pushes
+            .into_iter()
+            .map(Push::into_job)
+            .collect::<Result<Vec<_>>>()?;
+        self.engine.push_each(jobs).await
+    }
+
     /// Reads a job, or `None`.
     pub async fn get(&self, topic: &str, id: &str) -> Result<Option<Job>> {
         self.engine.get(&Topic::new(topic)?, &JobId::new(id)?).await

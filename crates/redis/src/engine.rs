@@ -92,6 +92,11 @@ impl Engine for RedisEngine {
         self.ops.push_batch(jobs).await
     }
 
+    async fn push_each(&self, jobs: Vec<NewJob>) -> Result<Vec<Result<Pushed>>> {
+        check_push_batch(&jobs, &self.ops.limits)?;
+        self.ops.push_each(jobs).await
+    }
+
     async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
         self.ops.get(topic, id).await
     }

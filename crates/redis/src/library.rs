@@ -2,7 +2,7 @@
 //! from `lua/lib.lua` (the helpers, defined once per load) and one `lua/<op>.lua` per
 //! function. `conn` loads it (`FUNCTION LOAD REPLACE`); `ops` call it (`FCALL`).
 //!
-//! The library's name carries a version (`delayq_12`), and so does every function's name (Redis wants
+//! The library's name carries a version (`delayq_13`), and so does every function's name (Redis wants
 //! function names unique across libraries): two delayq versions can share one Redis during a
 //! rolling upgrade, each calling its own functions. The version is bumped whenever the
 //! stored format (keys, records) or a function's arguments, reply or flags change.
@@ -45,7 +45,7 @@ macro_rules! library {
 }
 
 library! {
-    version "12";
+    version "13";
     PUSH => "push",
     RESERVE => "reserve" ["allow-oom"],
     ACK => "ack" ["allow-oom"],

@@ -1086,25 +1086,40 @@ async fn produce(
                     .with_backoff(Backoff::fixed(Duration::ZERO))
             })
             .collect();
-        // A push is idempotent: retry the batch until it is answered with success. (The
-        // engine itself retries through the failover within its response timeout, so a
-        // batch stalls for seconds rather than failing, unless the new primary has no
-        // replica yet: then, with wait-replicas, it answers `not_replicated`.)
+        // A push is idempotent while its job is live: send again the jobs not stored until
+        // each is answered with success, and only those. (A job stored and since acked
+        // would be created again.) A slot whose primary died fails its own jobs within the
+        // slot timeout; the engine retries a batch of one slot through the failover within
+        // its response timeout, and with wait-replicas a new primary without a replica yet
+        // answers `not_replicated`.
         let start = Instant::now();
+        let mut left = jobs.clone();
         loop {
-            match e.push_batch(jobs.clone()).await {
+            match e.push_each(left.clone()).await {
                 Ok(results) => {
-                    done.answered
-                        .extend(results.into_iter().map(|r| r.id.to_string()));
-                    break;
+                    let mut again = Vec::new();
+                    for (job, r) in left.into_iter().zip(results) {
+                        match r {
+                            Ok(p) => {
+                                done.answered.insert(p.id.to_string());
+                            }
+                            Err(Error::NotReplicated { .. } | Error::Unavailable { .. }) => {
+                                again.push(job);
+                            }
+                            Err(err) => panic!("push: {err}"),
+                        }
+                    }
+                    if again.is_empty() {
+                        break;
+                    }
+                    left = again;
                 }
-                Err(err @ (Error::NotReplicated { .. } | Error::Unavailable { .. })) => {
-                    done.failed += 1;
-                    assert!(Instant::now() < deadline, "pushes keep failing: {err}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+                Err(Error::NotReplicated { .. } | Error::Unavailable { .. }) => {}
                 Err(err) => panic!("push: {err}"),
             }
+            done.failed += 1;
+            assert!(Instant::now() < deadline, "pushes keep failing");
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         done.longest = done.longest.max(start.elapsed());
         let ids = jobs.iter().map(|j| j.id.to_string()).collect();

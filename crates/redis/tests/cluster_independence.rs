@@ -500,3 +500,96 @@ async fn the_first_call_that_meets_a_killed_primary_does_not_wait_the_slot_timeo
     }
     assert!(took < SLOT_TIMEOUT / 2, "the ack batch took {took:?}");
 }
+
+/// A batch push over a topic of a stopped primary and one of a healthy primary stores the
+/// healthy topic's jobs within the slot timeout and fails only the stopped one's
+/// (`Engine::push_each`); `push_batch` answers the stopped slot's error as fast. Sent again
+/// with the same ids once the primary answers, every job is stored once. Both once waited
+/// for the stopped primary for the response timeout (30 s here) and failed whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_push_fails_only_the_jobs_of_a_stopped_primary_issue_37() {
+    // See: issue 37
+    let cluster = RedisCluster::start_for_stopping().await;
+    let (stopped_node, healthy_node) = &cluster.stoppable_and_healthy();
+    let stalled = Topic::new(stopped_node.topic_named("stalled")).unwrap();
+    let healthy = Topic::new(healthy_node.topic_named("healthy")).unwrap();
+    let mut config = RedisConfig::new(cluster.url());
+    config.response_timeout = Duration::from_secs(30);
+    let engine = RedisEngine::connect(config).await.unwrap();
+    let jobs = || -> Vec<NewJob> {
+        [&stalled, &healthy, &stalled, &healthy]
+            .iter()
+            .enumerate()
+            .flat_map(|(k, t)| {
+                (0..5).map(move |i| {
+                    let id = JobId::new(format!("{t}-{k}-{i}")).unwrap();
+                    NewJob::new((*t).clone(), "x").with_id(id).with_ttr(TTR)
+                })
+            })
+            .collect()
+    };
+    // Both topics registered (and their counts read) while every primary answers.
+    for t in [&stalled, &healthy] {
+        engine.push(NewJob::new(t.clone(), "first")).await.unwrap();
+    }
+
+    let pid = cluster.server(stopped_node.port).pid().unwrap();
+    let stop = Stopped::new(pid);
+    let t0 = Instant::now();
+    let answers = engine.push_each(jobs()).await.unwrap();
+    let took = t0.elapsed();
+    println!("a batch push over both topics answered in {took:?}");
+    assert!(took < NOT_HELD, "the batch push took {took:?}");
+    assert_eq!(answers.len(), 20);
+    for (job, answer) in jobs().iter().zip(&answers) {
+        match answer {
+            Ok(p) => {
+                assert_eq!(job.topic, healthy, "{p:?}");
+                assert!(p.created, "{p:?}");
+                assert_eq!(p.id, job.id);
+            }
+            Err(e) => {
+                assert_eq!(job.topic, stalled, "{e}");
+                assert!(matches!(e, Error::Unavailable { .. }), "{e}");
+            }
+        }
+    }
+    assert_eq!(answers.iter().filter(|a| a.is_ok()).count(), 10);
+    let t0 = Instant::now();
+    let whole = engine.push_batch(jobs()).await;
+    assert!(matches!(whole, Err(Error::Unavailable { .. })), "{whole:?}");
+    assert!(
+        t0.elapsed() < NOT_HELD,
+        "push_batch took {:?}",
+        t0.elapsed()
+    );
+    let got = engine
+        .reserve(&Reserve::new(healthy.clone()).max(100))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 11, "the healthy topic's jobs: {got:?}");
+
+    // Continued: sent again, the stalled topic's jobs are stored once; the healthy ones
+    // exist (leased now).
+    drop(stop);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answers = loop {
+        match engine.push_each(jobs()).await {
+            Ok(a) if a.iter().all(Result::is_ok) => break a,
+            other => {
+                assert!(Instant::now() < deadline, "30 s after SIGCONT: {other:?}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    for (job, answer) in jobs().iter().zip(answers) {
+        let p = answer.unwrap();
+        if job.topic == healthy {
+            assert!(!p.created, "{p:?}");
+        }
+    }
+    let stats = engine.stats(&stalled).await.unwrap();
+    assert_eq!(stats.ready, 11, "{stats:?}");
+    let stats = engine.stats(&healthy).await.unwrap();
+    assert_eq!((stats.ready, stats.reserved), (0, 11), "{stats:?}");
+}

@@ -330,6 +330,17 @@ class PauseResponse(_PauseResponseRequired, total=False):
     paused_until: Optional[str]
 
 
+class _PushBatchFailedRequired(TypedDict):
+    error: ErrorDetail
+
+
+class PushBatchFailed(_PushBatchFailedRequired, total=False):
+    """The answer to a batch push that failed: the error, and when some jobs were stored and"""
+
+    ids: Optional[List[str]]
+    results: Optional[List[Optional[PushResponse]]]
+
+
 class PushBatchRequest(TypedDict):
     """Up to 1000 jobs of one topic."""
 

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use delayq_core::{Backoff, Error, Result, Retention, Topic, TopicConfig, duration_ms};
+use delayq_core::{Backoff, Error, Result, Retention, Timestamp, Topic, TopicConfig, duration_ms};
 use redis::Value;
 
 use super::Ops;
@@ -46,15 +46,31 @@ pub(crate) fn backoff_args(b: Option<&Backoff>) -> [String; 4] {
     ]
 }
 
-/// Decodes `config.lua`'s reply: one value per field, nil when unset.
+/// Decodes `config.lua`'s reply: one value per field, nil when unset, then the clock of
+/// the primary that answered.
 pub(crate) fn decode_config(reply: Value) -> Result<TopicConfig> {
-    let v = codec::array(reply)?;
-    if v.len() != FIELDS {
+    decode_config_at(reply).map(|(config, _)| config)
+}
+
+/// [`decode_config`], with the time the settings were read at (the answering primary's
+/// `TIME`).
+pub(crate) fn decode_config_at(reply: Value) -> Result<(TopicConfig, Timestamp)> {
+    let mut v = codec::array(reply)?;
+    if v.len() != FIELDS + 2 {
         return Err(Error::Internal(format!(
-            "the topic settings came as {} values, not {FIELDS}",
+            "the topic settings came as {} values, not {FIELDS} and the time",
             v.len()
         )));
     }
+    let usec = codec::uint(&v[FIELDS + 1])?;
+    let sec = codec::uint(&v[FIELDS])?;
+    v.truncate(FIELDS);
+    let at = Timestamp::from_millis(sec * 1000 + usec / 1000);
+    decode_fields(&v).map(|config| (config, at))
+}
+
+/// The settings of [`decode_config`]'s reply, `FIELDS` values.
+fn decode_fields(v: &[Value]) -> Result<TopicConfig> {
     let f = |i: usize| codec::opt_field(&v[i]);
     let narrow = |i: usize| -> Result<Option<u32>> {
         f(i)?

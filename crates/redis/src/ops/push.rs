@@ -1,5 +1,6 @@
 //! Push: jobs routed to their partitions (by a hash of the id), grouped by partition and cut
-//! into bounded `push` calls, sent in one pipeline; the topic registry.
+//! into bounded `push` calls, sent in one pipeline (one per slot on a cluster, so that a
+//! dead primary fails only its own jobs); the topic registry.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -14,9 +15,10 @@ use delayq_core::{
 };
 use redis::{Cmd, Value};
 
-use super::config::{backoff_args, decode_config, opt_arg};
+use super::config::{backoff_args, decode_config_at, opt_arg};
 use super::{Ops, route, unexpected};
 use crate::codec::{self, Status, state_from_code};
+use crate::conn::Among;
 use crate::keys::Part;
 use crate::library;
 
@@ -152,13 +154,21 @@ impl Ops {
         inv
     }
 
-    /// `Engine::push_batch`, its input already checked by `engine.rs`. A partition that
+    /// `Engine::push_batch`, its input already checked by `engine.rs`: [`Ops::push_each`],
+    /// failing with the first job's error that was not stored.
+    pub(crate) async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
+        self.push_each(jobs).await?.into_iter().collect()
+    }
+
+    /// `Engine::push_each`, its input already checked by `engine.rs`. A partition that
     /// answers another partition count than the one its jobs were routed by (the topic was
     /// emptied and given another count; or such a change is under way) stored none of them:
     /// they are routed again by the count it answered, with a pause while a change is under
-    /// way.
-    pub(crate) async fn push_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<Pushed>> {
-        let mut answers: Vec<Option<Pushed>> = vec![None; jobs.len()];
+    /// way. On a cluster, a slot that fails (or does not answer within the slot timeout, when
+    /// the batch spans several slots) fails only its own jobs; when every job failed, the
+    /// batch fails with the first one's error, as a batch on one node does.
+    pub(crate) async fn push_each(&self, jobs: Vec<NewJob>) -> Result<Vec<Result<Pushed>>> {
+        let mut answers: Vec<Option<Result<Pushed>>> = (0..jobs.len()).map(|_| None).collect();
         let mut purges: BTreeMap<Part, u64> = BTreeMap::new();
         let mut pending: Vec<usize> = (0..jobs.len()).collect();
         let mut checked = false;
@@ -168,55 +178,94 @@ impl Ops {
                 .await?;
             pending = again;
             if pending.is_empty() {
-                let answers = answers
-                    .into_iter()
-                    .map(|a| a.ok_or_else(|| Error::Internal("a pushed job got no answer".into())))
-                    .collect::<Result<Vec<_>>>()?;
-                self.register(purges).await.map_err(stored_but_unlisted)?;
-                return Ok(answers);
+                break;
             }
             if changing {
                 tokio::time::sleep(REROUTE_PAUSE).await;
             }
         }
-        let topic = &jobs[pending[0]].topic;
-        Err(Error::Unavailable {
-            message: format!(
-                "the partition count of topic {topic} is being changed and the change did not finish; none of the jobs not answered was stored: retry the push (it is idempotent), or set the topic's partitions again"
-            ),
-            source: None,
-        })
+        for &i in &pending {
+            answers[i] = Some(Err(Error::Unavailable {
+                message: format!(
+                    "the partition count of topic {} is being changed and the change did not finish; this job was not stored: retry the push (it is idempotent), or set the topic's partitions again",
+                    jobs[i].topic
+                ),
+                source: None,
+            }));
+        }
+        let answers: Vec<Result<Pushed>> = answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(Error::Internal("a pushed job got no answer".into()))))
+            .collect();
+        if answers.iter().all(Result::is_err) {
+            if let Some(e) = answers.into_iter().find_map(Result::err) {
+                return Err(e);
+            }
+            return Ok(Vec::new());
+        }
+        self.register(purges).await.map_err(stored_but_unlisted)?;
+        Ok(answers)
+    }
+
+    /// The partitions of each topic of the jobs `pending`, for a round of a push. On a
+    /// cluster, when the jobs name several topics, each count is read as a reserve over
+    /// several topics reads it (`Ops::reserve_parts`: bounded by the slot timeout, or the
+    /// count read before): a topic whose home slot does not answer gets the error its jobs
+    /// answer. The count a push is routed by is checked by every push call, so one read
+    /// before is safe.
+    async fn push_layouts<'j>(
+        &self,
+        jobs: &'j [NewJob],
+        pending: &[usize],
+    ) -> Result<HashMap<&'j Topic, std::result::Result<Arc<[Part]>, Error>>> {
+        let mut topics: Vec<&Topic> = pending.iter().map(|&i| &jobs[i].topic).collect();
+        topics.sort();
+        topics.dedup();
+        let others = self.conn.is_cluster() && topics.len() > 1;
+        let mut layouts = HashMap::new();
+        for t in topics {
+            let parts = if others {
+                match self.reserve_parts(t, true).await {
+                    Ok(Some(parts)) => Ok(parts),
+                    Ok(None) => {
+                        let home = self.conn.slot(&self.keys.wake(&Part::whole(t)));
+                        Err(self.conn.skipped(home.unwrap_or_default(), "pushing"))
+                    }
+                    Err(e) => Err(e),
+                }
+            } else {
+                Ok(self.parts(t).await?)
+            };
+            layouts.insert(t, parts);
+        }
+        Ok(layouts)
     }
 
     /// One round of a push: the jobs `pending` (positions in `jobs`) routed to their
-    /// partitions and sent in one pipeline; their answers go to `answers` and each
-    /// partition's purge count to `purges`. Answers the jobs to route again (a partition
-    /// answered another count) and whether a change of a count is under way.
+    /// partitions and sent, each slot's calls in a pipeline of their own on a cluster
+    /// (`Conn::per_slot`); their answers go to `answers` (a job whose slot failed answers
+    /// that slot's error) and each partition's purge count to `purges`. Answers the jobs to
+    /// route again (a partition answered another count) and whether a change of a count is
+    /// under way.
     async fn push_round(
         &self,
         jobs: &[NewJob],
         pending: &[usize],
         checked: &mut bool,
-        (answers, purges): (&mut [Option<Pushed>], &mut BTreeMap<Part, u64>),
+        (answers, purges): (&mut [Option<Result<Pushed>>], &mut BTreeMap<Part, u64>),
     ) -> Result<(Vec<usize>, bool)> {
         // Route each job, then group by partition (keeping each job's index) and cut into
         // bounded function calls.
-        let mut layouts: HashMap<&Topic, Arc<[Part]>> = HashMap::new();
+        let layouts = self.push_layouts(jobs, pending).await?;
         let mut by_part: BTreeMap<(Part, usize), Vec<usize>> = BTreeMap::new();
         for &i in pending {
-            let topic = &jobs[i].topic;
-            let parts = match layouts.get(topic) {
-                Some(p) => p.clone(),
-                None => {
-                    let p = self.parts(topic).await?;
-                    layouts.insert(topic, p.clone());
-                    p
-                }
-            };
-            by_part
-                .entry((route(&parts, &jobs[i].id), parts.len()))
-                .or_default()
-                .push(i);
+            match &layouts[&jobs[i].topic] {
+                Ok(parts) => by_part
+                    .entry((route(parts, &jobs[i].id), parts.len()))
+                    .or_default()
+                    .push(i),
+                Err(e) => answers[i] = Some(Err(e.copy_for_another())),
+            }
         }
         let mut chunks: Vec<(&Part, usize, Vec<usize>)> = Vec::new();
         for ((part, count), idx) in &by_part {
@@ -234,8 +283,19 @@ impl Ops {
             chunks.push((part, *count, cur));
         }
         if chunks.len() > 1 && !*checked {
-            self.check_batch(jobs, layouts.keys().copied()).await?;
+            let topics = chunks.iter().map(|(part, _, _)| part.topic());
+            let unread = self.check_batch(jobs, topics).await?;
             *checked = true;
+            // A topic whose settings did not come is not pushed: its slot failed.
+            chunks.retain(|(part, _, idx)| match unread.get(part.topic()) {
+                Some(e) => {
+                    for &i in idx {
+                        answers[i] = Some(Err(e.copy_for_another()));
+                    }
+                    false
+                }
+                None => true,
+            });
         }
 
         let invs: Vec<Cmd> = chunks
@@ -244,68 +304,104 @@ impl Ops {
                 self.push_invocation((part, *count), idx.iter().map(|&i| &jobs[i]))
             })
             .collect();
-        let replies = self.conn.pipeline(&invs, "pushing").await?;
-
         let (mut again, mut changing) = (Vec::new(), false);
-        for ((part, _, idx), reply) in chunks.iter().zip(replies) {
-            let reply = codec::array(reply)?;
-            let status = Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)?;
-            match status {
-                Status::Ok => {}
-                Status::WrongPartitions => {
-                    let count = codec::int(reply.get(1).unwrap_or(&Value::Nil))?;
-                    self.learn_count(part.topic(), count);
-                    changing |= count < 0;
-                    again.extend(idx);
+        for (calls, answer) in self
+            .conn
+            .per_slot(&invs, "pushing", Among::TheseSlots)
+            .await
+        {
+            let replies = match answer.replies() {
+                Ok(replies) => replies,
+                Err(e) => {
+                    for &c in &calls {
+                        for &i in &chunks[c].2 {
+                            answers[i] = Some(Err(e.copy_for_another()));
+                        }
+                    }
                     continue;
                 }
-                Status::InvalidDelay => {
-                    let k = codec::uint(reply.get(1).unwrap_or(&Value::Nil))? as usize;
-                    let j = idx.get(k.saturating_sub(1)).map(|&i| &jobs[i]);
-                    let at = match j.map(|j| j.schedule) {
-                        Some(Schedule::At(at)) => at,
-                        _ => Timestamp::EPOCH,
-                    };
-                    return Err(self.too_far(at).await);
+            };
+            for (&c, reply) in calls.iter().zip(replies) {
+                let (part, _, idx) = &chunks[c];
+                if let Some(rerouted) = self
+                    .push_reply(jobs, (part, idx), reply, answers, purges)
+                    .await?
+                {
+                    changing |= rerouted;
+                    again.extend(idx);
                 }
-                Status::InvalidExpiry => return Err(expiry_before_due()),
-                Status::BodyTooLarge => {
-                    let k = codec::uint(reply.get(1).unwrap_or(&Value::Nil))? as usize;
-                    let limit = codec::uint(reply.get(2).unwrap_or(&Value::Nil))? as usize;
-                    let size = idx
-                        .get(k.saturating_sub(1))
-                        .map_or(0, |&i| jobs[i].body.len());
-                    return Err(Error::BodyTooLarge { size, limit });
-                }
-                other => return Err(unexpected("push", other)),
-            }
-            purges.insert(
-                (*part).clone(),
-                codec::uint(reply.get(1).unwrap_or(&Value::Nil))?,
-            );
-            let vals = reply.get(2..).unwrap_or_default();
-            if vals.len() != idx.len() * 3 {
-                return Err(Error::Internal("push reply has the wrong length".into()));
-            }
-            for (k, &i) in idx.iter().enumerate() {
-                let state = state_from_code(codec::int(&vals[3 * k + 1])?)?;
-                let ready_at = codec::uint(&vals[3 * k + 2])?;
-                let code = codec::int(&vals[3 * k])?;
-                let (created, replaced) = (code == 1, code == 2);
-                if (created || replaced) && matches!(state, JobState::Ready | JobState::Delayed) {
-                    self.waiters
-                        .pushed(part, ready_at, state == JobState::Ready);
-                }
-                answers[i] = Some(Pushed {
-                    id: jobs[i].id.clone(),
-                    created,
-                    replaced,
-                    state,
-                    ready_at: Timestamp::from_millis(ready_at),
-                });
             }
         }
         Ok((again, changing))
+    }
+
+    /// Reads one push call's `reply` for the jobs `idx` of partition `part`: their answers
+    /// go to `answers` and the partition's purge count to `purges`. `Some(changing)` when
+    /// the partition answered another partition count (the jobs were not stored; whether a
+    /// change of the count is under way), for the caller to route them again.
+    async fn push_reply(
+        &self,
+        jobs: &[NewJob],
+        (part, idx): (&Part, &[usize]),
+        reply: Value,
+        answers: &mut [Option<Result<Pushed>>],
+        purges: &mut BTreeMap<Part, u64>,
+    ) -> Result<Option<bool>> {
+        let reply = codec::array(reply)?;
+        let status = Status::from_code(codec::int(reply.first().unwrap_or(&Value::Nil))?)?;
+        match status {
+            Status::Ok => {}
+            Status::WrongPartitions => {
+                let count = codec::int(reply.get(1).unwrap_or(&Value::Nil))?;
+                self.learn_count(part.topic(), count);
+                return Ok(Some(count < 0));
+            }
+            Status::InvalidDelay => {
+                let k = codec::uint(reply.get(1).unwrap_or(&Value::Nil))? as usize;
+                let j = idx.get(k.saturating_sub(1)).map(|&i| &jobs[i]);
+                let at = match j.map(|j| j.schedule) {
+                    Some(Schedule::At(at)) => at,
+                    _ => Timestamp::EPOCH,
+                };
+                return Err(self.too_far(at).await);
+            }
+            Status::InvalidExpiry => return Err(expiry_before_due()),
+            Status::BodyTooLarge => {
+                let k = codec::uint(reply.get(1).unwrap_or(&Value::Nil))? as usize;
+                let limit = codec::uint(reply.get(2).unwrap_or(&Value::Nil))? as usize;
+                let size = idx
+                    .get(k.saturating_sub(1))
+                    .map_or(0, |&i| jobs[i].body.len());
+                return Err(Error::BodyTooLarge { size, limit });
+            }
+            other => return Err(unexpected("push", other)),
+        }
+        purges.insert(
+            part.clone(),
+            codec::uint(reply.get(1).unwrap_or(&Value::Nil))?,
+        );
+        let vals = reply.get(2..).unwrap_or_default();
+        if vals.len() != idx.len() * 3 {
+            return Err(Error::Internal("push reply has the wrong length".into()));
+        }
+        for (k, &i) in idx.iter().enumerate() {
+            let state = state_from_code(codec::int(&vals[3 * k + 1])?)?;
+            let ready_at = codec::uint(&vals[3 * k + 2])?;
+            let code = codec::int(&vals[3 * k])?;
+            let (created, replaced) = (code == 1, code == 2);
+            if (created || replaced) && matches!(state, JobState::Ready | JobState::Delayed) {
+                self.waiters
+                    .pushed(part, ready_at, state == JobState::Ready);
+            }
+            answers[i] = Some(Ok(Pushed {
+                id: jobs[i].id.clone(),
+                created,
+                replaced,
+                state,
+                ready_at: Timestamp::from_millis(ready_at),
+            }));
+        }
+        Ok(None)
     }
 
     /// Puts topics in the registry that this process has not registered since their last
@@ -339,47 +435,60 @@ impl Ops {
     }
 
     /// Checks a batch that takes several calls before any call writes, so that it is
-    /// refused whole rather than half written: absolute times against Redis's clock, bodies
-    /// against their topics' limits (read in the same round trip). Each call checks its own
-    /// jobs again, against the settings of that moment.
+    /// refused whole rather than half written: absolute times against the clock of each
+    /// topic's primary, bodies against their topics' limits, both read by one `config` call
+    /// per topic (each slot's in a pipeline of its own on a cluster, `Conn::per_slot`). Each
+    /// call checks its own jobs again, against the settings of that moment. Answers the
+    /// topics whose settings did not come (their slot failed) with that error; when none
+    /// came, the batch fails with it.
     pub(crate) async fn check_batch<'t>(
         &self,
         jobs: &[NewJob],
         topics: impl Iterator<Item = &'t Topic>,
-    ) -> Result<()> {
-        let topics: Vec<&Topic> = topics.collect();
-        let mut cmds = vec![redis::cmd("TIME")];
-        cmds.extend(
-            topics
-                .iter()
-                .map(|t| self.fcall(library::CONFIG, &Part::whole(t))),
-        );
-        let mut replies = self
+    ) -> Result<HashMap<&'t Topic, Error>> {
+        let mut topics: Vec<&Topic> = topics.collect();
+        topics.sort();
+        topics.dedup();
+        let cmds: Vec<Cmd> = topics
+            .iter()
+            .map(|t| self.fcall(library::CONFIG, &Part::whole(t)))
+            .collect();
+        let mut configs: HashMap<&Topic, (TopicConfig, Timestamp)> = HashMap::new();
+        let mut unread: HashMap<&Topic, Error> = HashMap::new();
+        for (calls, answer) in self
             .conn
-            .pipeline(&cmds, "checking a batch push")
-            .await?
-            .into_iter();
-        let (sec, usec) = match codec::array(replies.next().unwrap_or(Value::Nil))?.as_slice() {
-            [sec, usec] => (codec::uint(sec)?, codec::uint(usec)?),
-            _ => return Err(Error::Internal("TIME answered something else".into())),
-        };
-        let now = Timestamp::from_millis(sec * 1000 + usec / 1000);
-        let mut configs: BTreeMap<&Topic, TopicConfig> = BTreeMap::new();
-        for (t, reply) in topics.into_iter().zip(replies) {
-            configs.insert(t, decode_config(reply)?);
+            .per_slot(&cmds, "checking a batch push", Among::TheseSlots)
+            .await
+        {
+            match answer.replies() {
+                Ok(replies) => {
+                    for (&c, reply) in calls.iter().zip(replies) {
+                        configs.insert(topics[c], decode_config_at(reply)?);
+                    }
+                }
+                Err(e) => {
+                    for &c in &calls {
+                        unread.insert(topics[c], e.copy_for_another());
+                    }
+                    if configs.is_empty() && unread.len() == topics.len() {
+                        return Err(e);
+                    }
+                }
+            }
         }
         for j in jobs {
+            let Some((c, now)) = configs.get(&j.topic) else {
+                continue;
+            };
             if let Schedule::At(at) = j.schedule
                 && at > now.plus(MAX_DELAY)
             {
-                return Err(at_too_far(at, now));
+                return Err(at_too_far(at, *now));
             }
-            j.check_expiry(now)?;
-            if let Some(c) = configs.get(&j.topic) {
-                c.check_body(j, &self.limits)?;
-            }
+            j.check_expiry(*now)?;
+            c.check_body(j, &self.limits)?;
         }
-        Ok(())
+        Ok(unread)
     }
 }
 

@@ -280,6 +280,25 @@ pub struct PushBatchResponse {
     pub results: Vec<PushResponse>,
 }
 
+/// The answer to a batch push that failed: the error, and when some jobs were stored and
+/// others not (on a Redis Cluster whose primary holding some of the topic's partitions is
+/// down), what became of each job. `error` is the first job's not stored, `index` naming it.
+#[derive(Serialize, ToSchema, Debug)]
+pub struct PushBatchFailed {
+    /// The error.
+    pub error: super::error::ErrorDetail,
+    /// Only when some jobs were stored: one per job, in order, the push's answer for a job
+    /// stored, `null` for one that was not (which may still be stored: its call may run
+    /// late).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub results: Option<Vec<Option<PushResponse>>>,
+    /// Only when some jobs were stored: every job's id, in order, generated ones included.
+    /// Send the jobs whose result is `null` again with these ids: a push is idempotent by
+    /// its id, so none is stored twice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ids: Option<Vec<String>>,
+}
+
 /// A stored job.
 #[derive(Serialize, ToSchema, Debug)]
 pub struct JobDto {

@@ -80,6 +80,15 @@ impl ApiError {
         self
     }
 
+    /// The same error, about item `index` of a list of the request without a field at fault
+    /// in it (a job of a batch push that could not be stored), with `more` after the
+    /// message.
+    pub fn about_item(mut self, index: usize, more: &str) -> Self {
+        self.index = Some(index);
+        self.message = format!("{}; {more}", self.message);
+        self
+    }
+
     /// 400 `invalid_request`: the request could not be read (bad JSON, unknown field ...).
     pub fn invalid_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)

@@ -8,9 +8,9 @@ use std::time::Duration;
 use delayq_core::{Cursor, Error, Expiry, Limits, NewJob, Schedule, Timestamp, Topic};
 
 use super::dto::{
-    JobDto, ListResponse, OnConflictDto, PushBatchRequest, PushBatchResponse, PushRequest,
-    PushResponse, ReadyAtResponse, RescheduleRequest, apply_options, decode_body, delay_field,
-    parse_rfc3339, schedule,
+    JobDto, ListResponse, OnConflictDto, PushBatchFailed, PushBatchRequest, PushBatchResponse,
+    PushRequest, PushResponse, ReadyAtResponse, RescheduleRequest, apply_options, decode_body,
+    delay_field, parse_rfc3339, schedule,
 };
 use super::error::ApiError;
 use super::extract::{Json, Path, Query};
@@ -178,19 +178,28 @@ pub async fn push(
 }
 
 /// Push up to 1000 jobs of one topic in one request; answered in order.
+///
+/// When some jobs are stored and others not (on a Redis Cluster, a topic partitioned over
+/// several primaries, one of them down), the answer is the first failed job's error
+/// (`index` names it) with `results` and `ids`: which jobs were stored, and every job's id
+/// to send the others again under.
 #[utoipa::path(
     post,
     path = "/v1/topics/{topic}/batch",
     tag = "jobs",
     params(TopicPath),
     request_body = PushBatchRequest,
-    responses((status = 200, description = "One answer per job, in order", body = PushBatchResponse), CommonErrors)
+    responses(
+        (status = 200, description = "One answer per job, in order", body = PushBatchResponse),
+        CommonErrors,
+        (status = 503, description = "As for every operation (`unavailable`, `overloaded`, `timeout`, `engine_full`, `not_replicated`). On a Redis Cluster whose primary is down, the jobs routed to it fail while the others are stored: then `results` and `ids` say which were stored and under which ids to send the others again.", body = PushBatchFailed),
+    )
 )]
 pub async fn push_batch(
     State(state): State<AppState>,
     Path(path): Path<TopicPath>,
     Json(req): Json<PushBatchRequest>,
-) -> Result<axum::Json<PushBatchResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let t = topic(&path.topic)?;
     let jobs = req
         .jobs
@@ -199,17 +208,51 @@ pub async fn push_batch(
         .map(|(i, j)| new_job(&t, j).map_err(|e| e.in_item("jobs", i)))
         .collect::<Result<Vec<_>, _>>()?;
     let checked: Vec<EngineChecked> = jobs.iter().map(EngineChecked::of).collect();
-    let pushed = state
+    let ids: Vec<String> = jobs.iter().map(|j| j.id.as_str().to_string()).collect();
+    let answers = state
         .engine
-        .push_batch(jobs)
+        .push_each(jobs)
         .await
         .map_err(|e| EngineChecked::locate(e, &checked, Some("jobs")))?;
-    state
-        .metrics
-        .pushed(&t, pushed.iter().filter(|p| p.created).count() as u64);
-    Ok(axum::Json(PushBatchResponse {
-        results: pushed.into_iter().map(PushResponse::from).collect(),
-    }))
+    let created = answers
+        .iter()
+        .filter(|a| a.as_ref().is_ok_and(|p| p.created))
+        .count();
+    state.metrics.pushed(&t, created as u64);
+    let Some(first) = answers.iter().position(Result::is_err) else {
+        let results = answers
+            .into_iter()
+            .filter_map(Result::ok)
+            .map(PushResponse::from)
+            .collect();
+        return Ok(axum::Json(PushBatchResponse { results }).into_response());
+    };
+    let stored = answers.iter().filter(|a| a.is_ok()).count();
+    let mut error = None;
+    let mut results = Vec::with_capacity(answers.len());
+    for answer in answers {
+        match answer {
+            Ok(p) => results.push(Some(PushResponse::from(p))),
+            Err(e) => {
+                error.get_or_insert(e);
+                results.push(None);
+            }
+        }
+    }
+    let error = ApiError::from(error.unwrap_or_else(|| Error::Internal("no error".into())))
+        .about_item(
+            first,
+            &format!(
+                "{stored} of {} jobs were stored (`results`); send the others again with their ids (`ids`), and none is stored twice",
+                results.len()
+            ),
+        );
+    let body = PushBatchFailed {
+        error: error.detail(),
+        results: Some(results),
+        ids: Some(ids),
+    };
+    Ok((error.status(), axum::Json(body)).into_response())
 }
 
 /// Read a job in any state.

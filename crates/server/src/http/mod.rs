@@ -51,7 +51,7 @@ use crate::auth::require_token;
         (name = "schedules", description = "Recurring jobs: a cron expression in a time zone, run by every server"),
         (name = "series", description = "What this server did over the last hour, per server since it started (the dashboard's charts)")
     ),
-    components(schemas(error::ErrorBody, error::ErrorDetail)),
+    components(schemas(error::ErrorBody, error::ErrorDetail, dto::PushBatchFailed)),
     modifiers(&BearerAuth)
 )]
 struct ApiDoc;

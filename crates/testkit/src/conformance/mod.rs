@@ -276,33 +276,35 @@ pub async fn push_is_idempotent_in_every_state<H: Harness>(h: &H) {
     assert_eq!((s.delayed, s.ready, s.reserved, s.dead), (1, 1, 1, 1));
 }
 
+/// A batch over two topics with a duplicate inside it, and what each job answers: (id,
+/// created, state).
+fn mixed_batch(t1: &Topic, t2: &Topic) -> (Vec<NewJob>, Vec<(String, bool, JobState)>) {
+    let jobs = vec![
+        job(t1, "a"),
+        job(t2, "a").with_delay(Duration::from_secs(60)),
+        NewJob::new(t1.clone(), "second a").with_id(id("a")),
+        job(t1, "b"),
+    ];
+    let answers = vec![
+        ("a".into(), true, JobState::Ready),
+        ("a".into(), true, JobState::Delayed),
+        ("a".into(), false, JobState::Ready),
+        ("b".into(), true, JobState::Ready),
+    ];
+    (jobs, answers)
+}
+
 /// A batch answers in order; a duplicate inside it is answered as existing.
 pub async fn push_batch_answers_in_order_with_duplicates<H: Harness>(h: &H) {
     let e = h.open().await;
     let (t1, t2) = (new_topic(h, "b1").await, new_topic(h, "b2").await);
-    let answers = ok(
-        e.push_batch(vec![
-            job(&t1, "a"),
-            job(&t2, "a").with_delay(Duration::from_secs(60)),
-            NewJob::new(t1.clone(), "second a").with_id(id("a")),
-            job(&t1, "b"),
-        ])
-        .await,
-        "push_batch",
-    );
+    let (jobs, want) = mixed_batch(&t1, &t2);
+    let answers = ok(e.push_batch(jobs).await, "push_batch");
     let got: Vec<(String, bool, JobState)> = answers
         .iter()
         .map(|p| (p.id.to_string(), p.created, p.state))
         .collect();
-    assert_eq!(
-        got,
-        vec![
-            ("a".into(), true, JobState::Ready),
-            ("a".into(), true, JobState::Delayed),
-            ("a".into(), false, JobState::Ready),
-            ("b".into(), true, JobState::Ready),
-        ]
-    );
+    assert_eq!(got, want);
     assert_eq!(get(&e, &t1, "a").await.body.as_ref(), b"body of a");
     let generated = ok(
         e.push_batch(vec![
@@ -314,6 +316,58 @@ pub async fn push_batch_answers_in_order_with_duplicates<H: Harness>(h: &H) {
     );
     assert_ne!(generated[0].id, generated[1].id);
     assert!(generated.iter().all(|p| p.created));
+}
+
+/// `push_each` answers each job apart, in order, as `push_batch` does when every job is
+/// stored; a batch with a bad job (over its topic's body limit, due too far ahead), over
+/// two topics so that it takes several calls, is refused whole and changes nothing.
+pub async fn push_each_answers_each_job_and_refuses_bad_input_whole<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let (t1, t2) = (new_topic(h, "each1").await, new_topic(h, "each2").await);
+    let (jobs, want) = mixed_batch(&t1, &t2);
+    let answers = ok(e.push_each(jobs).await, "push_each");
+    let got: Vec<(String, bool, JobState)> = answers
+        .into_iter()
+        .map(|a| ok(a, "a job of push_each"))
+        .map(|p| (p.id.to_string(), p.created, p.state))
+        .collect();
+    assert_eq!(got, want);
+
+    let small = TopicConfig {
+        max_body: Some(4),
+        ..TopicConfig::default()
+    };
+    ok(
+        e.set_topic_config(&t2, &with_partitions(h, small)).await,
+        "set_topic_config",
+    );
+    let before = h.snapshot().await;
+    let err = e
+        .push_each(vec![
+            job(&t1, "c"),
+            NewJob::new(t2.clone(), "over four bytes").with_id(id("c")),
+        ])
+        .await;
+    assert!(matches!(err, Err(Error::BodyTooLarge { .. })), "{err:?}");
+    assert_eq!(
+        h.snapshot().await,
+        before,
+        "a refused batch changed something"
+    );
+    let now = ok(e.now().await, "now");
+    let far = now.plus(MAX_DELAY).plus(Duration::from_secs(3600));
+    let err = e
+        .push_each(vec![
+            job(&t1, "c"),
+            job(&t2, "d").with_schedule(Schedule::At(far)),
+        ])
+        .await;
+    assert!(matches!(err, Err(Error::InvalidDelay { .. })), "{err:?}");
+    assert_eq!(
+        h.snapshot().await,
+        before,
+        "a refused batch changed something"
+    );
 }
 
 /// push_new refuses an existing id with AlreadyExists and changes nothing.
@@ -1782,6 +1836,7 @@ macro_rules! conformance_suite {
             push_due_now_is_ready,
             push_is_idempotent_in_every_state,
             push_batch_answers_in_order_with_duplicates,
+            push_each_answers_each_job_and_refuses_bad_input_whole,
             push_new_refuses_existing,
             reserve_leases_and_counts_attempts,
             ack_removes_the_job,
