@@ -78,6 +78,7 @@ impl RedisEngine {
                 rotate: AtomicUsize::new(0),
                 registered: Mutex::new(HashMap::new()),
                 layouts: Mutex::new(HashMap::new()),
+                listed: Mutex::new([None, None]),
                 quiet: Mutex::new(HashMap::new()),
                 _stop: stop_tx,
             }),

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::TestServer;
+use delayq_core::{Engine, NewJob, Topic};
 use delayq_server::ServerConfig;
 use delayq_testkit::{RedisCluster, Stopped};
 use serde_json::{Value, json};
@@ -294,4 +295,93 @@ async fn a_batch_push_stores_the_healthy_partitions_jobs_and_says_which_issue_37
     let (st, stats) = s.get(&format!("/v1/topics/{topic}/stats")).await;
     assert_eq!(st, 200, "{stats}");
     assert_eq!(stats["ready"], JOBS + 1, "every job once: {stats}");
+}
+
+/// The primary holding the topic registry (`delayq:topics`) stops answering: the topic list
+/// and `/metrics` answer within the slot timeout with the topics known before (the registry
+/// as this server last read it), the healthy topic with its stats and the stopped
+/// primary's own topic as unreachable; the dashboard, which reads the same list, keeps
+/// working. They once waited for the response timeout (30 s here) and answered 503. Once
+/// the primary answers again, a topic registered meanwhile by another server is listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_topic_list_answers_while_the_registry_primary_is_stopped_issue_37() {
+    // See: issue 37
+    let cluster = RedisCluster::start_for_stopping().await;
+    let stopped_node = cluster.node_for_key("delayq:topics");
+    let healthy_node = cluster
+        .primaries()
+        .into_iter()
+        .find(|p| p.id != stopped_node.id)
+        .unwrap();
+    let stalled = stopped_node.topic_named("on-registry");
+    let healthy = healthy_node.topic_named("healthy");
+    let config = || {
+        let mut c = delayq_redis::RedisConfig::new(cluster.url()).with_slot_timeout(SLOT_TIMEOUT);
+        c.response_timeout = Duration::from_secs(30);
+        c
+    };
+    let engine = delayq_redis::RedisEngine::connect(config()).await.unwrap();
+    let s = TestServer::start(Arc::new(engine), ServerConfig::default()).await;
+    for t in [&healthy, &stalled] {
+        let (st, v) = s
+            .post(&format!("/v1/topics/{t}/jobs"), json!({"body": t}))
+            .await;
+        assert_eq!(st, 201, "{v}");
+    }
+    let (st, v) = s.get("/v1/topics").await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["topics"].as_array().unwrap().len(), 2, "{v}");
+
+    let pid = cluster.server(stopped_node.port).pid().unwrap();
+    let stop = Stopped::new(pid);
+    let t0 = Instant::now();
+    let (st, v) = s.get("/v1/topics").await;
+    let took = t0.elapsed();
+    println!("the topic list answered {st} in {took:?} with the registry's primary stopped");
+    assert_eq!(st, 200, "{v}");
+    assert!(
+        took < SLOT_TIMEOUT * 3,
+        "the list waited on the registry: {took:?}"
+    );
+    let listed: Vec<&str> = v["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["topic"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [healthy.as_str()], "{v}");
+    assert_eq!(v["topics"][0]["ready"], 1, "{v}");
+    assert_eq!(
+        names(&v["unreachable"]),
+        std::slice::from_ref(&stalled),
+        "{v}"
+    );
+    let t0 = Instant::now();
+    let page = metrics(&s).await;
+    assert!(t0.elapsed() < SLOT_TIMEOUT * 3, "{:?}", t0.elapsed());
+    assert_eq!(gauge(&page, &healthy), Some(0), "{page}");
+    assert_eq!(gauge(&page, &stalled), Some(1), "{page}");
+
+    // Continued: a topic another server registered meanwhile is listed.
+    drop(stop);
+    let other = delayq_redis::RedisEngine::connect(config()).await.unwrap();
+    let late = Topic::new(healthy_node.topic_named("late")).unwrap();
+    other.push(NewJob::new(late.clone(), "late")).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (st, v) = s.get("/v1/topics").await;
+        assert_eq!(st, 200, "{v}");
+        let listed: BTreeSet<&str> = v["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["topic"].as_str().unwrap())
+            .collect();
+        if listed.len() == 3 && names(&v["unreachable"]).is_empty() {
+            assert!(listed.contains(late.as_str()), "{v}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "30 s after SIGCONT: {v}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
