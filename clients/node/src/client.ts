@@ -6,7 +6,8 @@
  */
 
 import { Transport, type CallOptions, type ClientOptions } from "./http.js";
-import type { StateDto } from "./openapi.js";
+import type { PushBatchFailed, StateDto } from "./openapi.js";
+import { ApiError } from "./errors.js";
 import { Job } from "./job.js";
 import type {
   Body,
@@ -113,11 +114,27 @@ export class Client {
     return pushResultFrom(r);
   }
 
-  /** Pushes up to 1000 jobs of one topic in one request, answered in order. */
+  /**
+   * Pushes up to 1000 jobs of one topic in one request, answered in order. When some jobs
+   * were stored and others not (a Redis Cluster primary holding some of the topic's
+   * partitions is down), the error thrown (a 503) says which in `results` and gives every
+   * job's id in `ids`: push only the jobs not stored again, with their ids.
+   */
   async pushBatch(topic: string, jobs: readonly NewJob[], options: CallOptions = {}): Promise<PushResult[]> {
     const body = { jobs: jobs.map((j) => pushToWire(j.body, j)) };
-    const r = await this.http.call("POST /v1/topics/{topic}/batch", { path: { topic }, body }, options);
-    return r.results.map(pushResultFrom);
+    try {
+      const r = await this.http.call("POST /v1/topics/{topic}/batch", { path: { topic }, body }, options);
+      return r.results.map(pushResultFrom);
+    } catch (e) {
+      if (e instanceof ApiError) {
+        const failed = e.answer as Partial<PushBatchFailed> | undefined;
+        if (Array.isArray(failed?.results) && Array.isArray(failed.ids)) {
+          e.results = failed.results.map((r) => (r === null ? null : pushResultFrom(r)));
+          e.ids = failed.ids;
+        }
+      }
+      throw e;
+    }
   }
 
   // Jobs.

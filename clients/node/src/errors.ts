@@ -23,6 +23,7 @@
  */
 
 import type { ErrorDetail } from "./openapi.js";
+import type { PushResult } from "./types.js";
 
 /** Every error this client throws about a call to delayq. */
 export class DelayqError extends Error {
@@ -49,12 +50,27 @@ export class ApiError extends DelayqError {
   readonly field: string | undefined;
   /** The index of the list item at fault (a job of a batch, a lease of a batch ack ...), if any. */
   readonly index: number | undefined;
+  /** The whole error answer, for what it carries besides `error` (a partial batch push's `results` and `ids`). */
+  readonly answer: unknown;
+  /**
+   * A batch push some of whose jobs were stored and others not (on a Redis Cluster whose
+   * primary holding some of the topic's partitions is down): one per job, in order, its
+   * answer when stored, `null` when not. Push only the jobs not stored again, with their
+   * {@link ApiError.ids}: pushing the whole batch again would create again a stored job that
+   * was meanwhile delivered and acked. Undefined otherwise.
+   */
+  results: (PushResult | null)[] | undefined;
+  /** With {@link ApiError.results}: every job's id, in order, generated ones included. */
+  ids: string[] | undefined;
 
-  constructor(status: number, detail: ErrorDetail) {
+  constructor(status: number, detail: ErrorDetail, answer?: unknown) {
     super(detail.code, detail.message);
     this.status = status;
     this.field = detail.field ?? undefined;
     this.index = detail.index ?? undefined;
+    this.answer = answer;
+    this.results = undefined;
+    this.ids = undefined;
   }
 }
 
@@ -178,12 +194,12 @@ const STATUS: Record<ErrorCode, number> = {
  * The typed error for `detail`, answered with `status` (for an error about one item of a
  * request, the code's usual status); an unknown code gives a plain {@link ApiError}.
  */
-export function apiError(detail: ErrorDetail, status?: number): ApiError {
+export function apiError(detail: ErrorDetail, status?: number, answer?: unknown): ApiError {
   if (!Object.hasOwn(ERROR_CLASSES, detail.code)) {
-    return new ApiError(status ?? 0, detail);
+    return new ApiError(status ?? 0, detail, answer);
   }
   const code = detail.code as ErrorCode;
-  return new ERROR_CLASSES[code](status ?? STATUS[code], detail);
+  return new ERROR_CLASSES[code](status ?? STATUS[code], detail, answer);
 }
 
 /** `unreachable`: no answer from the server (refused, reset, DNS, TLS); the call may or may not have been applied. */

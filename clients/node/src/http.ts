@@ -165,7 +165,7 @@ function decode(status: number, text: string, what: string): unknown {
   if (typeof detail?.code !== "string" || typeof detail.message !== "string") {
     throw new ResponseError(status, `${what}: answered ${status} without a delayq error: ${snippet(text)}`);
   }
-  throw apiError(detail, status);
+  throw apiError(detail, status, json);
 }
 
 function snippet(text: string): string {

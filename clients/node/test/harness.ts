@@ -182,13 +182,13 @@ export class RedisServer {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  /** Starts one; fails with what to install when `redis-server` is missing. */
-  static async start(): Promise<RedisServer> {
+  /** Starts one (`extra`: more arguments); fails with what to install when `redis-server` is missing. */
+  static async start(extra: readonly string[] = []): Promise<RedisServer> {
     const bin = process.env["DELAYQ_REDIS_SERVER"] ?? "redis-server";
     for (let attempt = 0; ; attempt++) {
       const port = await freePort();
       const dir = mkdtempSync(join(tmpdir(), "delayq-node-redis-"));
-      const args = ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no"];
+      const args = ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", ...extra];
       const owned = launch(bin, args, "install Redis 7 or newer (apt-get install redis-server), or set DELAYQ_REDIS_SERVER");
       const state = await waitReady(owned, () => pong(port), 15_000, `redis-server on port ${port}`);
       if (state === "ready") {
@@ -216,6 +216,122 @@ export class RedisServer {
     this.thaw();
     await this.owned.stop();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The Redis Cluster hash slot of `key`: CRC16-XMODEM of its hash tag, mod 16384. */
+export function keySlot(key: string): number {
+  const open = key.indexOf("{");
+  const close = open < 0 ? -1 : key.indexOf("}", open + 1);
+  const hashed = close > open + 1 ? key.slice(open + 1, close) : key;
+  let crc = 0;
+  for (const byte of Buffer.from(hashed)) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) {
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+  }
+  return crc % 16384;
+}
+
+/** One command to the `redis-server` on `port`: its reply's line, or a bulk reply's text; rejects an error reply. */
+export function redisCommand(port: number, ...args: string[]): Promise<string> {
+  return new Promise((ok, fail) => {
+    const socket = createConnection({ host: "127.0.0.1", port });
+    let got = Buffer.alloc(0);
+    socket.setTimeout(5_000, () => {
+      socket.destroy();
+      fail(new Error(`redis-server :${port} did not answer ${args.join(" ")}`));
+    });
+    socket.once("error", fail);
+    socket.once("connect", () => {
+      const parts = args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`);
+      socket.write(`*${args.length}\r\n${parts.join("")}`);
+    });
+    socket.on("data", (d) => {
+      got = Buffer.concat([got, d]);
+      const end = got.indexOf("\r\n");
+      if (end < 0) {
+        return;
+      }
+      const head = got.subarray(0, end).toString();
+      const rest = got.subarray(end + 2);
+      if (head.startsWith("$")) {
+        const n = Number(head.slice(1));
+        if (n >= 0 && rest.length < n + 2) {
+          return;
+        }
+      }
+      socket.destroy();
+      if (head.startsWith("-")) {
+        fail(new Error(`redis-server :${port} answered ${args.join(" ")} with ${head}`));
+      } else {
+        ok(head.startsWith("$") ? rest.subarray(0, rest.length - 2).toString() : head.slice(1));
+      }
+    });
+  });
+}
+
+/** Three `redis-server` primaries of the tests' own (no replicas), each serving a third of the slots, joined into one cluster. */
+export class RedisCluster {
+  private constructor(
+    /** The primaries. */
+    readonly nodes: readonly RedisServer[],
+    private readonly ranges: readonly (readonly [number, number])[],
+  ) {}
+
+  /** Its URL, for `delayq serve --redis`. */
+  get url(): string {
+    return `redis+cluster://${this.nodes.map((n) => `127.0.0.1:${n.port}`).join(",")}`;
+  }
+
+  /** Starts the three nodes and joins them; fails when they do not form a cluster within 30 s. */
+  static async start(): Promise<RedisCluster> {
+    const nodes: RedisServer[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        nodes.push(await RedisServer.start(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]));
+      }
+      const third = Math.floor(16384 / 3);
+      const ranges: [number, number][] = [
+        [0, third - 1],
+        [third, 2 * third - 1],
+        [2 * third, 16383],
+      ];
+      for (const [i, node] of nodes.entries()) {
+        const [first, last] = ranges[i] as [number, number];
+        await redisCommand(node.port, "CLUSTER", "ADDSLOTSRANGE", String(first), String(last));
+      }
+      for (const node of nodes.slice(1)) {
+        await redisCommand(node.port, "CLUSTER", "MEET", "127.0.0.1", String((nodes[0] as RedisServer).port));
+      }
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const states = await Promise.all(nodes.map((n) => redisCommand(n.port, "CLUSTER", "INFO")));
+        if (states.every((s) => s.includes("cluster_state:ok"))) {
+          return new RedisCluster(nodes, ranges);
+        }
+        if (Date.now() > deadline) {
+          throw new Error(`the three redis-servers did not form a cluster in 30 s: ${states.join(" | ")}`);
+        }
+        await sleep(100);
+      }
+    } catch (e) {
+      await Promise.all(nodes.map((n) => n.stop()));
+      throw e;
+    }
+  }
+
+  /** The primary serving `key`'s slot. */
+  nodeOf(key: string): RedisServer {
+    const slot = keySlot(key);
+    const i = this.ranges.findIndex(([first, last]) => first <= slot && slot <= last);
+    return this.nodes[i] as RedisServer;
+  }
+
+  /** Stops every node (thawed first). */
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
   }
 }
 

@@ -3,6 +3,7 @@ each on a free loopback port in a temporary directory, killed by PID when done."
 
 from __future__ import annotations
 
+import binascii
 import os
 import shutil
 import signal
@@ -82,9 +83,9 @@ class Process:
 
 
 class Redis:
-    """A redis-server of its own."""
+    """A redis-server of its own (``extra`` arguments passed on)."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, extra: Optional[List[str]] = None) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         for _ in range(5):
             self.port = free_port()
@@ -102,6 +103,7 @@ class Redis:
                     "",
                     "--appendonly",
                     "no",
+                    *(extra or []),
                 ],
                 log,
                 tmp,
@@ -129,6 +131,79 @@ class Redis:
 
     def stop(self) -> None:
         self.process.stop()
+
+
+def key_slot(key: str) -> int:
+    """The Redis Cluster hash slot of ``key`` (CRC16-XMODEM of its hash tag, mod 16384)."""
+    start = key.find("{")
+    if start >= 0:
+        end = key.find("}", start + 1)
+        if end > start + 1:
+            key = key[start + 1 : end]
+    return binascii.crc_hqx(key.encode(), 0) % 16384
+
+
+def command(port: int, *args: str) -> str:
+    """One command to the redis-server on ``port``: its reply's line, or a bulk reply's
+    text; raises on an error reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        request = [f"*{len(args)}\r\n"]
+        request += [f"${len(a.encode())}\r\n{a}\r\n" for a in args]
+        s.sendall("".join(request).encode())
+        reply = b""
+        while True:
+            chunk = s.recv(65536)
+            reply += chunk
+            head, sep, rest = reply.partition(b"\r\n")
+            complete = sep and (
+                not head.startswith(b"$") or int(head[1:]) < 0 or len(rest) >= int(head[1:]) + 2
+            )
+            if complete or not chunk:
+                break
+    if head.startswith(b"-") or not sep:
+        raise RuntimeError(f"redis-server :{port} answered {args} with {reply[:200]!r}")
+    return (rest[:-2] if head.startswith(b"$") else head[1:]).decode()
+
+
+class RedisCluster:
+    """Three redis-server primaries of their own (no replicas), each serving a third of the
+    hash slots, joined into one cluster."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.nodes = [
+            Redis(
+                tmp / f"node-{i}",
+                ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"],
+            )
+            for i in range(3)
+        ]
+        third = 16384 // 3
+        self.ranges = [(0, third - 1), (third, 2 * third - 1), (2 * third, 16383)]
+        for node, (first, last) in zip(self.nodes, self.ranges):
+            command(node.port, "CLUSTER", "ADDSLOTSRANGE", str(first), str(last))
+        for node in self.nodes[1:]:
+            command(node.port, "CLUSTER", "MEET", "127.0.0.1", str(self.nodes[0].port))
+        end = time.monotonic() + 30
+        while not all("cluster_state:ok" in command(n.port, "CLUSTER", "INFO") for n in self.nodes):
+            if time.monotonic() > end:
+                self.stop()
+                pytest.fail("the three redis-servers did not form a cluster in 30 s", pytrace=False)
+            time.sleep(0.1)
+
+    @property
+    def url(self) -> str:
+        seeds = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        return f"redis+cluster://{seeds}"
+
+    def node_of(self, key: str) -> Redis:
+        """The primary serving ``key``'s slot."""
+        slot = key_slot(key)
+        return next(n for n, (a, b) in zip(self.nodes, self.ranges) if a <= slot <= b)
+
+    def stop(self) -> None:
+        for n in self.nodes:
+            n.process.signal(signal.SIGCONT)
+            n.stop()
 
 
 class Server:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 from datetime import datetime
@@ -27,6 +28,7 @@ import httpx
 
 from . import _ops as ops
 from ._errors import (
+    ApiError,
     DelayqError,
     ProtocolError,
     RequestTimeoutError,
@@ -98,7 +100,11 @@ class _Base:
 
     def _answer(self, call: ops.Call[T], r: httpx.Response) -> T:
         if r.status_code >= 300:
-            raise from_response(r.status_code, r.text)
+            error = from_response(r.status_code, r.text)
+            if call.read_error is not None and isinstance(error, ApiError):
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    call.read_error(error, r.json())
+            raise error
         try:
             return call.read(r.json() if r.content else None)
         except (ValueError, KeyError, TypeError) as e:
@@ -257,7 +263,12 @@ class Client(_Base):
         return self.send(ops.push(topic, job))
 
     def push_batch(self, topic: str, jobs: Sequence[NewJob]) -> List[PushResult]:
-        """Pushes up to 1000 jobs to ``topic`` in one request, answered in order."""
+        """Pushes up to 1000 jobs to ``topic`` in one request, answered in order.
+
+        When some jobs were stored and others not (a Redis Cluster primary holding some of
+        the topic's partitions is down), the error raised (a 503) says which in ``results``
+        and gives every job's id in ``ids``: push again only the jobs not stored, with their
+        ids (see :class:`delayq.ApiError`)."""
         return self.send(ops.push_batch(topic, jobs))
 
     def get(self, topic: str, id: str) -> Job:

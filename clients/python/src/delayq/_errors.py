@@ -8,9 +8,12 @@ Every error the client raises is a :class:`DelayqError`. Those worth retrying as
 from __future__ import annotations
 
 import json
-from typing import Dict, Optional, Type
+from typing import TYPE_CHECKING, Dict, List, Optional, Type
 
 from . import _wire as wire
+
+if TYPE_CHECKING:
+    from ._models import PushResult
 
 
 class DelayqError(Exception):
@@ -46,6 +49,13 @@ class ApiError(DelayqError):
     Attributes: ``status`` (the HTTP status), ``code``, ``message`` (what went wrong and
     what to do), ``field`` (the JSON pointer of the request field at fault, if any) and
     ``index`` (the list item at fault, if any).
+
+    A batch push some of whose jobs were stored and others not (on a Redis Cluster whose
+    primary holding some of the topic's partitions is down) also has ``results`` (one per
+    job, in order: its :class:`delayq.PushResult` when stored, ``None`` when not) and
+    ``ids`` (every job's id, generated ones included): push only the jobs whose result is
+    ``None`` again, with those ids. Pushing the whole batch again would create again a
+    stored job that was meanwhile delivered and acked. Both are ``None`` otherwise.
     """
 
     status: int
@@ -53,6 +63,8 @@ class ApiError(DelayqError):
     message: str
     field: Optional[str]
     index: Optional[int]
+    results: Optional[List[Optional[PushResult]]]
+    ids: Optional[List[str]]
 
     def __init__(
         self,
@@ -69,6 +81,8 @@ class ApiError(DelayqError):
         self.message = message
         self.field = field
         self.index = index
+        self.results = None
+        self.ids = None
 
 
 class InvalidInputError(ApiError):

@@ -415,6 +415,9 @@ class TopicConfig:
     backoff: Optional[Backoff] = None
     max_body: Optional[int] = None
     retention: Optional[Retention] = None
+    partitions: Optional[int] = None
+    """How many partitions hold the topic's jobs (1 to 1024; ``None``: 1). It changes only
+    while the topic holds no job, so keep it when changing the other settings."""
 
     def to_wire(self) -> wire.TopicConfigDto:
         out: wire.TopicConfigDto = {}
@@ -429,6 +432,8 @@ class TopicConfig:
         if self.retention is not None:
             r = self.retention
             out["retention"] = {"max_jobs": r.max_jobs, "max_age_ms": to_ms(r.max_age)}
+        if self.partitions is not None:
+            out["partitions"] = self.partitions
         return out
 
     @staticmethod
@@ -445,6 +450,7 @@ class TopicConfig:
                 max_jobs=retention["max_jobs"],
                 max_age=timedelta(milliseconds=retention["max_age_ms"]),
             ),
+            partitions=d.get("partitions"),
         )
 
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _wire as wire
-from ._errors import from_detail
+from ._errors import ApiError, from_detail
 from ._models import (
     AckResult,
     Delivery,
@@ -57,6 +57,8 @@ class Call(Generic[T]):
     wait: float = 0.0
     """How long the server may hold the request open on purpose (a long-poll), in seconds:
     added to the client's timeout."""
+    read_error: Optional[Callable[[ApiError, Answer], None]] = None
+    """Reads what an error answer carries besides its ``error`` into the exception."""
 
 
 def _nothing(_: Answer) -> None:
@@ -76,9 +78,24 @@ def _push_results(d: wire.PushBatchResponse) -> List[PushResult]:
     return [PushResult.from_wire(r) for r in d["results"]]
 
 
+def _push_failed(e: ApiError, d: wire.PushBatchFailed) -> None:
+    """A batch push some of whose jobs were stored: which, and every job's id."""
+    results = d.get("results")
+    ids = d.get("ids")
+    if results is not None and ids is not None:
+        e.results = [None if r is None else PushResult.from_wire(r) for r in results]
+        e.ids = list(ids)
+
+
 def push_batch(topic: str, jobs: Sequence[NewJob]) -> Call[List[PushResult]]:
     body: wire.PushBatchRequest = {"jobs": [j.to_wire() for j in jobs]}
-    return Call(wire.POST_TOPICS_TOPIC_BATCH, {"topic": topic}, _push_results, body)
+    return Call(
+        wire.POST_TOPICS_TOPIC_BATCH,
+        {"topic": topic},
+        _push_results,
+        body,
+        read_error=_push_failed,
+    )
 
 
 def get(topic: str, id: str) -> Call[Job]:
