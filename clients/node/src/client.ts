@@ -8,17 +8,15 @@
 import { Transport, type CallOptions, type ClientOptions } from "./http.js";
 import type { PushBatchFailed, StateDto } from "./openapi.js";
 import { ApiError } from "./errors.js";
-import { Job } from "./job.js";
+import { Job, type Page, type Reserved } from "./job.js";
 import type {
   Body,
   LeaseRef,
   NackResult,
   NewJob,
-  Page,
   Pause,
   PushOptions,
   PushResult,
-  Reserved,
   Schedule,
   ScheduleSpec,
   Settled,

@@ -23,7 +23,7 @@
  */
 
 import type { ErrorDetail } from "./openapi.js";
-import type { PushResult } from "./types.js";
+import type { PushResult } from "./pushed.js";
 
 /** Every error this client throws about a call to delayq. */
 export class DelayqError extends Error {

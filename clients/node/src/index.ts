@@ -21,7 +21,7 @@
  * - `http.ts`: the transport: `fetch`, bearer token, timeouts, errors.
  * - `errors.ts`: {@link DelayqError} and one class per error code of the API.
  * - `types.ts`: the client's types (options, answers, {@link Settlement} ...).
- * - `job.ts`: {@link Job} and {@link Delivery}.
+ * - `job.ts`: {@link Job} and {@link Delivery}, and the answers made of them ({@link Reserved}, {@link Page}).
  * - `wire.ts`: the conversions from and to the API's wire types.
  * - `openapi.ts`: the API's wire types, generated from the server's `/v1/openapi.json`.
  * - `log.ts`: the worker's {@link Logger}.
@@ -74,7 +74,7 @@ export {
 } from "./errors.js";
 export { DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions } from "./http.js";
 export { consoleLogger, type LogFields, type LogLevel, type Logger } from "./log.js";
-export { Delivery, Job } from "./job.js";
+export { Delivery, Job, type Page, type Reserved } from "./job.js";
 export type {
   Backoff,
   Body,
@@ -82,11 +82,9 @@ export type {
   LeaseRef,
   NackResult,
   NewJob,
-  Page,
   Pause,
   PushOptions,
   PushResult,
-  Reserved,
   Schedule,
   ScheduleSpec,
   Settled,

@@ -1,6 +1,7 @@
 /**
  * {@link Job}, a stored job as the server shows it, and {@link Delivery}, a job handed out by
- * a reserve with its lease, both built from their wire forms.
+ * a reserve with its lease, both built from their wire forms; and the answers made of them:
+ * {@link Reserved} (a reserve's) and {@link Page} (a listing's).
  *
  * @module
  */
@@ -8,7 +9,7 @@
 import { Buffer } from "node:buffer";
 
 import type * as wire from "./openapi.js";
-import type { Backoff, JobState, LeaseRef } from "./types.js";
+import type { Backoff, JobState, LeaseRef, Settled } from "./types.js";
 
 /** A stored job, as `get`, `list` and a delivery show it. */
 export class Job {
@@ -125,4 +126,30 @@ export function backoffFrom(b: wire.BackoffDto): Backoff {
     maxMs: b.max_ms ?? undefined,
     jitter: b.jitter ?? undefined,
   };
+}
+
+/** What a reserve returned. */
+export interface Reserved {
+  /** The jobs, each with its lease. */
+  readonly deliveries: Delivery[];
+  /** One answer per settlement sent, in order. */
+  readonly settled: Settled[];
+  /** The wait the server used (the one asked, cut to its long-poll limit). */
+  readonly waitMs: number;
+  /**
+   * The asked topics the server could not reach (a Redis Cluster primary down or hung: the
+   * answer holds the other topics' jobs, theirs wait until it answers); empty when it
+   * reached them all.
+   */
+  readonly unreachable: string[];
+}
+
+/** One page of a listing. */
+export interface Page {
+  /** The jobs, in the state's order. */
+  readonly jobs: Job[];
+  /** Pass as `cursor` for the next page; absent on the last one. */
+  readonly nextCursor: string | undefined;
+  /** With a `prefix`: how many jobs the server looked at for this page. */
+  readonly scanned: number | undefined;
 }

@@ -7,7 +7,6 @@
  */
 
 import type { DelayqError } from "./errors.js";
-import type { Delivery, Job } from "./job.js";
 import type * as wire from "./openapi.js";
 
 /** A job body: text (sent as UTF-8) or bytes (sent as base64). */
@@ -67,21 +66,9 @@ export interface NewJob extends PushOptions {
   readonly body: Body;
 }
 
-/** The answer to a push. */
-export interface PushResult {
-  /** The job id (given or generated). */
-  readonly id: string;
-  /** True when this push created the job; false when a live job had the id. */
-  readonly created: boolean;
-  /** True when this push replaced a waiting job's body and time (`replace`, `debounce`). */
-  readonly replaced: boolean;
-  /** The job's state. */
-  readonly state: JobState;
-  /** Its due time. */
-  readonly readyAt: Date;
-}
+export type { PushResult } from "./pushed.js";
 
-/** Names a delivery's lease: its topic, id, and its token or receipt. A {@link Delivery} is one. */
+/** Names a delivery's lease: its topic, id, and its token or receipt. A `Delivery` is one. */
 export interface LeaseRef {
   /** The topic. */
   readonly topic: string;
@@ -111,21 +98,6 @@ export interface Settled {
   readonly readyAt: Date | undefined;
 }
 
-/** What a reserve returned. */
-export interface Reserved {
-  /** The jobs, each with its lease. */
-  readonly deliveries: Delivery[];
-  /** One answer per settlement sent, in order. */
-  readonly settled: Settled[];
-  /** The wait the server used (the one asked, cut to its long-poll limit). */
-  readonly waitMs: number;
-  /**
-   * The asked topics the server could not reach (a Redis Cluster primary down or hung: the
-   * answer holds the other topics' jobs, theirs wait until it answers); empty when it
-   * reached them all.
-   */
-  readonly unreachable: string[];
-}
 
 /** What a nack did. */
 export interface NackResult {
@@ -135,15 +107,6 @@ export interface NackResult {
   readonly readyAt: Date | undefined;
 }
 
-/** One page of a listing. */
-export interface Page {
-  /** The jobs, in the state's order. */
-  readonly jobs: Job[];
-  /** Pass as `cursor` for the next page; absent on the last one. */
-  readonly nextCursor: string | undefined;
-  /** With a `prefix`: how many jobs the server looked at for this page. */
-  readonly scanned: number | undefined;
-}
 
 /** Counts and health of a topic. */
 export interface Stats {

@@ -9,18 +9,16 @@
 import { Buffer } from "node:buffer";
 
 import { apiError } from "./errors.js";
-import { Delivery, Job, backoffFrom, msDate } from "./job.js";
+import { Delivery, Job, backoffFrom, msDate, type Page, type Reserved } from "./job.js";
 import type * as wire from "./openapi.js";
 import type {
   Backoff,
   Body,
   LeaseRef,
   NackResult,
-  Page,
   Pause,
   PushOptions,
   PushResult,
-  Reserved,
   Schedule,
   ScheduleSpec,
   Settled,

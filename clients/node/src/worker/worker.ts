@@ -30,8 +30,8 @@
 import type { Client } from "../client.js";
 import { DelayqError } from "../errors.js";
 import type { Logger } from "../log.js";
-import type { Delivery } from "../job.js";
-import type { Reserved, Settlement } from "../types.js";
+import type { Delivery, Reserved } from "../job.js";
+import type { Settlement } from "../types.js";
 import { ShutdownError, failed, jobContext, type Handler, type Outcome } from "./handler.js";
 import { MAX_BATCH, Outbox, type Pending, type Purpose } from "./outbox.js";
 import { Renewal } from "./renewal.js";

@@ -67,7 +67,6 @@ from ._models import (
     NewJob,
     Page,
     Pause,
-    PushResult,
     Reservation,
     Retention,
     Seconds,
@@ -77,6 +76,7 @@ from ._models import (
     Stats,
     TopicConfig,
 )
+from ._pushed import PushResult
 from ._version import __version__
 from ._worker import Handler, Report, Worker
 

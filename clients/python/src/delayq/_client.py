@@ -46,7 +46,6 @@ from ._models import (
     NewJob,
     Page,
     Pause,
-    PushResult,
     Reservation,
     Seconds,
     Settlement,
@@ -54,6 +53,7 @@ from ._models import (
     Stats,
     TopicConfig,
 )
+from ._pushed import PushResult
 from ._version import __version__
 from ._wire import OnConflictDto, OnExpireDto
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Type
 from . import _wire as wire
 
 if TYPE_CHECKING:
-    from ._models import PushResult
+    from ._pushed import PushResult
 
 
 class DelayqError(Exception):

@@ -16,6 +16,7 @@ from typing import Any, List, Optional, Union
 
 from . import _wire as wire
 from ._errors import ApiError
+from ._pushed import from_ms
 
 Seconds = Union[float, timedelta]
 """A duration: seconds, or a timedelta."""
@@ -41,11 +42,6 @@ def to_rfc3339(t: datetime) -> str:
     if t.tzinfo is None:
         raise ValueError(f"{t!r} has no time zone: give an aware datetime (tz=timezone.utc)")
     return t.astimezone(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def from_ms(ms: int) -> datetime:
-    """Milliseconds since the Unix epoch as an aware UTC datetime."""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
 def from_rfc3339(s: str) -> datetime:
@@ -150,29 +146,6 @@ class NewJob:
         if self.on_expire is not None:
             out["on_expire"] = self.on_expire
         return out
-
-
-@dataclass(frozen=True)
-class PushResult:
-    """The answer to a push: the job's id (generated when not given), whether this push
-    created it (``False``: a live job with this id existed), whether it replaced a waiting
-    one (``on_conflict``), its state and due time."""
-
-    id: str
-    created: bool
-    replaced: bool
-    state: State
-    ready_at: datetime
-
-    @staticmethod
-    def from_wire(d: wire.PushResponse) -> PushResult:
-        return PushResult(
-            id=d["id"],
-            created=d["created"],
-            replaced=d["replaced"],
-            state=d["state"],
-            ready_at=from_ms(d["ready_at_ms"]),
-        )
 
 
 @dataclass(frozen=True)

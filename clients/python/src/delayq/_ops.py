@@ -21,7 +21,6 @@ from ._models import (
     NewJob,
     Page,
     Pause,
-    PushResult,
     Reservation,
     Seconds,
     Settled,
@@ -29,13 +28,13 @@ from ._models import (
     State,
     Stats,
     TopicConfig,
-    from_ms,
     lease_ref,
     name_lease,
     opt_time,
     to_ms,
     to_rfc3339,
 )
+from ._pushed import PushResult, from_ms
 
 T = TypeVar("T")
 
