@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::time::duration_ms;
-use crate::{Error, Timestamp};
+use crate::{Error, Schedule, Timestamp};
 
 /// The longest delay: 10 years of 365.25 days.
 pub const MAX_DELAY: Duration = Duration::from_millis(315_576_000_000);
@@ -101,6 +101,19 @@ pub fn check_at(at: Timestamp) -> Result<(), Error> {
         });
     }
     Ok(())
+}
+
+impl Schedule {
+    /// Checks what can be checked without a clock: a delay of at most 10 years, an absolute
+    /// time not before 2000. Whether an absolute time is more than 10 years ahead needs the
+    /// engine's clock; engines check it before their first write. (Here, beside the limits
+    /// it checks, so that `time` does not depend on `limits`.)
+    pub fn validate(self) -> Result<(), Error> {
+        match self {
+            Schedule::Delay(d) => check_delay(d),
+            Schedule::At(at) => check_at(at),
+        }
+    }
 }
 
 /// The error for an absolute time more than 10 years after the engine's `now`.

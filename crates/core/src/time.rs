@@ -96,16 +96,6 @@ impl Default for Schedule {
 impl Schedule {
     /// Due now.
     pub const NOW: Schedule = Schedule::Delay(Duration::ZERO);
-
-    /// Checks what can be checked without a clock: a delay of at most 10 years, an absolute
-    /// time not before 2000. Whether an absolute time is more than 10 years ahead needs the
-    /// engine's clock; engines check it before their first write.
-    pub fn validate(self) -> Result<(), crate::Error> {
-        match self {
-            Schedule::Delay(d) => crate::limits::check_delay(d),
-            Schedule::At(at) => crate::limits::check_at(at),
-        }
-    }
 }
 
 impl From<Duration> for Schedule {

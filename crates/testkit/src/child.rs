@@ -3,9 +3,18 @@
 //! is up and killing it.
 
 use std::ffi::OsStr;
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
+
+/// A loopback port nothing listens on now (the caller retries when it is taken by then).
+pub(crate) fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("cannot find a free loopback port: {e}"))
+}
 
 /// The binary named by the environment variable `env`, else `default` on the `PATH`.
 pub(crate) fn binary(env: &str, default: &str) -> PathBuf {
@@ -38,7 +47,7 @@ pub(crate) fn on_a_free_port(
 ) -> u16 {
     let mut last_log = String::new();
     for _ in 0..10 {
-        let port = crate::redis_server::free_port();
+        let port = free_port();
         match attempt(port) {
             Ok(()) => return port,
             Err(log) => last_log = log,

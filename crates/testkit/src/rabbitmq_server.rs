@@ -60,7 +60,7 @@ impl RabbitMqServer {
         // The last attempt's ports are the ones it listens on.
         crate::child::on_a_free_port("rabbitmq-server", |port| {
             server.port = port;
-            server.dist_port = crate::redis_server::free_port();
+            server.dist_port = crate::child::free_port();
             server.spawn_and_wait()
         });
         server

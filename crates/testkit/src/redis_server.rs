@@ -9,7 +9,6 @@
 
 mod access;
 
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -109,12 +108,16 @@ impl RedisServer {
         let mut last_log = String::new();
         // The port is free when probed but may be taken before redis binds it: retry.
         for _ in 0..10 {
-            server.port = free_port();
+            server.port = crate::child::free_port();
             if server.opts.tls {
-                server.tls_port = if tls_only { server.port } else { free_port() };
+                server.tls_port = if tls_only {
+                    server.port
+                } else {
+                    crate::child::free_port()
+                };
             }
             if server.opts.cluster {
-                server.bus_port = free_port();
+                server.bus_port = crate::child::free_port();
             }
             match server.spawn_and_wait() {
                 Ok(()) => return server,
@@ -313,13 +316,6 @@ pub(crate) fn binary() -> PathBuf {
     std::env::var_os(REDIS_SERVER_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("redis-server"))
-}
-
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("cannot find a free loopback port: {e}"))
 }
 
 impl RedisServer {
