@@ -79,6 +79,7 @@ impl RedisEngine {
                 registered: Mutex::new(HashMap::new()),
                 layouts: Mutex::new(HashMap::new()),
                 listed: Mutex::new([None, None]),
+                registering: Arc::default(),
                 quiet: Mutex::new(HashMap::new()),
                 _stop: stop_tx,
             }),

@@ -593,3 +593,58 @@ async fn a_batch_push_fails_only_the_jobs_of_a_stopped_primary_issue_37() {
     let stats = engine.stats(&healthy).await.unwrap();
     assert_eq!((stats.ready, stats.reserved), (0, 11), "{stats:?}");
 }
+
+/// The primary holding the topic registry (`delayq:topics`) stops answering: the first push
+/// of a topic on a healthy primary (which registers the topic) is stored and answered within
+/// the slot timeout, its job delivered, and the topic is listed once the primary answers
+/// again (the registration went on in a task of its own). The push once waited for the
+/// registry's primary for the response timeout (30 s here), then failed although its job
+/// was stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_push_does_not_wait_on_a_stopped_registry_primary_issue_37() {
+    // See: issue 37
+    let cluster = RedisCluster::start_for_stopping().await;
+    let registry_node = cluster.node_for_key("delayq:topics");
+    let healthy_node = cluster
+        .primaries()
+        .into_iter()
+        .find(|p| p.id != registry_node.id)
+        .unwrap();
+    let healthy = Topic::new(healthy_node.topic_named("first")).unwrap();
+    let mut config = RedisConfig::new(cluster.url());
+    config.response_timeout = Duration::from_secs(30);
+    let engine = RedisEngine::connect(config).await.unwrap();
+
+    let pid = cluster.server(registry_node.port).pid().unwrap();
+    let stop = Stopped::new(pid);
+    let t0 = Instant::now();
+    let pushed = engine
+        .push(NewJob::new(healthy.clone(), "x").with_ttr(TTR))
+        .await
+        .unwrap();
+    let took = t0.elapsed();
+    println!("the first push of a topic answered in {took:?} with the registry's primary stopped");
+    assert!(pushed.created);
+    assert!(took < NOT_HELD, "the push waited on the registry: {took:?}");
+    let got = engine
+        .reserve(&Reserve::new(healthy.clone()).max(1))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1, "{got:?}");
+    engine.ack(got[0].lease.as_ref().unwrap()).await.unwrap();
+
+    drop(stop);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(topics) = engine.topics().await
+            && topics.contains(&healthy)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "30 s after SIGCONT the topic is not listed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

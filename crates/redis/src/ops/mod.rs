@@ -73,6 +73,9 @@ pub(crate) struct Ops {
     pub(crate) registered: Mutex<HashMap<Part, u64>>,
     /// Each topic's partitions, read from its home's settings ([`Ops::parts`]).
     pub(crate) layouts: Mutex<HashMap<Topic, Layout>>,
+    /// The registrations sent again in a task of their own while the registry's primary
+    /// does not answer (`ops::push`), by their topics.
+    pub(crate) registering: Arc<Mutex<std::collections::HashSet<String>>>,
     /// The topic registry's and the paused set's members as this process last read them
     /// (`ops::topics`): a cluster's listing answers them while their slot does not answer.
     pub(crate) listed: Mutex<[Option<Vec<Topic>>; 2]>,

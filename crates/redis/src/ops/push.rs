@@ -31,6 +31,10 @@ const PUSH_CHUNK_BYTES: usize = 4 << 20;
 /// round trips, so this waits about two seconds before it answers `unavailable`.
 const REROUTES: u32 = 80;
 const REROUTE_PAUSE: Duration = Duration::from_millis(25);
+/// How often a registration the registry's primary did not answer is sent again, and for
+/// how long (`Ops::register`).
+const REGISTER_PAUSE: Duration = Duration::from_millis(500);
+const REGISTER_FOR: Duration = Duration::from_secs(300);
 
 /// The (kind, value) pair the functions take for a schedule.
 pub(crate) fn schedule_args(s: Schedule) -> (u8, u64) {
@@ -410,7 +414,14 @@ impl Ops {
     /// any process) costs each pushing process one `SADD`. Runs after the push succeeded, so
     /// a refused push never registers a topic; the registry key has no topic's hash tag, so
     /// no function may write it.
+    ///
+    /// On a cluster the `SADD` goes to whichever primary holds the registry: when that one
+    /// does not answer within the slot timeout (or answers "unavailable"), the push is not
+    /// held up by it (its jobs are stored, on their own primaries): the `SADD` goes on in a
+    /// task of its own, sent again every [`REGISTER_PAUSE`] for up to [`REGISTER_FOR`], and
+    /// the topic is listed once it lands (a later push of the topic tries again too).
     pub(crate) async fn register(&self, purges: BTreeMap<Part, u64>) -> Result<()> {
+        const WHAT: &str = "registering a topic";
         let new: Vec<(Part, u64)> = {
             let known = self.registered.lock().unwrap_or_else(|e| e.into_inner());
             purges
@@ -426,12 +437,73 @@ impl Ops {
         for (p, _) in &new {
             cmd.arg(p.topic().as_str());
         }
-        let _: i64 = self.conn.write(&cmd, "registering a topic").await?;
+        if !self.conn.is_cluster() {
+            let _: i64 = self.conn.write(&cmd, WHAT).await?;
+        } else {
+            let answer =
+                tokio::time::timeout(self.conn.slot_timeout(), self.conn.write::<i64>(&cmd, WHAT))
+                    .await;
+            match answer {
+                Ok(Ok(_)) => {}
+                Ok(Err(e @ (Error::Unavailable { .. } | Error::NotReplicated { .. }))) => {
+                    self.register_later(cmd, &new, &e.to_string());
+                    return Ok(());
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    self.register_later(cmd, &new, "no answer within the slot timeout");
+                    return Ok(());
+                }
+            }
+        }
         self.registered
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .extend(new);
         Ok(())
+    }
+
+    /// Sends the registry's `SADD` `cmd` again in a task of its own until it lands, for a
+    /// cluster whose registry primary did not answer (`why`): every [`REGISTER_PAUSE`], for
+    /// up to [`REGISTER_FOR`]; a task per topic set at a time.
+    fn register_later(&self, cmd: Cmd, topics: &[(Part, u64)], why: &str) {
+        let key = topics
+            .iter()
+            .map(|(p, _)| p.topic().as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if !self
+            .registering
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone())
+        {
+            return;
+        }
+        tracing::warn!(topics = %key, reason = %why, "the topic registry's primary does not answer: the pushed jobs are stored, their topics are listed once it answers");
+        let (conn, registering) = (self.conn.clone(), self.registering.clone());
+        tokio::spawn(async move {
+            let until = tokio::time::Instant::now() + REGISTER_FOR;
+            loop {
+                match conn.write::<i64>(&cmd, "registering a topic").await {
+                    Ok(_) => {
+                        tracing::info!(
+                            "the topic registry's primary answers again: topics registered"
+                        );
+                        break;
+                    }
+                    Err(e) if tokio::time::Instant::now() >= until => {
+                        tracing::warn!(error = %e, "gave up registering topics; the next push of each registers it");
+                        break;
+                    }
+                    Err(_) => tokio::time::sleep(REGISTER_PAUSE).await,
+                }
+            }
+            registering
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&key);
+        });
     }
 
     /// Checks a batch that takes several calls before any call writes, so that it is
