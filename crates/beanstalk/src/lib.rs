@@ -6,8 +6,12 @@
 //! - `proto`: the sans-IO parser (bytes in, [`proto::Command`]s or error replies out) and
 //!   the replies ([`proto::Reply`]), with beanstalkd's limits.
 //! - `tube`: tube names and their mapping onto topic names.
-//! - `server`: the listener ([`serve`] on TCP, [`serve_unix`] on a Unix domain socket,
-//!   [`Options`]): a connection limit, one task per connection, graceful stop.
+//! - `server`: the listener ([`serve`] on TCP, [`serve_unix`] on a Unix domain socket): a
+//!   connection limit, one task per connection, graceful stop.
+//! - `shared`: what every connection of one server shares (the engine, the counters, the
+//!   settings: [`Options`]), and which tubes exist.
+//! - `counters`: this server's counters, for `stats` (commands, jobs, connections) and per
+//!   tube (use, watch, wait).
 //! - `unix`: [`UnixSocket`], the socket file of `serve_unix` (a stale one replaced, removed
 //!   at the end).
 //! - `session`: one connection's state (used and watched tubes, the jobs it holds) and what
@@ -21,6 +25,7 @@
 //!   topics they name.
 #![deny(missing_docs)]
 
+mod counters;
 mod line;
 mod numbers;
 pub mod proto;
@@ -28,13 +33,15 @@ mod put;
 mod reserve;
 mod server;
 mod session;
+mod shared;
 mod stats;
 pub mod tube;
 #[cfg(unix)]
 mod unix;
 
+pub use server::serve;
 #[cfg(unix)]
 pub use server::serve_unix;
-pub use server::{Options, serve};
+pub use shared::Options;
 #[cfg(unix)]
 pub use unix::{MAX_SOCKET_PATH, UnixSocket};

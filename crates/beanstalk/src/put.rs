@@ -22,6 +22,19 @@ pub(crate) struct Put {
 }
 
 impl Session {
+    /// Puts one job into the used tube (a `put` not in a pipelined run).
+    pub(crate) async fn put(&mut self, pri: u32, delay: u32, ttr: u32, body: Bytes) -> Reply {
+        self.put_batch(vec![Put {
+            pri,
+            delay,
+            ttr,
+            body,
+        }])
+        .await
+        .pop()
+        .unwrap_or(Reply::InternalError)
+    }
+
     /// Puts a run of jobs into the used tube; one answer per put, in order.
     pub(crate) async fn put_batch(&mut self, puts: Vec<Put>) -> Vec<Reply> {
         if self.shared.draining() {

@@ -3,211 +3,21 @@
 //! answer `DRAINING`, waiting reserves end, and every connection closes once its current
 //! command has answered, giving back the jobs it held.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
 use bytes::BytesMut;
-use delayq_core::{Coalescers, Engine, Topic};
+use delayq_core::Engine;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tracing::{info, warn};
 
-use crate::line::Lines;
-use crate::numbers::Numbers;
 use crate::proto::{Command, Parser, Reply, Step};
 use crate::put::Put;
 use crate::session::{Next, Session};
-use crate::stats::Stats;
-use crate::tube::Tube;
-
-/// The beanstalkd protocol server's settings.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// The largest job body a `put` may carry (`max-job-size`); a larger one is answered
-    /// `JOB_TOO_BIG`. Default 65,535 bytes, as beanstalkd's.
-    pub max_job_size: usize,
-    /// The most connections open at once; more are closed as soon as they are accepted.
-    /// Default 10,000.
-    pub max_connections: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            max_job_size: 65_535,
-            max_connections: 10_000,
-        }
-    }
-}
-
-/// How many connections use, watch and wait on each tube (this server's, for `stats-tube`
-/// and `stats`), and the per-tube command counters.
-#[derive(Default)]
-pub(crate) struct Tubes {
-    inner: Mutex<HashMap<Tube, TubeCounts>>,
-}
-
-/// One tube's counts in this server.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct TubeCounts {
-    pub(crate) using: u64,
-    pub(crate) watching: u64,
-    pub(crate) waiting: u64,
-    pub(crate) puts: u64,
-    pub(crate) deletes: u64,
-    pub(crate) pauses: u64,
-}
-
-/// Counts a connection as waiting on its watched tubes while it lives.
-pub(crate) struct Waiting<'a> {
-    tubes: &'a Tubes,
-    names: Vec<Tube>,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        let mut m = self.tubes.lock();
-        for t in &self.names {
-            if let Some(c) = m.get_mut(t) {
-                c.waiting = c.waiting.saturating_sub(1);
-            }
-        }
-    }
-}
-
-impl Tubes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Tube, TubeCounts>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn change(&self, t: &Tube, f: impl FnOnce(&mut TubeCounts)) {
-        f(self.lock().entry(t.clone()).or_default());
-    }
-
-    pub(crate) fn r#use(&self, t: &Tube) {
-        self.change(t, |c| c.using += 1);
-    }
-    pub(crate) fn unuse(&self, t: &Tube) {
-        self.change(t, |c| c.using = c.using.saturating_sub(1));
-    }
-    pub(crate) fn watch(&self, t: &Tube) {
-        self.change(t, |c| c.watching += 1);
-    }
-    pub(crate) fn unwatch(&self, t: &Tube) {
-        self.change(t, |c| c.watching = c.watching.saturating_sub(1));
-    }
-    pub(crate) fn put(&self, t: &Tube) {
-        self.change(t, |c| c.puts += 1);
-    }
-    pub(crate) fn deleted(&self, t: &Tube) {
-        self.change(t, |c| c.deletes += 1);
-    }
-    pub(crate) fn paused(&self, t: &Tube) {
-        self.change(t, |c| c.pauses += 1);
-    }
-    pub(crate) fn waiting(&self, watched: &[(Tube, Topic)]) -> Waiting<'_> {
-        let names: Vec<Tube> = watched.iter().map(|(t, _)| t.clone()).collect();
-        for t in &names {
-            self.change(t, |c| c.waiting += 1);
-        }
-        Waiting { tubes: self, names }
-    }
-    /// One tube's counts (zeros for a tube no one here has touched).
-    pub(crate) fn counts(&self, t: &Tube) -> TubeCounts {
-        self.lock().get(t).copied().unwrap_or_default()
-    }
-    /// Tubes some connection here uses or watches.
-    pub(crate) fn in_use(&self) -> Vec<Tube> {
-        self.lock()
-            .iter()
-            .filter(|(_, c)| c.using > 0 || c.watching > 0)
-            .map(|(t, _)| t.clone())
-            .collect()
-    }
-}
-
-/// What every connection of one server shares.
-pub(crate) struct Shared {
-    pub(crate) engine: Arc<dyn Engine>,
-    pub(crate) numbers: Numbers,
-    pub(crate) coalescers: Coalescers,
-    pub(crate) lines: Lines,
-    pub(crate) stats: Stats,
-    pub(crate) tubes: Tubes,
-    pub(crate) options: Options,
-    pub(crate) default_tube: (Tube, Topic),
-    pub(crate) started: Instant,
-    /// `stats`' `id` (random per process, as beanstalkd's) and `hostname`.
-    pub(crate) server_id: String,
-    pub(crate) hostname: String,
-    draining: AtomicBool,
-}
-
-impl Shared {
-    pub(crate) fn draining(&self) -> bool {
-        self.draining.load(Ordering::Relaxed)
-    }
-
-    /// A tube and its topic, or `None` when its name maps to no topic (too long once
-    /// mapped): the client gets `BAD_FORMAT`.
-    pub(crate) fn tube(&self, tube: &Tube) -> Option<(Tube, Topic)> {
-        tube.topic().ok().map(|topic| (tube.clone(), topic))
-    }
-
-    /// Whether a tube exists as beanstalkd counts them: it is `default`, some connection
-    /// here uses or watches it, or its topic holds a job (waiting, reserved or buried).
-    pub(crate) async fn tube_exists(&self, tube: &Tube, topic: &Topic) -> bool {
-        let here = self.tubes.counts(tube);
-        if *tube == self.default_tube.0 || here.using > 0 || here.watching > 0 {
-            return true;
-        }
-        match self.engine.stats(topic).await {
-            Ok(s) => holds_jobs(&s),
-            Err(_) => true,
-        }
-    }
-
-    /// The tubes that exist (as [`Shared::tube_exists`]), sorted: `default`, those in use
-    /// here, and those of the engine's topics (at most [`LISTED_TOPICS`] looked at) that
-    /// hold a job. The topics' counts are read together (`Engine::stats_each`): a topic
-    /// whose counts could not be read (a Redis Cluster primary dead or hung, found out
-    /// within the slot timeout) is listed, as [`Shared::tube_exists`] takes it to exist.
-    pub(crate) async fn tubes(&self) -> delayq_core::Result<Vec<Tube>> {
-        let topics = self.engine.topics().await?;
-        let mut tubes = vec![self.default_tube.0.clone()];
-        tubes.extend(self.tubes.in_use());
-        let listed: Vec<(Topic, Tube)> = topics
-            .into_iter()
-            .take(LISTED_TOPICS)
-            .filter_map(|t| Tube::from_topic(&t).map(|tube| (t, tube)))
-            .filter(|(_, tube)| !tubes.contains(tube))
-            .collect();
-        let (topics, listed): (Vec<Topic>, Vec<Tube>) = listed.into_iter().unzip();
-        for (tube, stats) in listed
-            .into_iter()
-            .zip(self.engine.stats_each(&topics).await)
-        {
-            if stats.as_ref().map_or(true, holds_jobs) {
-                tubes.push(tube);
-            }
-        }
-        tubes.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-        tubes.dedup();
-        Ok(tubes)
-    }
-}
-
-/// The most topics `list-tubes` and `stats` look at (one engine call each).
-pub(crate) const LISTED_TOPICS: usize = 1000;
-
-/// Whether a topic holds a job that beanstalkd would count (done jobs aside).
-fn holds_jobs(s: &delayq_core::TopicStats) -> bool {
-    s.delayed + s.ready + s.reserved + s.dead > 0
-}
+use crate::shared::{Options, Shared};
 
 /// Serves beanstalkd's protocol on `listener` until `shutdown` resolves.
 ///
@@ -269,26 +79,7 @@ async fn run(
     options: Options,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
-    let default = Tube::default_tube();
-    let default_topic = default
-        .topic()
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    let shared = Arc::new(Shared {
-        numbers: Numbers::new(engine.clone()),
-        coalescers: Coalescers::new(engine.clone()),
-        lines: Lines::default(),
-        engine,
-        stats: Stats::default(),
-        tubes: Tubes::default(),
-        default_tube: (default, default_topic),
-        started: Instant::now(),
-        server_id: format!("{:016x}", rand_id()),
-        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_else(|_| "localhost".into()),
-        draining: AtomicBool::new(false),
-        options: options.clone(),
-    });
+    let shared = Arc::new(Shared::new(engine, options.clone())?);
     let slots = Arc::new(Semaphore::new(options.max_connections));
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::pin!(shutdown);
@@ -337,7 +128,7 @@ async fn run(
         });
     }
     info!("beanstalk: draining");
-    shared.draining.store(true, Ordering::Relaxed);
+    shared.drain();
     let _ = stop_tx.send(true);
     // Let every connection finish its command and give back what it holds.
     let _ = slots
@@ -527,13 +318,4 @@ async fn batched(
         }
         cmd => Some(cmd),
     }
-}
-
-/// A per-process id: the clock's nanoseconds mixed with the process id.
-fn rand_id() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    nanos ^ (u64::from(std::process::id()) << 32)
 }

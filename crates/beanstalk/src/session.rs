@@ -13,8 +13,7 @@ use tracing::warn;
 
 use crate::numbers::Found;
 use crate::proto::{Command, Reply};
-use crate::put::Put;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::tube::Tube;
 
 /// A job this connection holds (reserved by it).
@@ -86,16 +85,7 @@ impl Session {
                 delay,
                 ttr,
                 body,
-            } => self
-                .put_batch(vec![Put {
-                    pri,
-                    delay,
-                    ttr,
-                    body,
-                }])
-                .await
-                .pop()
-                .unwrap_or(Reply::InternalError),
+            } => self.put(pri, delay, ttr, body).await,
             Command::Use(tube) => match self.shared.tube(&tube) {
                 Some(t) => {
                     self.shared.tubes.unuse(&self.used.0);

@@ -1,132 +1,20 @@
 //! `stats`, `stats-tube`, `stats-job` and `list-tubes`: beanstalkd's YAML answers, filled
 //! from the engine (job counts per state, a job's record) and from this server's counters
-//! (commands, connections, per-tube use). README's "beanstalkd protocol" section lists where
-//! the figures differ from beanstalkd's.
+//! (`counters.rs`: commands, connections, per-tube use). README's "beanstalkd protocol"
+//! section lists where the figures differ from beanstalkd's.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use delayq_core::{JobState, TopicStats};
 
-use crate::proto::{Command, Reply, YamlValue, yaml_dict, yaml_list};
-use crate::server::LISTED_TOPICS;
+use crate::counters::{COMMANDS, get};
+use crate::proto::{Reply, YamlValue, yaml_dict, yaml_list};
 use crate::session::{Session, failure};
+use crate::shared::LISTED_TOPICS;
 use crate::tube::Tube;
 
 /// beanstalkd's "urgent": a priority below this.
 const URGENT: u32 = 1024;
-
-/// The commands `stats` counts, in beanstalkd 1.12's order.
-const COMMANDS: [&str; 22] = [
-    "put",
-    "peek",
-    "peek-ready",
-    "peek-delayed",
-    "peek-buried",
-    "reserve",
-    "reserve-with-timeout",
-    "delete",
-    "release",
-    "use",
-    "watch",
-    "ignore",
-    "bury",
-    "kick",
-    "touch",
-    "stats",
-    "stats-job",
-    "stats-tube",
-    "list-tubes",
-    "list-tube-used",
-    "list-tubes-watched",
-    "pause-tube",
-];
-
-/// This server's counters.
-#[derive(Default)]
-pub(crate) struct Stats {
-    commands: [AtomicU64; COMMANDS.len()],
-    puts: AtomicU64,
-    reserves: AtomicU64,
-    deletes: AtomicU64,
-    connections: AtomicU64,
-    total_connections: AtomicU64,
-    pub(crate) producers: AtomicU64,
-    pub(crate) workers: AtomicU64,
-    pub(crate) waiting: AtomicU64,
-}
-
-fn add(c: &AtomicU64) {
-    c.fetch_add(1, Ordering::Relaxed);
-}
-
-fn get(c: &AtomicU64) -> u64 {
-    c.load(Ordering::Relaxed)
-}
-
-impl Stats {
-    /// Counts a `put` that was refused before it became a command (its body too big, or
-    /// not followed by CRLF): beanstalkd counts those.
-    pub(crate) fn refused_put(&self) {
-        self.count_put();
-    }
-
-    /// Counts a `put`.
-    pub(crate) fn count_put(&self) {
-        if let Some(i) = COMMANDS.iter().position(|c| *c == "put") {
-            add(&self.commands[i]);
-        }
-    }
-
-    /// Counts a command under its `cmd-*` name.
-    pub(crate) fn count(&self, cmd: &Command) {
-        let name = match cmd {
-            Command::Put { .. } => "put",
-            Command::Peek(_) => "peek",
-            Command::PeekReady => "peek-ready",
-            Command::PeekDelayed => "peek-delayed",
-            Command::PeekBuried => "peek-buried",
-            Command::Reserve => "reserve",
-            Command::ReserveWithTimeout(_) => "reserve-with-timeout",
-            Command::Touch(_) => "touch",
-            Command::Use(_) => "use",
-            Command::Watch(_) => "watch",
-            Command::Ignore(_) => "ignore",
-            Command::Delete(_) => "delete",
-            Command::Release { .. } => "release",
-            Command::Bury { .. } => "bury",
-            Command::Kick(_) => "kick",
-            Command::Stats => "stats",
-            Command::StatsJob(_) => "stats-job",
-            Command::StatsTube(_) => "stats-tube",
-            Command::ListTubes => "list-tubes",
-            Command::ListTubeUsed => "list-tube-used",
-            Command::ListTubesWatched => "list-tubes-watched",
-            Command::PauseTube { .. } => "pause-tube",
-            // beanstalkd 1.12 has no counter of these in `stats`.
-            Command::ReserveJob(_) | Command::KickJob(_) | Command::Quit => return,
-        };
-        if let Some(i) = COMMANDS.iter().position(|c| *c == name) {
-            add(&self.commands[i]);
-        }
-    }
-    pub(crate) fn put(&self) {
-        add(&self.puts);
-    }
-    pub(crate) fn reserved(&self) {
-        add(&self.reserves);
-    }
-    pub(crate) fn deleted(&self) {
-        add(&self.deletes);
-    }
-    pub(crate) fn connected(&self) {
-        add(&self.connections);
-        add(&self.total_connections);
-    }
-    pub(crate) fn disconnected(&self) {
-        self.connections.fetch_sub(1, Ordering::Relaxed);
-    }
-}
 
 fn int(v: u64) -> YamlValue {
     YamlValue::Int(v)
