@@ -1,19 +1,19 @@
 //! The command line, as clap types: what the user typed, before it meets the environment.
-//! The doc comments are the help text.
+//! The doc comments are the help text. The client options and `--on-expire`, which the
+//! subcommands' own clap types (`cmd/`) take too, are `args`'s.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::args::{ClientArgs, GlobalArgs, OnExpireArg};
 use crate::duration::DurationParser;
 
-mod client;
 mod docs;
 mod jobs;
 mod lease;
 
-pub use client::{ClientArgs, GlobalArgs, HealthArgs};
 pub use docs::{CompletionsArgs, ManArgs};
 pub use jobs::{ListArgs, PageArgs, PurgeArgs, RescheduleArgs, StateArg, TopicsArgs};
 pub use lease::{BuryArgs, LeaseArgs, NackArgs, TouchArgs};
@@ -352,15 +352,6 @@ pub struct PushArgs {
     pub client: ClientArgs,
 }
 
-/// `--on-expire`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OnExpireArg {
-    /// Dead, with the reason "expired".
-    Dead,
-    /// Deleted.
-    Drop,
-}
-
 /// A job by topic and id.
 #[derive(Args, Debug)]
 pub struct JobArgs {
@@ -402,6 +393,16 @@ pub struct ReserveArgs {
 pub struct StatsArgs {
     /// One topic; all topics when absent.
     pub topic: Option<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `delayq health`.
+#[derive(Args, Debug)]
+pub struct HealthArgs {
+    /// How long to wait for the answer, e.g. 5s.
+    #[arg(long, value_parser = DurationParser, default_value = "5s")]
+    pub timeout: Duration,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -1,18 +1,21 @@
 //! The `delayq` command: `serve` runs the server, the other subcommands talk to a server over
 //! HTTP. Exit codes distinguish "not found" and conflicts from other errors (see `cli`).
 
+mod args;
 mod cli;
 mod client;
 mod cmd;
 mod duration;
+mod failure;
 mod settings;
 mod text;
 mod tls;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, DeadCommand, GlobalArgs};
-use crate::client::{Failure, error_json, exit};
+use crate::args::GlobalArgs;
+use crate::cli::{Cli, Command, DeadCommand};
+use crate::failure::{Failure, error_json, exit};
 
 #[tokio::main]
 async fn main() {

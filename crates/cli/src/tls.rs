@@ -19,7 +19,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 
-use crate::client::{Failure, exit};
+use crate::failure::{Failure, exit};
 
 /// The TLS configuration of a client given `--ca-cert path`: the system's authorities and
 /// the file's certificates, each of which is also accepted as the server's own.

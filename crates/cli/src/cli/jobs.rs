@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args, ValueEnum};
 
-use super::ClientArgs;
+use crate::args::ClientArgs;
 use crate::duration::DurationParser;
 
 /// `delayq reschedule`.

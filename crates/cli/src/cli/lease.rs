@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::ClientArgs;
+use crate::args::ClientArgs;
 use crate::duration::DurationParser;
 
 /// A delivery: the job and the lease token `delayq reserve` printed for it.

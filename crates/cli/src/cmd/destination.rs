@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::ClientArgs;
+use crate::args::ClientArgs;
 use crate::client::{Client, seg};
 
 /// `delayq destination`.

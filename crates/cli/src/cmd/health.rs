@@ -4,7 +4,8 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::cli::HealthArgs;
-use crate::client::{Client, Failure, exit, report};
+use crate::client::{Client, report};
+use crate::failure::{Failure, exit};
 
 pub async fn run(a: HealthArgs) -> anyhow::Result<()> {
     let client = Client::new(&a.client)?;

@@ -3,7 +3,8 @@
 
 use reqwest::Method;
 
-use crate::cli::{ClientArgs, ListArgs, PageArgs, StateArg};
+use crate::args::ClientArgs;
+use crate::cli::{ListArgs, PageArgs, StateArg};
 use crate::client::{Client, seg};
 
 pub async fn run(a: ListArgs) -> anyhow::Result<()> {

@@ -10,9 +10,10 @@ use clap::Args;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::ClientArgs;
-use crate::client::{Client, Failure, seg};
+use crate::args::ClientArgs;
+use crate::client::{Client, seg};
 use crate::duration::DurationParser;
+use crate::failure::Failure;
 
 /// `delayq pause`.
 #[derive(Args, Debug)]
@@ -115,14 +116,19 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    /// A command line with only `delayq pause` on it, parsed as `cli::Cli` parses that
+    /// subcommand; these tests do not name `cli`, which names this module.
+    #[derive(Parser, Debug)]
+    #[command(name = "delayq")]
+    enum Line {
+        Pause(PauseArgs),
+    }
+
     fn args(extra: &[&str]) -> PauseArgs {
-        let cli =
-            crate::cli::Cli::try_parse_from(["delayq", "pause", "orders"].iter().chain(extra))
-                .expect("parses");
-        match cli.command {
-            crate::cli::Command::Pause(a) => a,
-            other => panic!("not a pause: {other:?}"),
-        }
+        let line = Line::try_parse_from(["delayq", "pause", "orders"].iter().chain(extra))
+            .expect("parses");
+        let Line::Pause(a) = line;
+        a
     }
 
     #[test]
@@ -153,7 +159,7 @@ mod tests {
             request(&args(&["--until", "2030-01-01T00:00:00Z"])),
             json!({"until": "2030-01-01T00:00:00Z"})
         );
-        let both = crate::cli::Cli::try_parse_from([
+        let both = Line::try_parse_from([
             "delayq",
             "pause",
             "t",

@@ -6,7 +6,8 @@ use anyhow::Context;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::{OnConflictArg, OnExpireArg, PushArgs};
+use crate::args::OnExpireArg;
+use crate::cli::{OnConflictArg, PushArgs};
 use crate::client::{Client, seg};
 
 pub async fn run(a: PushArgs) -> anyhow::Result<()> {

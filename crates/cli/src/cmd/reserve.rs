@@ -4,7 +4,8 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::cli::ReserveArgs;
-use crate::client::{Client, Failure, exit};
+use crate::client::Client;
+use crate::failure::{Failure, exit};
 
 pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
     // clap sees -q and --json conflict only when both follow the subcommand.

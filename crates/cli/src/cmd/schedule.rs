@@ -8,7 +8,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::{ClientArgs, OnExpireArg};
+use crate::args::{ClientArgs, OnExpireArg};
 use crate::client::{Client, seg};
 use crate::duration::DurationParser;
 
@@ -243,9 +243,17 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    /// A command line with only `delayq schedule` on it, parsed as `cli::Cli` parses that
+    /// subcommand; these tests do not name `cli`, which names this module.
+    #[derive(Parser, Debug)]
+    #[command(name = "delayq")]
+    enum Line {
+        Schedule(ScheduleArgs),
+    }
+
     #[test]
     fn put_sends_what_was_given() {
-        let cli = crate::cli::Cli::try_parse_from([
+        let line = Line::try_parse_from([
             "delayq",
             "schedule",
             "put",
@@ -269,9 +277,9 @@ mod tests {
             "drop",
         ])
         .expect("parses");
-        let crate::cli::Command::Schedule(ScheduleArgs {
+        let Line::Schedule(ScheduleArgs {
             command: ScheduleCommand::Put(a),
-        }) = cli.command
+        }) = line
         else {
             panic!("not a schedule put");
         };
@@ -282,8 +290,7 @@ mod tests {
                    "misfire_limit": 3, "max_lateness_ms": 300000, "on_expire": "drop"})
         );
         assert!(
-            crate::cli::Cli::try_parse_from(["delayq", "schedule", "put", "n", "--topic", "t"])
-                .is_err(),
+            Line::try_parse_from(["delayq", "schedule", "put", "n", "--topic", "t"]).is_err(),
             "--cron is required"
         );
     }

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::ClientArgs;
+use crate::args::ClientArgs;
 use crate::client::{Client, seg};
 use crate::duration::DurationParser;
 
@@ -274,13 +274,19 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    /// A command line with only `delayq topic` on it, parsed as `cli::Cli` parses that
+    /// subcommand; these tests do not name `cli`, which names this module.
+    #[derive(Parser, Debug)]
+    #[command(name = "delayq")]
+    enum Line {
+        Topic(TopicArgs),
+    }
+
     fn set_args(args: &[&str]) -> TopicSetArgs {
-        let cli = crate::cli::Cli::try_parse_from(
-            ["delayq", "topic", "set", "orders"].iter().chain(args),
-        )
-        .expect("parses");
-        match cli.command {
-            crate::cli::Command::Topic(TopicArgs {
+        let line = Line::try_parse_from(["delayq", "topic", "set", "orders"].iter().chain(args))
+            .expect("parses");
+        match line {
+            Line::Topic(TopicArgs {
                 command: TopicCommand::Set(a),
             }) => a,
             other => panic!("not a topic set: {other:?}"),
@@ -328,16 +334,14 @@ mod tests {
     #[test]
     fn retention_needs_both_bounds() {
         for args in [&["--retain-jobs", "5"][..], &["--retain-for", "1h"][..]] {
-            let r =
-                crate::cli::Cli::try_parse_from(["delayq", "topic", "set", "t"].iter().chain(args));
+            let r = Line::try_parse_from(["delayq", "topic", "set", "t"].iter().chain(args));
             assert!(r.is_err(), "{args:?}");
         }
     }
 
     #[test]
     fn a_growing_backoff_needs_its_base() {
-        let r =
-            crate::cli::Cli::try_parse_from(["delayq", "topic", "set", "t", "--backoff-max", "1h"]);
+        let r = Line::try_parse_from(["delayq", "topic", "set", "t", "--backoff-max", "1h"]);
         assert!(r.is_err());
     }
 

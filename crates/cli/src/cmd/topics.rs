@@ -3,7 +3,8 @@
 use reqwest::Method;
 
 use crate::cli::{PurgeArgs, TopicsArgs};
-use crate::client::{Client, Failure, report, seg};
+use crate::client::{Client, report, seg};
+use crate::failure::Failure;
 
 pub async fn list(a: TopicsArgs) -> anyhow::Result<()> {
     let v = Client::new(&a.client)?

@@ -1,12 +1,12 @@
-//! The options of every client subcommand (where the server is, how to trust it, `--json`),
-//! the same options before the subcommand, and `delayq health`.
+//! The argument types that the command line (`cli`), the subcommands (`cmd/`) and the HTTP
+//! client (`client`) share: the client options (where the server is, how to trust it,
+//! `--json`), their copy before the subcommand, and `--on-expire`. It names no other module
+//! of the crate, so that `cli` can name the subcommands' own clap types and they can take
+//! these from here without a circle.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use clap::Args;
-
-use crate::duration::DurationParser;
+use clap::{Args, ValueEnum};
 
 /// Where the server is, and how to print the answer.
 ///
@@ -71,12 +71,11 @@ pub struct GlobalArgs {
     pub json: bool,
 }
 
-/// `delayq health`.
-#[derive(Args, Debug)]
-pub struct HealthArgs {
-    /// How long to wait for the answer, e.g. 5s.
-    #[arg(long, value_parser = DurationParser, default_value = "5s")]
-    pub timeout: Duration,
-    #[command(flatten)]
-    pub client: ClientArgs,
+/// `--on-expire`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnExpireArg {
+    /// Dead, with the reason "expired".
+    Dead,
+    /// Deleted.
+    Drop,
 }
