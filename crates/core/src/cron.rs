@@ -5,6 +5,9 @@
 //! misfire policy to fires that passed while nothing ran. Storing schedules and running the
 //! ticks is the engines' and the server's part.
 //!
+//! The file is long (about 720 lines of code, 450 of tests): the fire times and their
+//! daylight-saving edges are tested next to the code that computes them.
+//!
 //! Exactly one job per fire, whatever the number of schedulers: the job's id is derived from
 //! the schedule's name and the fire time ([`JobSchedule::job_id`]), so two schedulers that
 //! plan the same fire push the same id, and the idempotent push keeps one job. The jitter is

@@ -1,5 +1,9 @@
 //! The [`Engine`] trait: every operation of the contract, implemented by the Redis and the
 //! embedded engine and checked by one conformance suite.
+//!
+//! The file is long because the trait is the contract: each operation with its documented
+//! behaviour, the input checks every engine runs, and the forwarding implementation for
+//! `Arc` (issue 38 plans to narrow the trait).
 
 use std::time::Duration;
 

@@ -3,6 +3,9 @@
 //! trip on a pooled connection; a worker's cycle (`settle_and_reserve`) calls its
 //! settlements' functions and the reserve's in one transaction. Reserves that find nothing
 //! wait as `waiters` describes.
+//!
+//! The file is long because every operation of the contract is here; issue 38 moves them
+//! into `ops/` modules that own their calls, as the Redis and SQLite engines have.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

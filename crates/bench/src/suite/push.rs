@@ -25,6 +25,9 @@
 //! The drain's CPU is measured for the server, its redis-server and this process, per job and
 //! in % of a core, which says whether the receiver (or the pull consumers) could be what
 //! bounds the rate. The repetitions alternate which path goes first.
+//!
+//! The file is long because W10 is one workload end to end: its receiver, the two paths'
+//! drivers and their figures.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -23,6 +23,9 @@
 //! caller ([`SlotAnswer::Late`]), which gives back the jobs it leased.
 //!
 //! On one node nothing here applies: every call goes in one pipeline, as before.
+//!
+//! The file is long (about 490 lines of code, 215 of tests): the skip rules are tested next
+//! to them.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

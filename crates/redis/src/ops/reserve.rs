@@ -3,6 +3,9 @@
 //! settlements' answers, the deliveries) and the long-poll around it. A reserve looks at the
 //! partitions of its topics in turn: the topics rotating, each topic's partitions from a
 //! random one, so that workers spread over the partitions and none is always last.
+//!
+//! The file is long because the long-poll, the rotation over topics and partitions and the
+//! passes over a cluster's slots share one pass's state; apart, each would need the others'.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -1,5 +1,8 @@
 //! The JSON wire types of API v1 and their conversions from and to the core types. This is
 //! the only place that knows the wire format.
+//!
+//! The file is long because it holds the whole wire format, every request and answer type
+//! of the API, which the OpenAPI document is built from: one place to read and change it.
 
 use std::time::Duration;
 

@@ -1,6 +1,9 @@
 //! [`Runner`]: runs a sequence of [`Op`]s against an engine and compares every answer with
 //! the [`Model`], allowing exactly the freedom the contract allows.
 //!
+//! The file is long because the candidates (the model states that explain the answers so
+//! far) and each operation's comparison are one search; apart, each would need the others'.
+//!
 //! The freedom is time. Each call is bracketed by two reads of the engine's clock
 //! ([`Engine::now`]), so it ran at some engine time in that window; the runner keeps every
 //! model state (the *candidates*) that explains what the engine answered so far, at some
