@@ -13,13 +13,11 @@ use delayq_core::{
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use crate::engine::PostgresEngine;
 use crate::error::{db_err, refusal};
 use crate::row::{JOB_COLS, RawJob, public_state, signed, unsigned};
 
 /// Reads a job in any state; a done job only while its topic's retention keeps it.
-pub(crate) async fn get(e: &PostgresEngine, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
-    let client = e.client().await?;
+pub(crate) async fn get(client: &Object, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
     let stmt = client
         .prepare_cached(&format!(
             "SELECT delayq.public_state(j.state, j.ready_at, n.now), {JOB_COLS} \
@@ -44,8 +42,7 @@ pub(crate) async fn get(e: &PostgresEngine, topic: &Topic, id: &JobId) -> Result
 
 /// Deletes a job in any state; false when there was none (a done job no longer kept counts
 /// as none).
-pub(crate) async fn delete(e: &PostgresEngine, topic: &Topic, id: &JobId) -> Result<bool> {
-    let client = e.client().await?;
+pub(crate) async fn delete(client: &Object, topic: &Topic, id: &JobId) -> Result<bool> {
     let stmt = client
         .prepare_cached("SELECT delayq.delete_job($1, $2)")
         .await
@@ -81,14 +78,13 @@ fn by_id_status(
 
 /// Calls a job-by-id function of admin.sql that answers (status, pstate) and nothing else.
 async fn by_id_call(
-    e: &PostgresEngine,
+    client: &Object,
     (topic, id): (&Topic, &JobId),
     (operation, doing): (&str, &str),
     sql: &str,
     extra: &[&(dyn ToSql + Sync)],
     wrong: fn(&Topic, &JobId, JobState) -> Error,
 ) -> Result<()> {
-    let client = e.client().await?;
     let stmt = client
         .prepare_cached(sql)
         .await
@@ -106,7 +102,7 @@ async fn by_id_call(
 /// Moves a delayed or ready job to a new due time (at least now); an absolute time more
 /// than [`MAX_DELAY`] ahead of the database's clock is refused, changing nothing.
 pub(crate) async fn reschedule(
-    e: &PostgresEngine,
+    client: &Object,
     topic: &Topic,
     id: &JobId,
     when: Schedule,
@@ -118,7 +114,6 @@ pub(crate) async fn reschedule(
         Schedule::At(at) => -1 - signed(at.as_millis()),
     };
     let max_delay = signed(duration_ms(MAX_DELAY));
-    let client = e.client().await?;
     let stmt = client
         .prepare_cached("SELECT status, pstate, due FROM delayq.reschedule($1, $2, $3, $4)")
         .await
@@ -144,9 +139,9 @@ pub(crate) async fn reschedule(
 }
 
 /// Makes a dead job ready now, its attempts reset to 0.
-pub(crate) async fn kick(e: &PostgresEngine, topic: &Topic, id: &JobId) -> Result<()> {
+pub(crate) async fn kick(client: &Object, topic: &Topic, id: &JobId) -> Result<()> {
     by_id_call(
-        e,
+        client,
         (topic, id),
         ("kick", "kicking a job"),
         "SELECT status, pstate FROM delayq.kick($1, $2)",
@@ -163,9 +158,8 @@ const KICK_CHUNK: i32 = 1000;
 /// Jobs that die while the rounds run may be kicked too; the rounds stop at the first short
 /// one, or after as many as the dead jobs left after the first round need, plus one, so
 /// that a topic whose jobs keep dying cannot keep this call going.
-pub(crate) async fn kick_all(e: &PostgresEngine, topic: &Topic) -> Result<u64> {
+pub(crate) async fn kick_all(client: &Object, topic: &Topic) -> Result<u64> {
     const DOING: &str = "kicking dead jobs";
-    let client = e.client().await?;
     let stmt = client
         .prepare_cached("SELECT delayq.kick_dead($1, $2)")
         .await
@@ -203,14 +197,14 @@ pub(crate) async fn kick_all(e: &PostgresEngine, topic: &Topic) -> Result<u64> {
 /// Sends a delayed or ready job to dead now, without a lease, with `reason` as its last
 /// error (checked by the engine).
 pub(crate) async fn bury_waiting(
-    e: &PostgresEngine,
+    client: &Object,
     topic: &Topic,
     id: &JobId,
     reason: Option<String>,
 ) -> Result<()> {
     let reason = reason.unwrap_or_default();
     by_id_call(
-        e,
+        client,
         (topic, id),
         ("bury", "burying a job"),
         "SELECT status, pstate FROM delayq.bury_waiting($1, $2, $3)",
@@ -221,9 +215,8 @@ pub(crate) async fn bury_waiting(
 }
 
 /// Leases a delayed, ready or dead job by its id, now, as a reserve would lease it.
-pub(crate) async fn reserve_job(e: &PostgresEngine, topic: &Topic, id: &JobId) -> Result<Delivery> {
+pub(crate) async fn reserve_job(client: &Object, topic: &Topic, id: &JobId) -> Result<Delivery> {
     const DOING: &str = "reserving a job by its id";
-    let client = e.client().await?;
     let stmt = client
         .prepare_cached(&format!(
             "SELECT status, pstate, token, now_us, {JOB_COLS} FROM delayq.reserve_job($1, $2)"
@@ -280,7 +273,7 @@ async fn query(client: &Object, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Re
 /// One page of the jobs in `state`, after `after`, in the state's order (done: only those
 /// the topic's retention keeps).
 pub(crate) async fn list(
-    e: &PostgresEngine,
+    client: &Object,
     topic: &Topic,
     state: JobState,
     limit: usize,
@@ -293,17 +286,16 @@ pub(crate) async fn list(
     };
     // One more than a page, to learn whether another follows.
     let fetch = i32::try_from(limit + 1).unwrap_or(i32::MAX);
-    let client = e.client().await?;
     let name = topic.as_str();
     let rows = match (&key, state) {
         (ListKey::Ready(p, due, seq), _) => {
             let sql = format!("SELECT {JOB_COLS} FROM delayq.list_ready($1, $2, $3, $4, $5)");
             let (p, due, seq) = (i64::from(*p), signed(*due), signed(*seq));
-            query(&client, &sql, &[&name, &p, &due, &seq, &fetch]).await?
+            query(client, &sql, &[&name, &p, &due, &seq, &fetch]).await?
         }
         (ListKey::TimeId(t, id), JobState::Delayed) => {
             let sql = format!("SELECT {JOB_COLS} FROM delayq.list_delayed($1, $2, $3, $4)");
-            query(&client, &sql, &[&name, &signed(*t), id, &fetch]).await?
+            query(client, &sql, &[&name, &signed(*t), id, &fetch]).await?
         }
         (ListKey::TimeId(t, id), _) => {
             let stored: i16 = match state {
@@ -312,7 +304,7 @@ pub(crate) async fn list(
                 _ => 4,
             };
             let sql = format!("SELECT {JOB_COLS} FROM delayq.list_timed($1, $2, $3, $4, $5)");
-            query(&client, &sql, &[&name, &stored, &signed(*t), id, &fetch]).await?
+            query(client, &sql, &[&name, &stored, &signed(*t), id, &fetch]).await?
         }
     };
     let mut keyed = Vec::with_capacity(rows.len());
@@ -343,9 +335,8 @@ pub(crate) async fn list(
 
 /// Counts per state, the age of the oldest due job, the next due time, the expired leases
 /// and jobs counted since the topic was created or purged, and the end of its pause.
-pub(crate) async fn stats(e: &PostgresEngine, topic: &Topic) -> Result<TopicStats> {
+pub(crate) async fn stats(client: &Object, topic: &Topic) -> Result<TopicStats> {
     const DOING: &str = "reading stats";
-    let client = e.client().await?;
     let stmt = client
         .prepare_cached(
             "SELECT delayed, ready, reserved, dead, done, oldest_due, next_due, expired, \
@@ -384,8 +375,7 @@ pub(crate) async fn stats(e: &PostgresEngine, topic: &Topic) -> Result<TopicStat
 
 /// Every listed topic (pushed to since it was created or last purged) and every topic
 /// paused now, jobs or not, sorted bytewise.
-pub(crate) async fn topics(e: &PostgresEngine) -> Result<Vec<Topic>> {
-    let client = e.client().await?;
+pub(crate) async fn topics(client: &Object) -> Result<Vec<Topic>> {
     let rows = client
         .query(
             "SELECT name FROM delayq.topics WHERE listed OR paused_until > (SELECT delayq.now_ms()) \
@@ -404,8 +394,7 @@ pub(crate) async fn topics(e: &PostgresEngine) -> Result<Vec<Topic>> {
 
 /// Removes every job of a topic (done ones too) and takes it off the topic list; answers
 /// how many jobs.
-pub(crate) async fn purge(e: &PostgresEngine, topic: &Topic) -> Result<u64> {
-    let client = e.client().await?;
+pub(crate) async fn purge(client: &Object, topic: &Topic) -> Result<u64> {
     let row = client
         .query_one("SELECT delayq.purge($1)", &[&topic.as_str()])
         .await

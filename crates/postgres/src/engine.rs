@@ -635,16 +635,16 @@ impl Engine for PostgresEngine {
     }
 
     async fn get(&self, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
-        admin::get(self, topic, id).await
+        admin::get(&self.client().await?, topic, id).await
     }
 
     async fn delete(&self, topic: &Topic, id: &JobId) -> Result<bool> {
-        admin::delete(self, topic, id).await
+        admin::delete(&self.client().await?, topic, id).await
     }
 
     async fn reschedule(&self, topic: &Topic, id: &JobId, when: Schedule) -> Result<Timestamp> {
         when.validate()?;
-        admin::reschedule(self, topic, id, when).await
+        admin::reschedule(&self.client().await?, topic, id, when).await
     }
 
     async fn reserve(&self, req: &Reserve) -> Result<Vec<Delivery>> {
@@ -792,11 +792,11 @@ impl Engine for PostgresEngine {
     }
 
     async fn kick(&self, topic: &Topic, id: &JobId) -> Result<()> {
-        admin::kick(self, topic, id).await
+        admin::kick(&self.client().await?, topic, id).await
     }
 
     async fn kick_all(&self, topic: &Topic) -> Result<u64> {
-        admin::kick_all(self, topic).await
+        admin::kick_all(&self.client().await?, topic).await
     }
 
     async fn list(
@@ -806,69 +806,69 @@ impl Engine for PostgresEngine {
         limit: usize,
         after: Option<&Cursor>,
     ) -> Result<Page> {
-        admin::list(self, topic, state, limit, after).await
+        admin::list(&self.client().await?, topic, state, limit, after).await
     }
 
     async fn stats(&self, topic: &Topic) -> Result<TopicStats> {
-        admin::stats(self, topic).await
+        admin::stats(&self.client().await?, topic).await
     }
 
     async fn topics(&self) -> Result<Vec<Topic>> {
-        admin::topics(self).await
+        admin::topics(&self.client().await?).await
     }
 
     async fn purge(&self, topic: &Topic) -> Result<u64> {
-        admin::purge(self, topic).await
+        admin::purge(&self.client().await?, topic).await
     }
 
     async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
-        let d = admin::reserve_job(self, topic, id).await?;
+        let d = admin::reserve_job(&self.client().await?, topic, id).await?;
         self.note_leases(std::slice::from_ref(&d));
         Ok(d)
     }
 
     async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {
         check_reason(reason.as_deref())?;
-        admin::bury_waiting(self, topic, id, reason).await
+        admin::bury_waiting(&self.client().await?, topic, id, reason).await
     }
 
     async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
-        topics::topic_config(self, topic).await
+        topics::topic_config(&self.client().await?, topic).await
     }
 
     async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
         config.validate()?;
-        topics::set_topic_config(self, topic, config).await
+        topics::set_topic_config(&self.client().await?, topic, config).await
     }
 
     async fn pause(&self, topic: &Topic, until: Option<Timestamp>) -> Result<()> {
-        topics::pause(self, topic, until).await
+        topics::pause(&self.client().await?, topic, until).await
     }
 
     async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
         check_claim(count)?;
-        store::claim_numbers(self, topic, count).await
+        store::claim_numbers(&self.client().await?, topic, count).await
     }
 
     async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
-        store::number_topic(self, n).await
+        store::number_topic(&self.client().await?, n).await
     }
 
     async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
         schedule.validate()?;
-        store::put_schedule(self, schedule).await
+        store::put_schedule(&self.client().await?, schedule).await
     }
 
     async fn schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
-        store::schedule(self, name).await
+        store::schedule(&self.client().await?, name).await
     }
 
     async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
-        store::schedules(self).await
+        store::schedules(&self.client().await?).await
     }
 
     async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
-        store::delete_schedule(self, name).await
+        store::delete_schedule(&self.client().await?, name).await
     }
 
     async fn schedule_pushed(
@@ -877,24 +877,24 @@ impl Engine for PostgresEngine {
         revision: u64,
         through: Timestamp,
     ) -> Result<bool> {
-        store::schedule_pushed(self, name, revision, through).await
+        store::schedule_pushed(&self.client().await?, name, revision, through).await
     }
 
     async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
         check_destination_doc(doc)?;
-        store::put_destination(self, topic, doc).await
+        store::put_destination(&self.client().await?, topic, doc).await
     }
 
     async fn destination(&self, topic: &Topic) -> Result<Option<StoredDestination>> {
-        store::destination(self, topic).await
+        store::destination(&self.client().await?, topic).await
     }
 
     async fn destinations(&self) -> Result<Vec<StoredDestination>> {
-        store::destinations(self).await
+        store::destinations(&self.client().await?).await
     }
 
     async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
-        store::delete_destination(self, topic).await
+        store::delete_destination(&self.client().await?, topic).await
     }
 
     async fn now(&self) -> Result<Timestamp> {

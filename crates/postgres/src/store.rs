@@ -8,13 +8,13 @@
 //! other operation is one plain statement. A stored value delayq did not write is decoded
 //! as [`Error::Internal`].
 
+use deadpool_postgres::Object;
 use delayq_core::{
     Bytes, Error, JobSchedule, Result, ScheduleName, ScheduleParts, StoredDestination,
     StoredSchedule, Timestamp, Topic,
 };
 use tokio_postgres::Row;
 
-use crate::engine::PostgresEngine;
 use crate::error::db_err;
 use crate::row::{signed, unsigned};
 
@@ -23,15 +23,14 @@ const SCHEDULE_COLS: &str = "name, revision, through, cron, time_zone, topic, bo
      ttr_ms, max_attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, start_ms, end_ms, \
      jitter_ms, misfire, misfire_limit, max_lateness_ms, expires_at_ms, on_expire";
 
-/// Runs `sql` with `params` on a pooled connection (a statement prepared once per
+/// Runs `sql` with `params` on `client` (a statement prepared once per
 /// connection) and answers its rows, a failure naming `what`.
 async fn query(
-    e: &PostgresEngine,
+    client: &Object,
     what: &str,
     sql: &str,
     params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
 ) -> Result<Vec<Row>> {
-    let client = e.client().await?;
     let stmt = client
         .prepare_cached(sql)
         .await
@@ -51,10 +50,10 @@ fn one(rows: Vec<Row>, what: &str) -> Result<Row> {
 
 /// Claims `count` fresh numbers for `topic` (the caller checked 1 to
 /// [`delayq_core::MAX_CLAIM`]) and answers the first (`delayq.claim_numbers`).
-pub(crate) async fn claim_numbers(e: &PostgresEngine, topic: &Topic, count: u64) -> Result<u64> {
+pub(crate) async fn claim_numbers(client: &Object, topic: &Topic, count: u64) -> Result<u64> {
     let what = "claiming numbers";
     let rows = query(
-        e,
+        client,
         what,
         "SELECT delayq.claim_numbers($1, $2)",
         &[&topic.as_str(), &signed(count)],
@@ -74,14 +73,14 @@ pub(crate) async fn claim_numbers(e: &PostgresEngine, topic: &Topic, count: u64)
 /// The topic the range holding `n` was claimed for, or `None` when no claim holds it: the
 /// range that starts at or before `n` nearest to it (one backward step on the primary key),
 /// when it reaches `n`.
-pub(crate) async fn number_topic(e: &PostgresEngine, n: u64) -> Result<Option<Topic>> {
+pub(crate) async fn number_topic(client: &Object, n: u64) -> Result<Option<Topic>> {
     // A number past i64::MAX was never claimed.
     let Ok(n) = i64::try_from(n) else {
         return Ok(None);
     };
     let what = "looking up a number";
     let rows = query(
-        e,
+        client,
         what,
         "SELECT last, topic FROM delayq.number_ranges WHERE first <= $1 \
          ORDER BY first DESC LIMIT 1",
@@ -106,13 +105,13 @@ pub(crate) async fn number_topic(e: &PostgresEngine, n: u64) -> Result<Option<To
 
 /// Creates or replaces a schedule (validated by the caller) and answers its new revision
 /// (`delayq.put_schedule`: 1, then one more at each put; progress cleared).
-pub(crate) async fn put_schedule(e: &PostgresEngine, schedule: &JobSchedule) -> Result<u64> {
+pub(crate) async fn put_schedule(client: &Object, schedule: &JobSchedule) -> Result<u64> {
     let what = "putting a schedule";
     let p = schedule.parts();
     let b = p.backoff;
     let opt = |v: Option<u64>| v.map(signed);
     let rows = query(
-        e,
+        client,
         what,
         "SELECT delayq.put_schedule($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
          $14, $15, $16, $17, $18, $19, $20)",
@@ -148,11 +147,11 @@ pub(crate) async fn put_schedule(e: &PostgresEngine, schedule: &JobSchedule) -> 
 
 /// One schedule, if it exists.
 pub(crate) async fn schedule(
-    e: &PostgresEngine,
+    client: &Object,
     name: &ScheduleName,
 ) -> Result<Option<StoredSchedule>> {
     let rows = query(
-        e,
+        client,
         "reading a schedule",
         &format!("SELECT {SCHEDULE_COLS} FROM delayq.schedules WHERE name = $1"),
         &[&name.as_str()],
@@ -162,9 +161,9 @@ pub(crate) async fn schedule(
 }
 
 /// Every schedule, by name (bytewise, as the other engines sort them).
-pub(crate) async fn schedules(e: &PostgresEngine) -> Result<Vec<StoredSchedule>> {
+pub(crate) async fn schedules(client: &Object) -> Result<Vec<StoredSchedule>> {
     let rows = query(
-        e,
+        client,
         "listing schedules",
         &format!("SELECT {SCHEDULE_COLS} FROM delayq.schedules ORDER BY name COLLATE \"C\""),
         &[],
@@ -176,11 +175,11 @@ pub(crate) async fn schedules(e: &PostgresEngine) -> Result<Vec<StoredSchedule>>
 /// Deletes a schedule and answers what it was (`None`: there was none); the jobs it pushed
 /// stay.
 pub(crate) async fn delete_schedule(
-    e: &PostgresEngine,
+    client: &Object,
     name: &ScheduleName,
 ) -> Result<Option<StoredSchedule>> {
     let rows = query(
-        e,
+        client,
         "deleting a schedule",
         &format!("DELETE FROM delayq.schedules WHERE name = $1 RETURNING {SCHEDULE_COLS}"),
         &[&name.as_str()],
@@ -193,7 +192,7 @@ pub(crate) async fn delete_schedule(
 /// and `through` is later than what it records (`delayq.schedule_pushed`); answers whether
 /// it did.
 pub(crate) async fn schedule_pushed(
-    e: &PostgresEngine,
+    client: &Object,
     name: &ScheduleName,
     revision: u64,
     through: Timestamp,
@@ -204,7 +203,7 @@ pub(crate) async fn schedule_pushed(
     };
     let what = "recording a schedule's progress";
     let rows = query(
-        e,
+        client,
         what,
         "SELECT delayq.schedule_pushed($1, $2, $3)",
         &[&name.as_str(), &revision, &signed(through.as_millis())],
@@ -295,9 +294,9 @@ fn stored_destination(topic: String, doc: String) -> Result<StoredDestination> {
 
 /// Makes `doc` (checked by the caller) the push destination of `topic`, replacing the one
 /// it had.
-pub(crate) async fn put_destination(e: &PostgresEngine, topic: &Topic, doc: &str) -> Result<()> {
+pub(crate) async fn put_destination(client: &Object, topic: &Topic, doc: &str) -> Result<()> {
     query(
-        e,
+        client,
         "putting a destination",
         "INSERT INTO delayq.destinations (topic, doc) VALUES ($1, $2) \
          ON CONFLICT (topic) DO UPDATE SET doc = excluded.doc",
@@ -309,11 +308,11 @@ pub(crate) async fn put_destination(e: &PostgresEngine, topic: &Topic, doc: &str
 
 /// The push destination of `topic`, if it has one.
 pub(crate) async fn destination(
-    e: &PostgresEngine,
+    client: &Object,
     topic: &Topic,
 ) -> Result<Option<StoredDestination>> {
     let rows = query(
-        e,
+        client,
         "reading a destination",
         "SELECT doc FROM delayq.destinations WHERE topic = $1",
         &[&topic.as_str()],
@@ -332,9 +331,9 @@ pub(crate) async fn destination(
 }
 
 /// Every push destination, by topic name (bytewise, as the other engines sort them).
-pub(crate) async fn destinations(e: &PostgresEngine) -> Result<Vec<StoredDestination>> {
+pub(crate) async fn destinations(client: &Object) -> Result<Vec<StoredDestination>> {
     let rows = query(
-        e,
+        client,
         "listing destinations",
         "SELECT topic, doc FROM delayq.destinations ORDER BY topic COLLATE \"C\"",
         &[],
@@ -350,9 +349,9 @@ pub(crate) async fn destinations(e: &PostgresEngine) -> Result<Vec<StoredDestina
 }
 
 /// Removes the push destination of `topic`; answers whether it had one.
-pub(crate) async fn delete_destination(e: &PostgresEngine, topic: &Topic) -> Result<bool> {
+pub(crate) async fn delete_destination(client: &Object, topic: &Topic) -> Result<bool> {
     let rows = query(
-        e,
+        client,
         "deleting a destination",
         "DELETE FROM delayq.destinations WHERE topic = $1 RETURNING 1",
         &[&topic.as_str()],

@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
+use deadpool_postgres::Object;
 use delayq_core::limits::MAX_DELAY;
 use delayq_core::{Backoff, Error, Result, Retention, Timestamp, Topic, TopicConfig, duration_ms};
 use tokio_postgres::Row;
 
-use crate::engine::PostgresEngine;
 use crate::error::{db_err, refusal};
 use crate::row::{signed, unsigned};
 
@@ -18,9 +18,8 @@ const UNTIL_RESUMED: i64 = i64::MAX;
 
 /// Answers the settings of `topic`: what was set last, or the default (nothing set, or no
 /// such topic).
-pub(crate) async fn topic_config(e: &PostgresEngine, topic: &Topic) -> Result<TopicConfig> {
+pub(crate) async fn topic_config(client: &Object, topic: &Topic) -> Result<TopicConfig> {
     const DOING: &str = "reading a topic's settings";
-    let client = e.client().await?;
     let stmt = client
         .prepare_cached(
             "SELECT tp.cfg_ttr_ms, tp.cfg_max_attempts, tp.cfg_bo_base_ms, tp.cfg_bo_factor, \
@@ -98,12 +97,11 @@ fn decode(r: &Row) -> Result<TopicConfig> {
 /// the topic list when missing (`delayq.set_topic_config`); a change of the partition count
 /// while the topic holds jobs is refused with [`Error::PartitionsInUse`], changing nothing.
 pub(crate) async fn set_topic_config(
-    e: &PostgresEngine,
+    client: &Object,
     topic: &Topic,
     config: &TopicConfig,
 ) -> Result<()> {
     const DOING: &str = "setting a topic's settings";
-    let client = e.client().await?;
     let stmt = client
         .prepare_cached(
             "SELECT delayq.set_topic_config($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
@@ -159,11 +157,7 @@ pub(crate) async fn set_topic_config(
 /// `until` not after the engine's clock ends its pause (`delayq.pause`, which wakes the
 /// topic's waiters when it ends or shortens one). An end more than [`MAX_DELAY`] ahead is
 /// refused, changing nothing.
-pub(crate) async fn pause(
-    e: &PostgresEngine,
-    topic: &Topic,
-    until: Option<Timestamp>,
-) -> Result<()> {
+pub(crate) async fn pause(client: &Object, topic: &Topic, until: Option<Timestamp>) -> Result<()> {
     const DOING: &str = "pausing a topic";
     let until = match until {
         None => UNTIL_RESUMED,
@@ -171,7 +165,6 @@ pub(crate) async fn pause(
         // Any other end is a time, refused when too far: never the stored "until resumed".
         Some(t) => signed(t.as_millis()).min(UNTIL_RESUMED - 1),
     };
-    let client = e.client().await?;
     let stmt = client
         .prepare_cached("SELECT delayq.pause($1, $2, $3)")
         .await
