@@ -1,13 +1,93 @@
-//! Conformance cases of a bury without a lease (issue 15): an operator sends a delayed or
-//! ready job to dead now; reserved, dead and missing jobs are refused and nothing changes.
+//! Conformance cases of dead jobs: a bury sends a reserved job to dead, a kick brings one
+//! dead job back (and refuses the other states), a kick_all brings them all back; and a
+//! bury without a lease (issue 15): an operator sends a delayed or ready job to dead now;
+//! reserved, dead and missing jobs are refused and nothing changes.
 
 use std::time::Duration;
 
 use delayq_core::limits::MAX_REASON;
 use delayq_core::{Engine, Error, JobState, Nack, Reserve};
 
-use super::{get, id, job, lease_of, new_topic, ok, one_in_each_state, reserve_one, state};
+use super::{
+    get, id, job, lease_of, ms, new_topic, nothing_ready, ok, one_in_each_state, reserve_one, state,
+};
 use crate::Harness;
+
+/// Bury sends a reserved job to dead at once.
+pub async fn bury_sends_to_dead<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let t = new_topic(h, "bury").await;
+    ok(e.push(job(&t, "a").with_max_attempts(10)).await, "push");
+    let d = reserve_one(&e, &t, ms(0)).await;
+    ok(e.bury(&lease_of(&d), Some("poison".into())).await, "bury");
+    let j = get(&e, &t, "a").await;
+    assert_eq!(j.state, JobState::Dead);
+    assert_eq!(j.last_error.as_deref(), Some("poison"));
+    assert!(j.deadline.is_some(), "a dead job records when it died");
+    let page = ok(e.list(&t, JobState::Dead, 10, None).await, "list");
+    assert_eq!(
+        page.jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+        vec!["a"]
+    );
+    nothing_ready(&e, &t).await;
+}
+
+/// Kick makes a dead job ready with its attempts reset; it refuses other states.
+pub async fn kick_brings_dead_back<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let t = new_topic(h, "kick").await;
+    one_in_each_state(&e, &t).await;
+    ok(e.kick(&t, &id("dead")).await, "kick");
+    let j = get(&e, &t, "dead").await;
+    assert_eq!(j.state, JobState::Ready);
+    assert_eq!(j.attempts, 0);
+    for name in ["delayed", "ready", "reserved"] {
+        let before = h.snapshot().await;
+        let r = e.kick(&t, &id(name)).await;
+        assert!(
+            matches!(
+                r,
+                Err(Error::WrongState {
+                    operation: "kick",
+                    ..
+                })
+            ),
+            "{name}: {r:?}"
+        );
+        assert_eq!(h.snapshot().await, before);
+    }
+    let r = e.kick(&t, &id("missing")).await;
+    assert!(matches!(r, Err(Error::NotFound { .. })), "{r:?}");
+    let mut got = ok(e.reserve(&Reserve::new(t.clone()).max(10)).await, "reserve");
+    got.retain(|d| d.job.id == id("dead"));
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].attempt(), 1);
+}
+
+/// kick_all kicks every dead job and counts them.
+pub async fn kick_all_kicks_every_dead_job<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let t = new_topic(h, "kickall").await;
+    let names: Vec<String> = (0..5).map(|i| format!("j{i}")).collect();
+    ok(
+        e.push_batch(
+            names
+                .iter()
+                .map(|n| job(&t, n).with_max_attempts(1))
+                .collect(),
+        )
+        .await,
+        "push",
+    );
+    for d in ok(e.reserve(&Reserve::new(t.clone()).max(5)).await, "reserve") {
+        ok(e.nack(&lease_of(&d), Nack::default()).await, "nack");
+    }
+    assert_eq!(ok(e.stats(&t).await, "stats").dead, 5);
+    assert_eq!(ok(e.kick_all(&t).await, "kick_all"), 5);
+    let s = ok(e.stats(&t).await, "stats");
+    assert_eq!((s.dead, s.ready), (0, 5));
+    assert_eq!(ok(e.kick_all(&t).await, "kick_all"), 0);
+}
 
 /// A delayed or ready job goes dead at once with the reason and its attempts as they were;
 /// it is listed and counted dead, never delivered, its expiry no longer sweeps it, and a kick

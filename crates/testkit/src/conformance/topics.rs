@@ -1,13 +1,58 @@
-//! Conformance cases of whole topics: the topic list, how a purge leaves it, and how a
-//! pause lists a topic.
+//! Conformance cases of whole topics: the topic list, a purge (of every job of its topic and
+//! nothing else, and how it leaves the list), and how a pause lists a topic.
 
 use std::time::{Duration, Instant};
 
 use delayq_core::limits::MAX_DELAY;
-use delayq_core::{Engine, Timestamp, TopicConfig};
+use delayq_core::{Engine, Error, JobState, Timestamp, TopicConfig};
 
-use super::{job, new_topic, ok, with_partitions};
+use super::{
+    job, lease_of, ms, new_topic, nothing_ready, ok, one_in_each_state, reserve_one, state,
+    with_partitions,
+};
 use crate::Harness;
+
+/// Topics that held jobs are listed, sorted (a purge takes one off: see below).
+pub async fn topics_are_listed<H: Harness>(h: &H) {
+    let e = h.open().await;
+    assert!(ok(e.topics().await, "topics").is_empty());
+    ok(e.push(job(&new_topic(h, "zeta").await, "a")).await, "push");
+    ok(
+        e.push_batch(vec![
+            job(&new_topic(h, "alpha").await, "a"),
+            job(&new_topic(h, "mid").await, "a"),
+        ])
+        .await,
+        "push",
+    );
+    let names: Vec<String> = ok(e.topics().await, "topics")
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    assert_eq!(names, vec!["alpha", "mid", "zeta"]);
+}
+
+/// Purge removes every job of the topic and nothing of other topics.
+pub async fn purge_removes_everything<H: Harness>(h: &H) {
+    let e = h.open().await;
+    let (t, other) = (new_topic(h, "purge").await, new_topic(h, "keep").await);
+    let lease = one_in_each_state(&e, &t).await;
+    ok(e.push(job(&other, "x")).await, "push");
+    assert_eq!(ok(e.purge(&t).await, "purge"), 4);
+    let s = ok(e.stats(&t).await, "stats");
+    assert_eq!((s.delayed, s.ready, s.reserved, s.dead), (0, 0, 0, 0));
+    nothing_ready(&e, &t).await;
+    assert!(matches!(e.ack(&lease).await, Err(Error::NotFound { .. })));
+    assert_eq!(state(&e, &other, "x").await, Some(JobState::Ready));
+    assert!(ok(e.push(job(&t, "delayed")).await, "push").created);
+    // Tokens stay fresh across a purge.
+    let d = reserve_one(&e, &t, ms(0)).await;
+    assert!(lease_of(&d).token > lease.token);
+    assert_eq!(
+        ok(e.purge(&new_topic(h, "never-used").await).await, "purge"),
+        0
+    );
+}
 
 /// The names on the topic list.
 async fn listed<E: Engine>(e: &E) -> Vec<String> {
