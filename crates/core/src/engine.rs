@@ -483,41 +483,37 @@ pub trait Engine: Send + Sync + 'static {
     async fn nack(&self, lease: &Lease, nack: Nack) -> Result<NackOutcome>;
 
     /// Gives a delivery back without counting it as an attempt: the job is ready again at
-    /// once, at its original due time (used by graceful shutdown).
-    async fn release(&self, lease: &Lease) -> Result<()>;
+    /// once, at its original due time (used by graceful shutdown). The default is
+    /// [`Engine::release_with`] without options.
+    async fn release(&self, lease: &Lease) -> Result<()> {
+        self.release_with(lease, Release::default()).await
+    }
 
     /// Gives a delivery back without counting it as an attempt, as [`Engine::release`], and
     /// with `release.delay` due again that long from now (delayed until then), and with
     /// `release.priority` as its priority from now on. A stale lease changes nothing
-    /// ([`Error::LeaseLost`]). The default implementation does a plain release and refuses
-    /// the options, for an engine that has none.
-    async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
-        release.validate()?;
-        if release == Release::default() {
-            return self.release(lease).await;
-        }
-        Err(unsupported(
-            "release a job with a delay or a priority",
-            lease,
-        ))
-    }
+    /// ([`Error::LeaseLost`]).
+    async fn release_with(&self, lease: &Lease, release: Release) -> Result<()>;
 
     /// Extends the lease to now + `ttr` (or the job's ttr). Returns the new deadline.
     async fn touch(&self, lease: &Lease, ttr: Option<Duration>) -> Result<Timestamp>;
 
-    /// Sends a reserved job to dead at once, whatever attempts it has left.
-    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()>;
+    /// Sends a reserved job to dead at once, whatever attempts it has left. The default is
+    /// [`Engine::bury_with`] without a new priority.
+    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
+        self.bury_with(
+            lease,
+            Bury {
+                reason,
+                priority: None,
+            },
+        )
+        .await
+    }
 
     /// [`Engine::bury`], and with `bury.priority` as the job's priority from now on (a kick
-    /// makes it ready with that priority). The default implementation refuses a priority,
-    /// for an engine that cannot change one.
-    async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {
-        check_reason(bury.reason.as_deref())?;
-        match bury.priority {
-            None => self.bury(lease, bury.reason).await,
-            Some(_) => Err(unsupported("bury a job with a new priority", lease)),
-        }
-    }
+    /// makes it ready with that priority).
+    async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()>;
 
     /// Reserves one job by its id, now, whatever its due time: a delayed, ready or dead job
     /// is leased as [`Engine::reserve`] would lease it (a fresh token, a deadline of now plus
@@ -838,16 +834,6 @@ pub fn check_claim(count: u64) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// The refusal of an option an engine does not have.
-fn unsupported(what: &str, lease: &Lease) -> Error {
-    Error::InvalidConfig {
-        reason: format!(
-            "this engine cannot {what} (topic {}, job {}); use the Redis or the embedded engine",
-            lease.topic, lease.id
-        ),
-    }
 }
 
 /// Checks the arguments of [`Engine::ack_batch`].

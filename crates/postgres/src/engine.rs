@@ -750,10 +750,6 @@ impl Engine for PostgresEngine {
         nack_on(&self.client().await?, lease, nack).await
     }
 
-    async fn release(&self, lease: &Lease) -> Result<()> {
-        self.release_with(lease, Release::default()).await
-    }
-
     async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
         release.validate()?;
         release_on(&self.client().await?, lease, release).await
@@ -773,17 +769,6 @@ impl Engine for PostgresEngine {
         )
         .await?;
         Ok(Timestamp::from_millis(unsigned(value, "deadline")?))
-    }
-
-    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
-        self.bury_with(
-            lease,
-            Bury {
-                reason,
-                priority: None,
-            },
-        )
-        .await
     }
 
     async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {

@@ -136,10 +136,6 @@ impl Engine for RedisEngine {
         self.ops.nack(lease, nack).await
     }
 
-    async fn release(&self, lease: &Lease) -> Result<()> {
-        self.ops.release(lease, Release::default()).await
-    }
-
     async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
         release.validate()?;
         self.ops.release(lease, release).await
@@ -150,19 +146,6 @@ impl Engine for RedisEngine {
             check_ttr(ttr)?;
         }
         self.ops.touch(lease, ttr).await
-    }
-
-    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
-        check_reason(reason.as_deref())?;
-        self.ops
-            .bury(
-                lease,
-                Bury {
-                    reason,
-                    priority: None,
-                },
-            )
-            .await
     }
 
     async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {

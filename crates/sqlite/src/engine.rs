@@ -417,10 +417,6 @@ impl Engine for SqliteEngine {
             .await
     }
 
-    async fn release(&self, lease: &Lease) -> Result<()> {
-        self.release_with(lease, Release::default()).await
-    }
-
     async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
         release.validate()?;
         let lease = lease.clone();
@@ -436,11 +432,6 @@ impl Engine for SqliteEngine {
         let lease = lease.clone();
         let ttr = ttr.map(duration_ms);
         self.write(move |tx| lease::touch(tx, &lease, ttr)).await
-    }
-
-    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
-        let priority = None;
-        self.bury_with(lease, Bury { reason, priority }).await
     }
 
     async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {

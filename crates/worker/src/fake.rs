@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use delayq_core::{
-    Backoff, Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, LeaseToken, Nack,
-    NackOutcome, NewJob, Page, Pushed, Reserve, Result, Schedule, Settle, Settled,
+    Backoff, Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, LeaseToken, Nack,
+    NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Schedule, Settle, Settled,
     SettledAndReserved, Timestamp, Topic, TopicStats, async_trait,
 };
 use tokio::time::Instant;
@@ -258,7 +258,7 @@ impl Engine for FakeEngine {
         })
     }
 
-    async fn release(&self, lease: &Lease) -> Result<()> {
+    async fn release_with(&self, lease: &Lease, _release: Release) -> Result<()> {
         self.state().calls.releases.push(lease.id.clone());
         Ok(())
     }
@@ -271,8 +271,11 @@ impl Engine for FakeEngine {
             .unwrap_or(Ok(Timestamp::from_millis(1_700_000_000_000)))
     }
 
-    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
-        self.state().calls.buries.push((lease.id.clone(), reason));
+    async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {
+        self.state()
+            .calls
+            .buries
+            .push((lease.id.clone(), bury.reason));
         Ok(())
     }
 

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use delayq_core::{
-    Backoff, Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, LeaseToken, Nack,
-    NackOutcome, NewJob, Page, Pushed, Reserve, Result, Schedule, Settle, Settled,
+    Backoff, Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, LeaseToken, Nack,
+    NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Schedule, Settle, Settled,
     SettledAndReserved, Timestamp, Topic, TopicStats, async_trait,
 };
 use tokio::sync::Notify;
@@ -213,7 +213,7 @@ impl Engine for SimStore {
         unsupported("nack")
     }
 
-    async fn release(&self, _lease: &Lease) -> Result<()> {
+    async fn release_with(&self, _lease: &Lease, _release: Release) -> Result<()> {
         unsupported("release")
     }
 
@@ -221,7 +221,7 @@ impl Engine for SimStore {
         unsupported("touch")
     }
 
-    async fn bury(&self, _lease: &Lease, _reason: Option<String>) -> Result<()> {
+    async fn bury_with(&self, _lease: &Lease, _bury: Bury) -> Result<()> {
         unsupported("bury")
     }
 

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use delayq_core::{
-    Cursor, Delivery, Engine, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page, Pushed,
-    Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic, TopicStats,
+    Bury, Cursor, Delivery, Engine, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page,
+    Pushed, Release, Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic,
+    TopicStats,
 };
 
 /// The prefix of the line a child process prints after each successful ack.
@@ -184,8 +185,8 @@ impl<E: Engine> Engine for Counting<E> {
         r
     }
 
-    async fn release(&self, lease: &Lease) -> Result<()> {
-        let r = self.inner.release(lease).await;
+    async fn release_with(&self, lease: &Lease, release: Release) -> Result<()> {
+        let r = self.inner.release_with(lease, release).await;
         self.counts.finished(&r);
         r
     }
@@ -194,8 +195,8 @@ impl<E: Engine> Engine for Counting<E> {
         self.inner.touch(lease, ttr).await
     }
 
-    async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
-        let r = self.inner.bury(lease, reason).await;
+    async fn bury_with(&self, lease: &Lease, bury: Bury) -> Result<()> {
+        let r = self.inner.bury_with(lease, bury).await;
         self.counts.finished(&r);
         r
     }
