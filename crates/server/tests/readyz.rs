@@ -1,6 +1,6 @@
 //! `/readyz` end to end on a Redis Cluster: a real server on a free port over a cluster of
 //! the test's own, which goes down and comes back. (One Redis that goes away is
-//! `api.rs`'s `readyz_answers_at_once_while_redis_is_down_issue_12`.)
+//! `api/engine_faults.rs`'s `readyz_answers_at_once_while_redis_is_down_issue_12`.)
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 
