@@ -37,6 +37,16 @@ fn gauge(metrics: &str, topic: &str) -> Option<u8> {
         .map(|v| v.trim().parse().unwrap())
 }
 
+/// The topics a `/v1/topics` answer lists with their stats, in its order.
+fn listed(v: &Value) -> Vec<String> {
+    v["topics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no topics: {v}"))
+        .iter()
+        .map(|t| t["topic"].as_str().unwrap().to_string())
+        .collect()
+}
+
 async fn metrics(s: &TestServer) -> String {
     let (st, page) = s.text("/metrics").await;
     assert_eq!(st, 200, "{page}");
@@ -128,13 +138,7 @@ async fn a_reserve_names_the_topics_of_a_stopped_primary_unreachable_issue_37() 
     let (st, v) = s.get("/v1/topics").await;
     assert_eq!(st, 200, "{v}");
     assert_eq!(names(&v["unreachable"]), stalled.to_vec(), "{v}");
-    let listed: Vec<&str> = v["topics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["topic"].as_str().unwrap())
-        .collect();
-    assert_eq!(listed, [healthy.as_str()], "{v}");
+    assert_eq!(listed(&v), std::slice::from_ref(&healthy), "{v}");
     assert!(
         t0.elapsed() < SLOT_TIMEOUT * 2,
         "the pages waited on the stopped primary: {:?}",
@@ -343,13 +347,7 @@ async fn the_topic_list_answers_while_the_registry_primary_is_stopped_issue_37()
         took < SLOT_TIMEOUT * 3,
         "the list waited on the registry: {took:?}"
     );
-    let listed: Vec<&str> = v["topics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["topic"].as_str().unwrap())
-        .collect();
-    assert_eq!(listed, [healthy.as_str()], "{v}");
+    assert_eq!(listed(&v), std::slice::from_ref(&healthy), "{v}");
     assert_eq!(v["topics"][0]["ready"], 1, "{v}");
     assert_eq!(
         names(&v["unreachable"]),
@@ -371,12 +369,7 @@ async fn the_topic_list_answers_while_the_registry_primary_is_stopped_issue_37()
     loop {
         let (st, v) = s.get("/v1/topics").await;
         assert_eq!(st, 200, "{v}");
-        let listed: BTreeSet<&str> = v["topics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["topic"].as_str().unwrap())
-            .collect();
+        let listed: BTreeSet<String> = listed(&v).into_iter().collect();
         if listed.len() == 3 && names(&v["unreachable"]).is_empty() {
             assert!(listed.contains(late.as_str()), "{v}");
             break;
