@@ -44,6 +44,34 @@ impl JobState {
         JobState::Done,
     ];
 
+    /// The number the Redis and PostgreSQL engines store and answer for the state (1
+    /// delayed, 2 ready, 3 reserved, 4 dead, 5 done: `lib.lua`, `lib.sql`): its place in
+    /// [`JobState::ALL`], from 1.
+    #[inline]
+    pub fn code(self) -> u8 {
+        match self {
+            JobState::Delayed => 1,
+            JobState::Ready => 2,
+            JobState::Reserved => 3,
+            JobState::Dead => 4,
+            JobState::Done => 5,
+        }
+    }
+
+    /// The state of a [`JobState::code`]; `Error::Internal` for a number that is none (a
+    /// store that answers it is not delayq's, or is of another version).
+    #[inline]
+    pub fn from_code(code: i64) -> Result<JobState, Error> {
+        Ok(match code {
+            1 => JobState::Delayed,
+            2 => JobState::Ready,
+            3 => JobState::Reserved,
+            4 => JobState::Dead,
+            5 => JobState::Done,
+            other => return Err(Error::Internal(format!("unknown job state code {other}"))),
+        })
+    }
+
     /// The lowercase name (`delayed`, `ready`, `reserved`, `dead`, `done`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -488,6 +516,21 @@ pub enum NackOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stored state codes are 1 to 5 in life-cycle order, each read back as its state;
+    /// any other number is refused (`lib.lua` and `lib.sql` use these numbers).
+    #[test]
+    fn state_codes_round_trip_and_nothing_else_reads() {
+        let codes: Vec<u8> = JobState::ALL.iter().map(|s| s.code()).collect();
+        assert_eq!(codes, [1, 2, 3, 4, 5]);
+        for st in JobState::ALL {
+            assert_eq!(JobState::from_code(i64::from(st.code())).ok(), Some(st));
+        }
+        for bad in [0, 6, -1, i64::MAX] {
+            let e = JobState::from_code(bad).err();
+            assert!(matches!(e, Some(Error::Internal(_))), "{bad}: {e:?}");
+        }
+    }
 
     /// A delay's sub-millisecond part counts as a whole millisecond, as the engines count it:
     /// an expiry at `now` + 101 ms cannot be after the due time of a 100.5 ms delay. (Checked

@@ -14,7 +14,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::error::{db_err, refusal};
-use crate::row::{JOB_COLS, RawJob, public_state, signed, unsigned};
+use crate::row::{JOB_COLS, RawJob, signed, unsigned};
 
 /// Reads a job in any state; a done job only while its topic's retention keeps it.
 pub(crate) async fn get(client: &Object, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
@@ -36,7 +36,7 @@ pub(crate) async fn get(client: &Object, topic: &Topic, id: &JobId) -> Result<Op
     else {
         return Ok(None);
     };
-    let state = public_state(row.get(0))?;
+    let state = JobState::from_code(i64::from(row.get::<_, i16>(0)))?;
     RawJob::read(&row, 1)?.into_job(topic, state).map(Some)
 }
 
@@ -69,7 +69,7 @@ fn by_id_status(
             topic: topic.clone(),
             id: id.clone(),
         }),
-        3 => Err(wrong(topic, id, public_state(pstate)?)),
+        3 => Err(wrong(topic, id, JobState::from_code(i64::from(pstate))?)),
         other => Err(Error::Internal(format!(
             "{operation} answered status {other}"
         ))),

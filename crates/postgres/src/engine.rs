@@ -30,7 +30,7 @@ use tokio_postgres::types::ToSql;
 use crate::config::PostgresConfig;
 use crate::connect::Connector;
 use crate::error::{db_err, pool_err, refusal};
-use crate::row::{JOB_COLS, RawJob, public_state, signed, unsigned};
+use crate::row::{JOB_COLS, RawJob, signed, unsigned};
 use crate::sweeper::Sweeper;
 use crate::vacuum::Vacuum;
 use crate::waiters::{OFFLINE_WAKE, SAFETY_WAKE, Waiters};
@@ -439,7 +439,7 @@ pub(crate) fn lease_status(
         3 => Err(Error::not_reserved(
             &lease.topic,
             &lease.id,
-            public_state(pstate)?,
+            JobState::from_code(i64::from(pstate))?,
             operation,
         )),
         other => Err(Error::Internal(format!(
@@ -574,7 +574,7 @@ async fn push_run<C: GenericClient>(
                 id: job.id.clone(),
                 created: code == 1,
                 replaced: code == 2,
-                state: public_state(r.get(1))?,
+                state: JobState::from_code(i64::from(r.get::<_, i16>(1)))?,
                 ready_at: Timestamp::from_millis(unsigned(r.get(2), "due time")?),
             });
         }

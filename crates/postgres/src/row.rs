@@ -21,18 +21,6 @@ pub(crate) fn signed(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// A public state code of lib.sql (1 delayed, 2 ready, 3 reserved, 4 dead, 5 done).
-pub(crate) fn public_state(code: i16) -> Result<JobState> {
-    Ok(match code {
-        1 => JobState::Delayed,
-        2 => JobState::Ready,
-        3 => JobState::Reserved,
-        4 => JobState::Dead,
-        5 => JobState::Done,
-        other => return Err(Error::Internal(format!("unknown public job state {other}"))),
-    })
-}
-
 /// The columns a job is read from, in [`RawJob::read`]'s order (after the ones the caller
 /// puts first).
 pub(crate) const JOB_COLS: &str = "id, priority, ready_at, seq, ttr_ms, max_attempts, attempts, \

@@ -51,29 +51,6 @@ pub(crate) fn settle_status(v: &Value) -> Result<(Status, i64)> {
     }
 }
 
-/// The public state codes of lib.lua (1 delayed, 2 ready, 3 reserved, 4 dead, 5 done).
-pub(crate) fn state_from_code(code: i64) -> Result<JobState> {
-    Ok(match code {
-        1 => JobState::Delayed,
-        2 => JobState::Ready,
-        3 => JobState::Reserved,
-        4 => JobState::Dead,
-        5 => JobState::Done,
-        other => return Err(Error::Internal(format!("unknown job state code {other}"))),
-    })
-}
-
-/// The code lib.lua uses for a public state.
-pub(crate) fn state_code(state: JobState) -> u8 {
-    match state {
-        JobState::Delayed => 1,
-        JobState::Ready => 2,
-        JobState::Reserved => 3,
-        JobState::Dead => 4,
-        JobState::Done => 5,
-    }
-}
-
 /// A function reply that must be an array.
 pub(crate) fn array(v: Value) -> Result<Vec<Value>> {
     match v {
@@ -142,7 +119,7 @@ pub(crate) fn decode_job(
             .ok_or_else(|| Error::Internal("a job reply ended early".into()))
     };
     let id = job_id(next()?)?;
-    let state = state_from_code(int(&next()?)?)?;
+    let state = JobState::from_code(int(&next()?)?)?;
     let token = uint(&next()?)?;
     let deadline = uint(&next()?)?;
     let job = job_of(topic, id, state, next()?, |_| deadline)?;
@@ -551,7 +528,7 @@ mod fuzz {
                 internal(string(v.clone()))?;
                 internal(array(v.clone()))?;
                 if let Ok(n) = int(v) {
-                    internal(state_from_code(n))?;
+                    internal(JobState::from_code(n))?;
                     internal(Status::from_code(n))?;
                 }
             }

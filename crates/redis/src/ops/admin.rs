@@ -14,7 +14,7 @@ use redis::Value;
 
 use super::push::schedule_args;
 use super::{Ops, not_found, unexpected};
-use crate::codec::{self, Status, decode_deliveries, decode_job, state_code, state_from_code};
+use crate::codec::{self, Status, decode_deliveries, decode_job};
 use crate::conn::Among;
 use crate::keys::Part;
 use crate::library;
@@ -93,7 +93,7 @@ impl Ops {
         match Status::from_code(code)? {
             Status::Ok => {
                 let ready_at = codec::uint(reply.get(1).unwrap_or(&Value::Nil))?;
-                let state = state_from_code(codec::int(reply.get(2).unwrap_or(&Value::Nil))?)?;
+                let state = JobState::from_code(codec::int(reply.get(2).unwrap_or(&Value::Nil))?)?;
                 self.waiters
                     .pushed(part, ready_at, state == JobState::Ready);
                 Ok(Timestamp::from_millis(ready_at))
@@ -102,7 +102,7 @@ impl Ops {
             Status::WrongState => Err(Error::cannot_reschedule(
                 topic,
                 id,
-                state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
+                JobState::from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
             )),
             Status::InvalidDelay => {
                 let at = match when {
@@ -141,7 +141,7 @@ impl Ops {
             Status::WrongState => Err(Error::cannot_kick(
                 topic,
                 id,
-                state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
+                JobState::from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
             )),
             other => Err(unexpected("kick", other)),
         }
@@ -196,7 +196,7 @@ impl Ops {
             Status::WrongState => Err(Error::cannot_reserve_job(
                 topic,
                 id,
-                state_from_code(codec::int(&reply.next().unwrap_or(Value::Nil))?)?,
+                JobState::from_code(codec::int(&reply.next().unwrap_or(Value::Nil))?)?,
             )),
             other => Err(unexpected("reserve_job", other)),
         }
@@ -231,7 +231,7 @@ impl Ops {
             Status::WrongState => Err(Error::cannot_bury_waiting(
                 topic,
                 id,
-                state_from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
+                JobState::from_code(codec::int(reply.get(1).unwrap_or(&Value::Nil))?)?,
             )),
             other => Err(unexpected("bury_waiting", other)),
         }
@@ -280,7 +280,7 @@ impl Ops {
         limit: usize,
         after: Option<&Cursor>,
     ) -> Result<Page> {
-        let code = state_code(state);
+        let code = state.code();
         let (score, member) = match after {
             None => ("0".to_string(), String::new()),
             Some(c) => parse_cursor(&c.0, code)?,

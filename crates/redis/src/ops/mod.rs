@@ -32,11 +32,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use delayq_core::limits::at_too_far;
-use delayq_core::{Error, JobId, Lease, Limits, Result, Timestamp, Topic, partition_of};
+use delayq_core::{Error, JobId, JobState, Lease, Limits, Result, Timestamp, Topic, partition_of};
 use redis::Cmd;
 use tokio::sync::oneshot;
 
-use crate::codec::{Status, state_from_code};
+use crate::codec::Status;
 use crate::conn::Conn;
 use crate::keys::{KeySpace, Part, TOPIC_KEY_NAMES};
 use crate::wait::Waiters;
@@ -259,7 +259,7 @@ pub(crate) fn refused(
     match status {
         Status::LeaseLost => lease_lost(lease),
         Status::NotFound => not_found(&lease.topic, &lease.id),
-        Status::WrongState => match state_from_code(value) {
+        Status::WrongState => match JobState::from_code(value) {
             Ok(state) => Error::not_reserved(&lease.topic, &lease.id, state, operation),
             Err(e) => e,
         },

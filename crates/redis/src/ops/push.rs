@@ -17,7 +17,7 @@ use redis::{Cmd, Value};
 
 use super::config::{backoff_args, decode_config_at, opt_arg};
 use super::{Ops, route, unexpected};
-use crate::codec::{self, Status, state_from_code};
+use crate::codec::{self, Status};
 use crate::conn::Among;
 use crate::keys::Part;
 use crate::library;
@@ -389,7 +389,7 @@ impl Ops {
             return Err(Error::Internal("push reply has the wrong length".into()));
         }
         for (k, &i) in idx.iter().enumerate() {
-            let state = state_from_code(codec::int(&vals[3 * k + 1])?)?;
+            let state = JobState::from_code(codec::int(&vals[3 * k + 1])?)?;
             let ready_at = codec::uint(&vals[3 * k + 2])?;
             let code = codec::int(&vals[3 * k])?;
             let (created, replaced) = (code == 1, code == 2);
