@@ -177,7 +177,7 @@ if [ -z "${DELAYQ_POSTGRES_BIN:-}" ] && ! ls /usr/lib/postgresql/*/bin/initdb >/
   apt_install postgresql
 fi
 
-# groff checks the manual page that `delayq man` generates (crates/cli/tests/cli.rs).
+# groff checks the manual page that `delayq man` generates (crates/cli/tests/cli/help.rs).
 if ! command -v groff >/dev/null 2>&1; then
   apt_install groff-base
 fi
