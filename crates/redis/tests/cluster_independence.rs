@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use delayq_core::{Delivery, Engine, Error, JobId, Lease, NewJob, Reserve, Settle, Settled, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
-use delayq_testkit::{ClusterNode, RedisCluster, Stopped, key_slot};
+use delayq_testkit::{RedisCluster, Stopped, key_slot};
 
 /// How long a call that must not wait on the stopped primary may take at most: the slot
 /// timeout (500 ms) and the healthy primary's answer, with room for a busy machine.
@@ -33,15 +33,6 @@ const NOT_HELD: Duration = Duration::from_millis(2500);
 /// The jobs' lease length: a job stranded by a lease nobody holds would come back only
 /// after this, far beyond the test's bounds.
 const TTR: Duration = Duration::from_secs(120);
-
-/// A topic named `<name>-<n>` whose keys (under the default prefix) live on `primary`.
-fn topic_on(primary: &ClusterNode, name: &str) -> Topic {
-    (0..)
-        .map(|n| format!("{name}-{n}"))
-        .find(|t| primary.serves(key_slot(format!("delayq:{{{t}}}:wake"))))
-        .map(|t| Topic::new(t).unwrap())
-        .unwrap()
-}
 
 /// Counts every delivery the test receives, by job id.
 #[derive(Default)]
@@ -74,8 +65,8 @@ async fn a_stopped_primary_holds_up_only_its_own_topics_issue_37() {
     // See: issue 37
     let cluster = RedisCluster::start_for_stopping().await;
     let (stopped_node, healthy_node) = &cluster.stoppable_and_healthy();
-    let stalled = topic_on(stopped_node, "stalled");
-    let healthy = topic_on(healthy_node, "healthy");
+    let stalled = Topic::new(stopped_node.topic_named("stalled")).unwrap();
+    let healthy = Topic::new(healthy_node.topic_named("healthy")).unwrap();
     let both = vec![stalled.clone(), healthy.clone()];
     // A response timeout longer than the stop, so that the calls the stopped primary holds
     // are answered when it is continued (a late reply that outlives it is lost, and the
@@ -298,14 +289,14 @@ async fn a_stopped_primary_costs_a_reserve_one_slot_timeout_whatever_its_topics_
     let (stopped_node, healthy_node) = &cluster.stoppable_and_healthy();
     let stalled: Vec<Topic> = ["one", "two", "three"]
         .iter()
-        .map(|n| topic_on(stopped_node, n))
+        .map(|n| Topic::new(stopped_node.topic_named(n)).unwrap())
         .collect();
     let slots: std::collections::HashSet<u16> = stalled
         .iter()
         .map(|t| key_slot(format!("delayq:{{{t}}}:wake")))
         .collect();
     assert_eq!(slots.len(), 3, "{stalled:?} share a slot");
-    let healthy = topic_on(healthy_node, "healthy");
+    let healthy = Topic::new(healthy_node.topic_named("healthy")).unwrap();
     let mut every = stalled.clone();
     every.push(healthy.clone());
     // A slot timeout long enough that one wait and several are far apart on a busy
@@ -407,8 +398,8 @@ async fn a_killed_primary_stays_skipped_while_it_is_dead_issue_37() {
     // See: issue 37
     let mut cluster = RedisCluster::start_for_stopping().await;
     let (dead_node, healthy_node) = cluster.stoppable_and_healthy();
-    let dead = topic_on(&dead_node, "dead");
-    let healthy = topic_on(&healthy_node, "healthy");
+    let dead = Topic::new(dead_node.topic_named("dead")).unwrap();
+    let healthy = Topic::new(healthy_node.topic_named("healthy")).unwrap();
     let both = vec![dead.clone(), healthy.clone()];
     let engine = RedisEngine::connect(RedisConfig::new(cluster.url()))
         .await
@@ -459,8 +450,8 @@ async fn the_first_call_that_meets_a_killed_primary_does_not_wait_the_slot_timeo
     const SLOT_TIMEOUT: Duration = Duration::from_secs(5);
     let mut cluster = RedisCluster::start_for_stopping().await;
     let (dead_node, healthy_node) = cluster.stoppable_and_healthy();
-    let dead = topic_on(&dead_node, "dead");
-    let healthy = topic_on(&healthy_node, "healthy");
+    let dead = Topic::new(dead_node.topic_named("dead")).unwrap();
+    let healthy = Topic::new(healthy_node.topic_named("healthy")).unwrap();
     let both = vec![dead.clone(), healthy.clone()];
     let config = RedisConfig::new(cluster.url()).with_slot_timeout(SLOT_TIMEOUT);
     let engine = RedisEngine::connect(config).await.unwrap();

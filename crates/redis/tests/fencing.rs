@@ -17,16 +17,7 @@ use std::time::{Duration, Instant};
 
 use delayq_core::{Engine, Error, JobId, NewJob, Reserve, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
-use delayq_testkit::{ClusterNode, RedisCluster, Stopped, key_slot};
-
-/// A topic named `<name>-<n>` whose keys (under the default prefix) live on `primary`.
-fn topic_on(primary: &ClusterNode, name: &str) -> Topic {
-    (0..)
-        .map(|n| format!("{name}-{n}"))
-        .find(|t| primary.serves(key_slot(format!("delayq:{{{t}}}:wake"))))
-        .map(|t| Topic::new(t).unwrap())
-        .unwrap()
-}
+use delayq_testkit::{RedisCluster, Stopped};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_lost_in_a_failover_is_never_followed_by_a_smaller_token_issue_37() {
@@ -39,7 +30,7 @@ async fn a_lease_lost_in_a_failover_is_never_followed_by_a_smaller_token_issue_3
         .into_iter()
         .find(|r| r.primary_id.as_ref() == Some(&primary.id))
         .unwrap();
-    let t = topic_on(&primary, "fenced");
+    let t = Topic::new(primary.topic_named("fenced")).unwrap();
     let e = RedisEngine::connect(RedisConfig::new(cluster.url()))
         .await
         .unwrap();

@@ -6,7 +6,7 @@
 //! its first key and answers `CROSSSLOT` on the client side), so [`pipeline`] sends one
 //! pipeline per slot, concurrently, each keeping its calls' order. Every delayq call touches
 //! one topic's keys, which share the topic's hash tag, so a call is always one slot; redis-rs
-//! routes an `FCALL` by its first key after numkeys (tested in `tests/cluster.rs`).
+//! routes an `FCALL` by its first key after numkeys (tested in `tests/cluster/`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -276,7 +276,7 @@ fn strings(v: Value) -> Vec<String> {
 
 /// The route (slot, primary) of `cmd`, as redis-rs routes it: an `FCALL`'s first key after
 /// numkeys, another command's first argument; `None` for a keyless call. (redis-rs keeps its
-/// own routing function private; `tests/cluster.rs` checks that both agree.)
+/// own routing function private; `tests/cluster/` checks that both agree.)
 pub(super) fn route(cmd: &Cmd) -> Option<Route> {
     first_key(cmd).map(|key| Route::with_key(key, SlotAddr::Master))
 }
