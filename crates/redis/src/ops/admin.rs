@@ -362,8 +362,7 @@ impl Ops {
     async fn stats_bounded(&self, topic: &Topic) -> Result<TopicStats> {
         const WHAT: &str = "reading stats";
         let Some(parts) = self.reserve_parts(topic, true).await? else {
-            let home = self.conn.slot(&self.keys.wake(&Part::whole(topic)));
-            return Err(self.conn.skipped(home.unwrap_or_default(), WHAT));
+            return Err(self.home_skipped(topic, WHAT));
         };
         let invs = self.every_part_calls(&parts, library::STATS, |inv| {
             inv.arg(self.tick_batch);

@@ -231,10 +231,7 @@ impl Ops {
             let parts = if others {
                 match self.reserve_parts(t, true).await {
                     Ok(Some(parts)) => Ok(parts),
-                    Ok(None) => {
-                        let home = self.conn.slot(&self.keys.wake(&Part::whole(t)));
-                        Err(self.conn.skipped(home.unwrap_or_default(), "pushing"))
-                    }
+                    Ok(None) => Err(self.home_skipped(t, "pushing")),
                     Err(e) => Err(e),
                 }
             } else {

@@ -270,6 +270,13 @@ impl Ops {
         Ok(order)
     }
 
+    /// The error of a call on `topic` (`what`) whose partition count [`Ops::reserve_parts`]
+    /// could not give: its home slot is skipped as unreachable.
+    pub(super) fn home_skipped(&self, topic: &Topic, what: &str) -> Error {
+        let home = self.conn.slot(&self.keys.wake(&Part::whole(topic)));
+        self.conn.skipped(home.unwrap_or_default(), what)
+    }
+
     /// The partitions of `topic` for a reserve ([`Ops::parts`]: the count read at most once
     /// a minute). On a cluster, a read of the count waits at most the slot timeout when the
     /// reserve has something else to serve: the count read before (a count changes only

@@ -219,34 +219,29 @@ pub async fn push_batch(
         .filter(|a| a.as_ref().is_ok_and(|p| p.created))
         .count();
     state.metrics.pushed(&t, created as u64);
-    let Some(first) = answers.iter().position(Result::is_err) else {
-        let results = answers
-            .into_iter()
-            .filter_map(Result::ok)
-            .map(PushResponse::from)
-            .collect();
-        return Ok(axum::Json(PushBatchResponse { results }).into_response());
-    };
-    let stored = answers.iter().filter(|a| a.is_ok()).count();
-    let mut error = None;
-    let mut results = Vec::with_capacity(answers.len());
-    for answer in answers {
+    let total = answers.len();
+    let mut first_error = None;
+    let mut results = Vec::with_capacity(total);
+    for (i, answer) in answers.into_iter().enumerate() {
         match answer {
             Ok(p) => results.push(Some(PushResponse::from(p))),
             Err(e) => {
-                error.get_or_insert(e);
+                first_error.get_or_insert((i, e));
                 results.push(None);
             }
         }
     }
-    let error = ApiError::from(error.unwrap_or_else(|| Error::Internal("no error".into())))
-        .about_item(
-            first,
-            &format!(
-                "{stored} of {} jobs were stored (`results`); send the others again with their ids (`ids`), and none is stored twice",
-                results.len()
-            ),
-        );
+    let Some((first, error)) = first_error else {
+        let results = results.into_iter().flatten().collect();
+        return Ok(axum::Json(PushBatchResponse { results }).into_response());
+    };
+    let stored = results.iter().filter(|r| r.is_some()).count();
+    let error = ApiError::from(error).about_item(
+        first,
+        &format!(
+            "{stored} of {total} jobs were stored (`results`); send the others again with their ids (`ids`), and none is stored twice"
+        ),
+    );
     let body = PushBatchFailed {
         error: error.detail(),
         results: Some(results),
