@@ -1,7 +1,7 @@
 //! beanstalkd names a job by a number. A job put here gets one from the engine's shared
-//! sequence ([`Engine::claim_numbers`]), claimed in blocks per tube, and keeps its decimal
+//! sequence ([`delayq_core::Numbers::claim_numbers`]), claimed in blocks per tube, and keeps its decimal
 //! form as its delayq id; a command that names a number finds the job's topic with
-//! [`Engine::number_topic`] (the blocks this process claimed are known locally). A job that
+//! [`delayq_core::Numbers::number_topic`] (the blocks this process claimed are known locally). A job that
 //! was pushed some other way (an HTTP push with an id of its own) is given an alias the first
 //! time this server hands it out: a number from `ALIAS_BASE` up, valid in this server
 //! process only.
@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use delayq_core::{Engine, JobId, Result, Topic};
+use delayq_core::{JobId, Result, Store, Topic};
 
 /// The first block a tube claims; each refill claims twice the last, up to [`MAX_BLOCK`].
 const FIRST_BLOCK: u64 = 16;
@@ -34,7 +34,7 @@ struct Block {
 
 /// Numbers for new jobs and the topics of numbers.
 pub(crate) struct Numbers {
-    engine: Arc<dyn Engine>,
+    engine: Arc<dyn Store>,
     blocks: Mutex<HashMap<Topic, Arc<tokio::sync::Mutex<Block>>>>,
     /// Ranges claimed here: first -> (last, topic).
     ranges: Mutex<BTreeMap<u64, (u64, Topic)>>,
@@ -58,7 +58,7 @@ pub(crate) struct Found {
 }
 
 impl Numbers {
-    pub(crate) fn new(engine: Arc<dyn Engine>) -> Self {
+    pub(crate) fn new(engine: Arc<dyn Store>) -> Self {
         Numbers {
             engine,
             blocks: Mutex::default(),

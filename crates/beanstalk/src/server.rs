@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use delayq_core::Engine;
+use delayq_core::Store;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
@@ -25,7 +25,7 @@ use crate::shared::{Options, Shared};
 /// When the default tube cannot be mapped to a topic (never), or accepting fails for good.
 pub async fn serve(
     listener: TcpListener,
-    engine: Arc<dyn Engine>,
+    engine: Arc<dyn Store>,
     options: Options,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
@@ -41,7 +41,7 @@ pub async fn serve(
 #[cfg(unix)]
 pub async fn serve_unix(
     socket: crate::UnixSocket,
-    engine: Arc<dyn Engine>,
+    engine: Arc<dyn Store>,
     options: Options,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
@@ -75,7 +75,7 @@ impl Listener {
 /// [`serve`] and [`serve_unix`]: the accept loop, then the drain.
 async fn run(
     listener: Listener,
-    engine: Arc<dyn Engine>,
+    engine: Arc<dyn Store>,
     options: Options,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use delayq_core::limits::MAX_DELAY;
-use delayq_core::{Bury, Engine, Error, Job, JobState, Lease, Release, Schedule, Topic};
+use delayq_core::{Bury, Engine, Error, Job, JobState, Lease, Release, Schedule, Store, Topic};
 use tracing::warn;
 
 use crate::numbers::Found;
@@ -71,7 +71,7 @@ impl Session {
         }
     }
 
-    fn engine(&self) -> &Arc<dyn Engine> {
+    fn engine(&self) -> &Arc<dyn Store> {
         &self.shared.engine
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use delayq_core::{Coalescers, Engine, Topic};
+use delayq_core::{Coalescers, Store, Topic};
 
 use crate::counters::{Stats, Tubes};
 use crate::line::Lines;
@@ -35,7 +35,7 @@ impl Default for Options {
 
 /// What every connection of one server shares.
 pub(crate) struct Shared {
-    pub(crate) engine: Arc<dyn Engine>,
+    pub(crate) engine: Arc<dyn Store>,
     pub(crate) numbers: Numbers,
     pub(crate) coalescers: Coalescers,
     pub(crate) lines: Lines,
@@ -56,7 +56,7 @@ impl Shared {
     ///
     /// # Errors
     /// When the default tube cannot be mapped to a topic (never).
-    pub(crate) fn new(engine: Arc<dyn Engine>, options: Options) -> std::io::Result<Self> {
+    pub(crate) fn new(engine: Arc<dyn Store>, options: Options) -> std::io::Result<Self> {
         let default = Tube::default_tube();
         let default_topic = default
             .topic()

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use delayq_core::Engine;
+use delayq_core::Store;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -23,7 +23,7 @@ struct Server {
 
 impl Server {
     async fn start(options: delayq_beanstalk::Options) -> Self {
-        let engine: Arc<dyn Engine> = Arc::new(
+        let engine: Arc<dyn Store> = Arc::new(
             delayq_sqlite::SqliteEngine::open(delayq_sqlite::SqliteConfig::memory())
                 .expect("in-memory engine"),
         );

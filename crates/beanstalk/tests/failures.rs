@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use delayq_core::Engine;
+use delayq_core::Store;
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_sqlite::{SqliteConfig, SqliteEngine};
 use delayq_testkit::{Persistence, RedisOptions, RedisServer};
@@ -32,7 +32,7 @@ async fn ready(c: &mut Client, tube: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_store_answers_out_of_memory_and_changes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine: Arc<dyn Engine> = Arc::new(
+    let engine: Arc<dyn Store> = Arc::new(
         SqliteEngine::open(SqliteConfig::dir(dir.path()).with_max_db_bytes(512 * 1024))
             .expect("engine"),
     );
@@ -83,7 +83,7 @@ async fn a_failing_engine_answers_internal_error_and_recovers() {
         persistence: Persistence::AofAlways,
         ..RedisOptions::default()
     });
-    let engine: Arc<dyn Engine> = Arc::new(
+    let engine: Arc<dyn Store> = Arc::new(
         RedisEngine::connect(RedisConfig::new(redis.url()))
             .await
             .unwrap_or_else(|e| panic!("connect: {e}\nlog:\n{}", redis.log())),

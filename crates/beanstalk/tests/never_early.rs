@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use delayq_core::Engine;
+use delayq_core::Store;
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::RedisServer;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -30,7 +30,7 @@ async fn line(r: &mut BufReader<tokio::net::tcp::OwnedReadHalf>) -> String {
 
 /// Puts `JOBS` jobs with a delay of 1 s, each with the client's clock just before its put,
 /// then reserves them all: none comes before its put's time plus 1 s.
-async fn never_early(engine: Arc<dyn Engine>) {
+async fn never_early(engine: Arc<dyn Store>) {
     let addr = serve(engine).await;
     let (r, mut w) = TcpStream::connect(addr)
         .await

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use delayq_core::Engine;
+use delayq_core::Store;
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::RedisServer;
 
@@ -16,7 +16,7 @@ use common::Client;
 
 /// A beanstalkd-protocol server on its own connection to `redis`; its address.
 async fn server(redis: &RedisServer) -> std::net::SocketAddr {
-    let engine: Arc<dyn Engine> = Arc::new(
+    let engine: Arc<dyn Store> = Arc::new(
         RedisEngine::connect(RedisConfig::new(redis.url()))
             .await
             .unwrap_or_else(|e| panic!("connect: {e}\nlog:\n{}", redis.log())),

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use delayq_core::Engine;
+use delayq_core::{Engine, Store};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::RedisServer;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -60,7 +60,7 @@ async fn worker(addr: std::net::SocketAddr) -> Vec<u64> {
     }
 }
 
-async fn every_job_once(engine: Arc<dyn Engine>) {
+async fn every_job_once(engine: Arc<dyn Store>) {
     let addr = serve(engine.clone()).await;
     let (r, mut w) = TcpStream::connect(addr)
         .await

@@ -1,9 +1,11 @@
-//! The [`Engine`] trait: every operation of the contract, implemented by the Redis and the
-//! embedded engine and checked by one conformance suite.
+//! The [`Engine`] trait, the job contract that the Redis, the embedded and the PostgreSQL
+//! engines implement and one conformance suite checks; beside it the capabilities an engine
+//! may have ([`Schedules`], [`Destinations`], [`Numbers`]) and [`Store`], an engine with all
+//! of them.
 //!
 //! The file is long because the trait is the contract: each operation with its documented
 //! behaviour, the input checks every engine runs, and the forwarding implementation for
-//! `Arc` (issue 38 plans to narrow the trait).
+//! `Arc` (a worker holds its engine by value, and `Arc<dyn Store>` is one).
 
 use std::time::Duration;
 
@@ -254,8 +256,8 @@ pub struct Page {
     pub next: Option<Cursor>,
 }
 
-/// A schedule as an engine keeps it ([`Engine::schedules`]): the definition, its revision
-/// (1 at the first [`Engine::put_schedule`], + 1 at each later one) and the latest fire time
+/// A schedule as an engine keeps it ([`Schedules::schedules`]): the definition, its revision
+/// (1 at the first [`Schedules::put_schedule`], + 1 at each later one) and the latest fire time
 /// whose job was pushed (`None` until the first, and again after each put).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredSchedule {
@@ -338,8 +340,11 @@ pub struct TopicStats {
     pub paused_until: Option<Timestamp>,
 }
 
-/// The engine contract. Both engines implement every method with the same semantics; the
-/// conformance suite in `delayq-testkit` checks them against each other's behaviour.
+/// The engine contract: the job's life (push, reserve, settle, list, purge) and a topic's
+/// settings and pause. Every engine implements every method with the same semantics; the
+/// conformance suite in `delayq-testkit` checks them against each other's behaviour. What
+/// only some users need (schedules, push destinations, the beanstalkd protocol's numbers) is
+/// a capability trait of its own, so an engine without it does not compile as if it had it.
 ///
 /// Every method validates its input first and returns an `Invalid*` error (or
 /// [`Error::BodyTooLarge`]) without changing anything. Time is the engine's clock.
@@ -520,55 +525,15 @@ pub trait Engine: Send + Sync + 'static {
     /// its ttr, one more attempt; a dead job keeps its attempts and is leased too, as
     /// beanstalkd's `reserve-job` does), also while its topic is paused. A reserved or done
     /// job is refused with [`Error::WrongState`], a missing one with [`Error::NotFound`]; a
-    /// refusal changes nothing. The default implementation refuses, for an engine that has
-    /// no such operation.
-    async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
-        Err(Error::InvalidConfig {
-            reason: format!(
-                "this engine cannot reserve one job by its id (topic {topic}, job {id}); use the Redis or the embedded engine"
-            ),
-        })
-    }
-
-    /// Claims `count` (1 to 1,000,000) fresh numbers for `topic` from one sequence that
-    /// every process on this engine shares, and answers the first: `first .. first + count`
-    /// are never claimed again, by anyone, and [`Engine::number_topic`] maps each of them to
-    /// `topic` from then on (purges and retention do not change that). Numbers start at 1.
-    /// The beanstalkd protocol names jobs by such numbers. The default implementation
-    /// refuses, for an engine that has no shared sequence.
-    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
-        check_claim(count)?;
-        Err(Error::InvalidConfig {
-            reason: format!(
-                "this engine has no shared sequence of numbers (topic {topic}); use the Redis or the embedded engine"
-            ),
-        })
-    }
-
-    /// The topic that `n` was claimed for by [`Engine::claim_numbers`], or `None` when it
-    /// was never claimed. Without a scan: a lookup among the claimed ranges.
-    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
-        Err(Error::InvalidConfig {
-            reason: format!(
-                "this engine has no shared sequence of numbers (number {n}); use the Redis or the embedded engine"
-            ),
-        })
-    }
+    /// refusal changes nothing.
+    async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery>;
 
     /// Sends a delayed or ready job to dead now (an operator's "move to dead"), with
     /// `reason` as its last error (at most 4 KiB) and its attempts unchanged. A reserved job
     /// is refused with [`Error::WrongState`] (its holder buries it with its lease, as
     /// [`Engine::bury`]), a dead or done one too; a missing one is [`Error::NotFound`]. A
-    /// refused call changes nothing. The default implementation refuses, for an engine
-    /// that has no such operation.
-    async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {
-        crate::limits::check_reason(reason.as_deref())?;
-        Err(Error::InvalidConfig {
-            reason: format!(
-                "this engine cannot bury a waiting job (topic {topic}, job {id}); use the Redis or the embedded engine"
-            ),
-        })
-    }
+    /// refused call changes nothing.
+    async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()>;
 
     /// Makes a dead job ready now with its attempts reset to 0.
     /// [`Error::NotFound`] or [`Error::WrongState`] when it is not a dead job.
@@ -657,12 +622,8 @@ pub trait Engine: Send + Sync + 'static {
     }
 
     /// A topic's settings: what [`Engine::set_topic_config`] set last, or
-    /// [`TopicConfig::default`] (nothing set). The default implementation answers that,
-    /// for an engine that keeps no settings.
-    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
-        let _ = topic;
-        Ok(TopicConfig::default())
-    }
+    /// [`TopicConfig::default`] (nothing set).
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig>;
 
     /// Replaces a topic's settings whole (an unset field goes back to the built-in default),
     /// for every client of the engine. They apply to jobs pushed afterwards: a job keeps the
@@ -670,16 +631,8 @@ pub trait Engine: Send + Sync + 'static {
     /// done jobs beyond its bounds are removed (all of them when it is unset), and acks
     /// from then on keep or remove their jobs by it. Settings survive a purge, and setting
     /// them does not put a topic on [`Engine::topics`]. Validated first
-    /// ([`TopicConfig::validate`]); a refused call changes nothing. The default
-    /// implementation refuses, for an engine that keeps no settings.
-    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
-        config.validate()?;
-        Err(Error::InvalidConfig {
-            reason: format!(
-                "this engine keeps no topic settings (topic {topic}); use the Redis or the embedded engine"
-            ),
-        })
-    }
+    /// ([`TopicConfig::validate`]); a refused call changes nothing.
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()>;
 
     /// Pauses a topic until `until` (`None`: until [`Engine::resume`]), for every client of
     /// the engine: reserves skip it, while its jobs still fall due, its leases still run out
@@ -687,100 +640,96 @@ pub trait Engine: Send + Sync + 'static {
     /// jobs or not (a topic may be paused before its first push). A waiting reserve on it wakes when the
     /// pause ends. Pausing a paused topic replaces its end. Refused, changing nothing, when
     /// `until` is more than 10 years ahead of the engine's clock (pause without an end
-    /// instead). The default implementation refuses, for an engine that keeps no topic state.
-    async fn pause(&self, topic: &Topic, until: Option<Timestamp>) -> Result<()> {
-        let _ = until;
-        Err(Error::InvalidConfig {
-            reason: format!(
-                "this engine cannot pause topics (topic {topic}); use the Redis or the embedded engine"
-            ),
-        })
-    }
+    /// instead).
+    async fn pause(&self, topic: &Topic, until: Option<Timestamp>) -> Result<()>;
 
     /// Ends a topic's pause at once (nothing happens when it is not paused); waiting
-    /// reserves on it wake. The default implementation refuses, as [`Engine::pause`].
+    /// reserves on it wake. The default is [`Engine::pause`] until the epoch (a pause that
+    /// has ended).
     async fn resume(&self, topic: &Topic) -> Result<()> {
         self.pause(topic, Some(Timestamp::EPOCH)).await
     }
+}
 
+/// The beanstalkd protocol's capability: one sequence of numbers that every process on the
+/// engine shares, each number naming the topic it was claimed for. The Redis, the embedded
+/// and the PostgreSQL engines have it ([`Store`]).
+#[async_trait]
+pub trait Numbers: Send + Sync + 'static {
+    /// Claims `count` (1 to 1,000,000) fresh numbers for `topic` from one sequence that
+    /// every process on this engine shares, and answers the first: `first .. first + count`
+    /// are never claimed again, by anyone, and [`Numbers::number_topic`] maps each of them to
+    /// `topic` from then on (purges and retention do not change that). Numbers start at 1.
+    /// The beanstalkd protocol names jobs by such numbers.
+    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64>;
+
+    /// The topic that `n` was claimed for by [`Numbers::claim_numbers`], or `None` when it
+    /// was never claimed. Without a scan: a lookup among the claimed ranges.
+    async fn number_topic(&self, n: u64) -> Result<Option<Topic>>;
+}
+
+/// Recurring jobs ([`JobSchedule`]) kept in the engine, for every client of it: what a
+/// scheduler (`delayq_worker::Scheduler`) reads and records. The Redis, the embedded and
+/// the PostgreSQL engines have it ([`Store`]).
+#[async_trait]
+pub trait Schedules: Send + Sync + 'static {
     /// Creates or replaces a schedule (by name), for every client of the engine, and
     /// answers its new revision. A replaced schedule starts afresh: its pushed-through time
     /// is cleared (jobs its old definition pushed stay; the scheduler deletes the one still
-    /// delayed). Validated first ([`JobSchedule::validate`]). The default implementation
-    /// refuses, for an engine that keeps no schedules.
-    async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
-        schedule.validate()?;
-        Err(Error::InvalidConfig {
-            reason: format!(
-                "this engine keeps no schedules (schedule {}); use the Redis or the embedded engine",
-                schedule.name()
-            ),
-        })
-    }
+    /// delayed). Validated first ([`JobSchedule::validate`]).
+    async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64>;
 
-    /// One schedule, if it exists. The default: none.
-    async fn schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
-        let _ = name;
-        Ok(None)
-    }
+    /// One schedule, if it exists.
+    async fn schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>>;
 
-    /// Every schedule, by name. The default: none.
-    async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
-        Ok(Vec::new())
-    }
+    /// Every schedule, by name.
+    async fn schedules(&self) -> Result<Vec<StoredSchedule>>;
 
     /// Deletes a schedule and answers what it was (`None`: there was none). The jobs it
-    /// pushed stay. The default: there was none.
-    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
-        let _ = name;
-        Ok(None)
-    }
-
-    /// Makes `doc` the push destination of `topic` (replacing the one it had), for every
-    /// client of the engine. Checked first ([`check_destination_doc`]); a refusal changes
-    /// nothing. A destination outlives its topic's jobs: purge leaves it. The default
-    /// implementation refuses, for an engine that keeps no destinations.
-    async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
-        check_destination_doc(doc)?;
-        Err(Error::InvalidConfig {
-            reason: format!(
-                "this engine keeps no push destinations (topic {topic}); use the Redis or the embedded engine"
-            ),
-        })
-    }
-
-    /// The push destination of `topic`, if it has one. The default: none.
-    async fn destination(&self, topic: &Topic) -> Result<Option<StoredDestination>> {
-        let _ = topic;
-        Ok(None)
-    }
-
-    /// Every push destination, by topic name (bytewise). The default: none.
-    async fn destinations(&self) -> Result<Vec<StoredDestination>> {
-        Ok(Vec::new())
-    }
-
-    /// Removes the push destination of `topic`; answers whether it had one. The topic's
-    /// jobs stay. The default: it had none.
-    async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
-        let _ = topic;
-        Ok(false)
-    }
+    /// pushed stay.
+    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>>;
 
     /// Records that the jobs of `schedule`'s fires up to `through` were pushed, when the
     /// schedule is still at `revision` and `through` is later than what it records: answers
     /// whether it did (a scheduler that planned from an older revision, or raced another
-    /// one, changes nothing). The default: it did not.
+    /// one, changes nothing).
     async fn schedule_pushed(
         &self,
         name: &ScheduleName,
         revision: u64,
         through: Timestamp,
-    ) -> Result<bool> {
-        let _ = (name, revision, through);
-        Ok(false)
-    }
+    ) -> Result<bool>;
 }
+
+/// Push destinations kept in the engine, one per topic, for every client of it: what the
+/// push forwarder reads. The Redis, the embedded and the PostgreSQL engines have it
+/// ([`Store`]).
+#[async_trait]
+pub trait Destinations: Send + Sync + 'static {
+    /// Makes `doc` the push destination of `topic` (replacing the one it had), for every
+    /// client of the engine. Checked first ([`check_destination_doc`]); a refusal changes
+    /// nothing. A destination outlives its topic's jobs: purge leaves it.
+    async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()>;
+
+    /// The push destination of `topic`, if it has one.
+    async fn destination(&self, topic: &Topic) -> Result<Option<StoredDestination>>;
+
+    /// Every push destination, by topic name (bytewise).
+    async fn destinations(&self) -> Result<Vec<StoredDestination>>;
+
+    /// Removes the push destination of `topic`; answers whether it had one. The topic's
+    /// jobs stay.
+    async fn delete_destination(&self, topic: &Topic) -> Result<bool>;
+}
+
+/// An engine with every capability: the job contract ([`Engine`]), [`Schedules`],
+/// [`Destinations`] and [`Numbers`]. The Redis, the embedded and the PostgreSQL engines are
+/// stores, and `Arc<dyn Store>` is what `delayq::open` answers and what the HTTP server,
+/// the beanstalkd port and the push forwarder run on; a worker needs only an [`Engine`]
+/// (`Arc<dyn Store>` upcasts to `Arc<dyn Engine>`).
+pub trait Store: Engine + Schedules + Destinations + Numbers {}
+
+impl<T: Engine + Schedules + Destinations + Numbers + ?Sized> Store for T {}
 
 /// Acks `leases` (emptying it) with one `ack_batch`, for the default
 /// [`Engine::settle_and_reserve`].
@@ -822,10 +771,10 @@ async fn settle_one<E: Engine + ?Sized>(e: &E, s: &Settle) -> Result<Result<Sett
     }
 }
 
-/// The most numbers one [`Engine::claim_numbers`] takes.
+/// The most numbers one [`Numbers::claim_numbers`] takes.
 pub const MAX_CLAIM: u64 = 1_000_000;
 
-/// Checks the count of [`Engine::claim_numbers`]: 1 to [`MAX_CLAIM`].
+/// Checks the count of [`Numbers::claim_numbers`]: 1 to [`MAX_CLAIM`].
 pub fn check_claim(count: u64) -> Result<()> {
     if !(1..=MAX_CLAIM).contains(&count) {
         return Err(Error::invalid(
@@ -906,12 +855,6 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
         (**self).reserve_job(topic, id).await
     }
-    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
-        (**self).claim_numbers(topic, count).await
-    }
-    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
-        (**self).number_topic(n).await
-    }
     async fn bury(&self, lease: &Lease, reason: Option<String>) -> Result<()> {
         (**self).bury(lease, reason).await
     }
@@ -965,37 +908,5 @@ impl<T: Engine + ?Sized> Engine for std::sync::Arc<T> {
     }
     async fn resume(&self, topic: &Topic) -> Result<()> {
         (**self).resume(topic).await
-    }
-    async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
-        (**self).put_schedule(schedule).await
-    }
-    async fn schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
-        (**self).schedule(name).await
-    }
-    async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
-        (**self).schedules().await
-    }
-    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
-        (**self).delete_schedule(name).await
-    }
-    async fn schedule_pushed(
-        &self,
-        name: &ScheduleName,
-        revision: u64,
-        through: Timestamp,
-    ) -> Result<bool> {
-        (**self).schedule_pushed(name, revision, through).await
-    }
-    async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
-        (**self).put_destination(topic, doc).await
-    }
-    async fn destination(&self, topic: &Topic) -> Result<Option<StoredDestination>> {
-        (**self).destination(topic).await
-    }
-    async fn destinations(&self) -> Result<Vec<StoredDestination>> {
-        (**self).destinations().await
-    }
-    async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
-        (**self).delete_destination(topic).await
     }
 }

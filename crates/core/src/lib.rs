@@ -14,7 +14,9 @@
 //! - `job`: [`NewJob`], [`Job`], [`JobState`], [`Delivery`], [`Lease`], [`Pushed`].
 //! - `topic`: [`TopicConfig`], a topic's settings (job defaults, body limit, [`Retention`]
 //!   of done jobs).
-//! - `engine`: the [`Engine`] trait and its request and answer types.
+//! - `engine`: the [`Engine`] trait (the job contract every engine implements), the
+//!   capabilities [`Schedules`], [`Destinations`] and [`Numbers`], [`Store`] (all of them),
+//!   and their request and answer types.
 //! - `error`: [`Error`].
 //! - `acks`: [`ack_batcher`], acks of concurrent callers coalesced into `ack_batch` calls
 //!   (used by the worker runtime and the HTTP server).
@@ -51,10 +53,10 @@ pub use cron::{
 };
 pub use detach::detach_lease;
 pub use engine::{
-    Bury, Cursor, DeliveryMode, Engine, MAX_CLAIM, MAX_DESTINATION_DOC, Nack, Page, Readiness,
-    Release, Reserve, Settle, Settled, SettledAndReserved, StoredDestination, StoredSchedule,
-    TopicStats, check_ack_batch, check_claim, check_destination_doc, check_push_batch,
-    check_settle_and_reserve,
+    Bury, Cursor, DeliveryMode, Destinations, Engine, MAX_CLAIM, MAX_DESTINATION_DOC, Nack,
+    Numbers, Page, Readiness, Release, Reserve, Schedules, Settle, Settled, SettledAndReserved,
+    Store, StoredDestination, StoredSchedule, TopicStats, check_ack_batch, check_claim,
+    check_destination_doc, check_push_batch, check_settle_and_reserve,
 };
 pub use error::{BoxError, Error, Result};
 pub use ids::{JobId, LeaseToken, MAX_ID_LEN, MAX_TOPIC_LEN, Topic};

@@ -68,9 +68,9 @@ pub use delayq_sqlite as sqlite;
 pub use delayq_worker as worker;
 
 pub use delayq_core::{
-    Backoff, Delivery, DeliveryMode, Engine, Error, JobId, JobSchedule, JobState, JobTemplate,
-    Lease, Limits, Misfire, NewJob, Pushed, Reserve, Result, Retention, Schedule, ScheduleName,
-    StoredSchedule, Timestamp, Topic, TopicConfig,
+    Backoff, Delivery, DeliveryMode, Destinations, Engine, Error, JobId, JobSchedule, JobState,
+    JobTemplate, Lease, Limits, Misfire, NewJob, Numbers, Pushed, Reserve, Result, Retention,
+    Schedule, ScheduleName, Schedules, Store, StoredSchedule, Timestamp, Topic, TopicConfig,
 };
 pub use delayq_sqlite::Synchronous;
 pub use delayq_worker::{

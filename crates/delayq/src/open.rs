@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use delayq_core::{Engine, Error, Limits, Result};
+use delayq_core::{Error, Limits, Result, Store};
 use delayq_postgres::{PostgresConfig, PostgresEngine};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_sqlite::{SqliteConfig, SqliteEngine, Synchronous};
@@ -103,12 +103,12 @@ impl Location {
 }
 
 /// Opens the engine a URL points to, with default options.
-pub async fn open(url: &str) -> Result<Arc<dyn Engine>> {
+pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
     open_with(url, &OpenOptions::default()).await
 }
 
 /// Opens the engine a URL points to.
-pub async fn open_with(url: &str, options: &OpenOptions) -> Result<Arc<dyn Engine>> {
+pub async fn open_with(url: &str, options: &OpenOptions) -> Result<Arc<dyn Store>> {
     Ok(match Location::parse(url)? {
         Location::Redis(url) => {
             let config = RedisConfig::new(url)

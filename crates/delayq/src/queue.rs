@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use delayq_core::{
-    Backoff, Engine, Error, Job, JobId, NewJob, Pushed, Result, Schedule, Timestamp, Topic,
+    Backoff, Engine, Error, Job, JobId, NewJob, Pushed, Result, Schedule, Store, Timestamp, Topic,
 };
 use delayq_worker::{Handler, Json, Payload, Worker, WorkerConfig};
 
@@ -32,7 +32,7 @@ use crate::open::{OpenOptions, open_with};
 /// ```
 #[derive(Clone)]
 pub struct Queue {
-    engine: Arc<dyn Engine>,
+    engine: Arc<dyn Store>,
 }
 
 impl Queue {
@@ -51,14 +51,14 @@ impl Queue {
     }
 
     /// A queue over an engine you built yourself.
-    pub fn new(engine: impl Engine) -> Self {
+    pub fn new(engine: impl Store) -> Self {
         Queue {
             engine: Arc::new(engine),
         }
     }
 
     /// The engine, for every operation of the contract (reserve, stats, list, purge ...).
-    pub fn engine(&self) -> &Arc<dyn Engine> {
+    pub fn engine(&self) -> &Arc<dyn Store> {
         &self.engine
     }
 
@@ -136,7 +136,7 @@ impl Queue {
     }
 
     /// A worker over `topics` with the default [`WorkerConfig`]; run it with [`Worker::run`].
-    pub fn worker<P, H>(&self, topics: &[&str], handler: H) -> Result<Worker<Arc<dyn Engine>, P, H>>
+    pub fn worker<P, H>(&self, topics: &[&str], handler: H) -> Result<Worker<Arc<dyn Store>, P, H>>
     where
         P: Payload,
         H: Handler<P>,
@@ -150,7 +150,7 @@ impl Queue {
         topics: &[&str],
         config: WorkerConfig,
         handler: H,
-    ) -> Result<Worker<Arc<dyn Engine>, P, H>>
+    ) -> Result<Worker<Arc<dyn Store>, P, H>>
     where
         P: Payload,
         H: Handler<P>,

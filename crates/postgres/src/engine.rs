@@ -17,11 +17,11 @@ use delayq_core::limits::{
     delay_ms_ceil,
 };
 use delayq_core::{
-    Backoff, Bury, Cursor, Delivery, DeliveryMode, Engine, Error, Expiry, Job, JobId, JobSchedule,
-    JobState, Lease, Limits, Nack, NackOutcome, NewJob, OnConflict, OnExpire, Page, Pushed,
-    Release, Reserve, Result, Schedule, ScheduleName, Settle, Settled, SettledAndReserved,
-    StoredDestination, StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats, async_trait,
-    check_ack_batch, check_claim, check_destination_doc, check_push_batch,
+    Backoff, Bury, Cursor, Delivery, DeliveryMode, Destinations, Engine, Error, Expiry, Job, JobId,
+    JobSchedule, JobState, Lease, Limits, Nack, NackOutcome, NewJob, Numbers, OnConflict, OnExpire,
+    Page, Pushed, Release, Reserve, Result, Schedule, ScheduleName, Schedules, Settle, Settled,
+    SettledAndReserved, StoredDestination, StoredSchedule, Timestamp, Topic, TopicConfig,
+    TopicStats, async_trait, check_ack_batch, check_claim, check_destination_doc, check_push_batch,
     check_settle_and_reserve, detach_lease, duration_ms,
 };
 use tokio_postgres::GenericClient;
@@ -830,6 +830,18 @@ impl Engine for PostgresEngine {
         topics::pause(&self.client().await?, topic, until).await
     }
 
+    async fn now(&self) -> Result<Timestamp> {
+        let client = self.client().await?;
+        let row = client
+            .query_one("SELECT delayq.now_ms()", &[])
+            .await
+            .map_err(|e| db_err("reading the clock", e))?;
+        Ok(Timestamp::from_millis(unsigned(row.get(0), "clock")?))
+    }
+}
+
+#[async_trait]
+impl Numbers for PostgresEngine {
     async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
         check_claim(count)?;
         store::claim_numbers(&self.client().await?, topic, count).await
@@ -838,7 +850,10 @@ impl Engine for PostgresEngine {
     async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
         store::number_topic(&self.client().await?, n).await
     }
+}
 
+#[async_trait]
+impl Schedules for PostgresEngine {
     async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
         schedule.validate()?;
         store::put_schedule(&self.client().await?, schedule).await
@@ -864,7 +879,10 @@ impl Engine for PostgresEngine {
     ) -> Result<bool> {
         store::schedule_pushed(&self.client().await?, name, revision, through).await
     }
+}
 
+#[async_trait]
+impl Destinations for PostgresEngine {
     async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
         check_destination_doc(doc)?;
         store::put_destination(&self.client().await?, topic, doc).await
@@ -880,14 +898,5 @@ impl Engine for PostgresEngine {
 
     async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
         store::delete_destination(&self.client().await?, topic).await
-    }
-
-    async fn now(&self) -> Result<Timestamp> {
-        let client = self.client().await?;
-        let row = client
-            .query_one("SELECT delayq.now_ms()", &[])
-            .await
-            .map_err(|e| db_err("reading the clock", e))?;
-        Ok(Timestamp::from_millis(unsigned(row.get(0), "clock")?))
     }
 }

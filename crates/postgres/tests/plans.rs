@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use delayq_core::{
-    Engine, JobId, JobState, Nack, NewJob, Release, Reserve, Schedule, Topic, TopicConfig,
+    Engine, JobId, JobState, Nack, NewJob, Numbers, Release, Reserve, Schedule, Topic, TopicConfig,
 };
 use delayq_postgres::{PostgresConfig, PostgresEngine};
 use delayq_testkit::PostgresServer;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use delayq_core::{Engine, Topic};
+use delayq_core::{Store, Topic};
 use delayq_worker::{Job, JobError, Worker, WorkerConfig};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -57,7 +57,7 @@ fn timeout_of(own: Option<Duration>, left: Duration) -> Duration {
 
 /// Forwards the due jobs of every topic with a destination.
 pub struct Forwarder {
-    engine: Arc<dyn Engine>,
+    engine: Arc<dyn Store>,
     metrics: PushMetrics,
     sender: Sender,
     refresh: Duration,
@@ -72,7 +72,7 @@ struct Running {
 
 impl Forwarder {
     /// A forwarder over `engine`, counting into `metrics`.
-    pub fn new(engine: Arc<dyn Engine>, metrics: PushMetrics) -> Result<Self, String> {
+    pub fn new(engine: Arc<dyn Store>, metrics: PushMetrics) -> Result<Self, String> {
         Ok(Forwarder {
             engine,
             metrics,

@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use delayq_core::{Backoff, Engine, Topic, TopicConfig};
+use delayq_core::{Backoff, Store, Topic, TopicConfig};
 
 use crate::destination::Destination;
 
@@ -42,7 +42,7 @@ pub fn receiver_backoff() -> Backoff {
 /// Every put fills them, so a put retried after a failed settings write completes it; a
 /// setting the topic has (however it got it) is never changed here.
 pub async fn put_destination(
-    engine: &dyn Engine,
+    engine: &dyn Store,
     topic: &Topic,
     destination: &Destination,
 ) -> delayq_core::Result<TopicConfig> {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode};
-use delayq_core::{Engine, JobId, NewJob, Topic};
+use delayq_core::{Engine, JobId, NewJob, Store, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_testkit::{RedisCluster, Stopped};
 
@@ -94,7 +94,7 @@ async fn a_stopped_primary_holds_up_only_its_own_topics_webhook_issue_37() {
     let healthy = Topic::new(healthy_node.topic_named("healthy")).unwrap();
     let mut config = RedisConfig::new(cluster.url()).with_slot_timeout(SLOT_TIMEOUT);
     config.response_timeout = Duration::from_secs(30);
-    let engine: Arc<dyn Engine> = Arc::new(RedisEngine::connect(config).await.unwrap());
+    let engine: Arc<dyn Store> = Arc::new(RedisEngine::connect(config).await.unwrap());
     let (url, got) = receiver().await;
     for t in [&stalled, &healthy] {
         let doc = serde_json::json!({

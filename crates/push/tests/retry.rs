@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use delayq_core::{Backoff, Engine, JobId, JobState, NewJob, Topic, TopicConfig};
+use delayq_core::{Backoff, Engine, JobId, JobState, NewJob, Store, Topic, TopicConfig};
 use delayq_push::{Destination, PushMetrics, RECEIVER_MAX_ATTEMPTS, receiver_backoff};
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -64,7 +64,7 @@ fn serve_on(
 
 /// Gives topic `name` a webhook to `addr` the way the API does
 /// (`delayq_push::put_destination`).
-async fn hooked(engine: &Arc<dyn Engine>, name: &str, addr: SocketAddr) -> Topic {
+async fn hooked(engine: &Arc<dyn Store>, name: &str, addr: SocketAddr) -> Topic {
     let t = topic(name);
     let doc = serde_json::json!({
         "type": "webhook",
@@ -161,7 +161,7 @@ async fn a_topics_own_settings_win_over_the_receiver_schedule_issue_36() {
 
 /// One job, ready now, with a ttr of `ttr`, `max_attempts` attempts and a fixed back-off
 /// of 100 ms.
-async fn push_one(engine: &Arc<dyn Engine>, t: &Topic, ttr: Duration, max_attempts: u32) {
+async fn push_one(engine: &Arc<dyn Store>, t: &Topic, ttr: Duration, max_attempts: u32) {
     engine
         .push(
             NewJob::new(t.clone(), "x")

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use delayq_core::{Backoff, Engine, JobId, NewJob, Topic};
+use delayq_core::{Backoff, Engine, JobId, NewJob, Store, Topic};
 use delayq_push::PushMetrics;
 
 const TTR: Duration = Duration::from_secs(3);
@@ -63,13 +63,13 @@ async fn receiver(delays: Vec<Duration>) -> (Arc<Receiver>, SocketAddr) {
 }
 
 /// Points topic `name` of `engine` at the receiver on `addr`, `max_concurrency` sends at once.
-async fn hooked(engine: &Arc<dyn Engine>, name: &str, addr: SocketAddr, n: u32) -> Topic {
+async fn hooked(engine: &Arc<dyn Store>, name: &str, addr: SocketAddr, n: u32) -> Topic {
     hooked_with(engine, name, addr, n, None).await
 }
 
 /// As [`hooked`], with the destination's `timeout_ms` when given.
 async fn hooked_with(
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn Store>,
     name: &str,
     addr: SocketAddr,
     n: u32,
@@ -90,7 +90,7 @@ async fn hooked_with(
 }
 
 /// `n` jobs ready now with a ttr of 3 s, 5 attempts, a fixed back-off of 200 ms.
-async fn push(engine: &Arc<dyn Engine>, t: &Topic, n: usize) {
+async fn push(engine: &Arc<dyn Store>, t: &Topic, n: usize) {
     let jobs = (0..n)
         .map(|i| {
             NewJob::new(t.clone(), "x")

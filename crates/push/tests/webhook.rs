@@ -17,7 +17,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
-use delayq_core::{Backoff, Engine, JobId, JobState, NewJob, Topic};
+use delayq_core::{Backoff, Engine, JobId, JobState, NewJob, Store, Topic};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
@@ -161,7 +161,7 @@ fn webhook_doc(addr: SocketAddr, secrets: &[&str], max_concurrency: u32) -> Stri
 /// pointed at it with `signing` secrets and `max_concurrency`, forwarded until the guard
 /// drops.
 async fn hooked(
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn Store>,
     name: &str,
     secrets: &[&str],
     signing: &[&str],
@@ -183,12 +183,7 @@ async fn hooked(
 }
 
 /// Waits (bounded) until the job `id` is dead, and answers it.
-async fn dead(
-    engine: &Arc<dyn Engine>,
-    t: &Topic,
-    id: &JobId,
-    limit: Duration,
-) -> delayq_core::Job {
+async fn dead(engine: &Arc<dyn Store>, t: &Topic, id: &JobId, limit: Duration) -> delayq_core::Job {
     let start = Instant::now();
     loop {
         let j = engine.get(t, id).await.unwrap().unwrap();
@@ -209,7 +204,7 @@ async fn until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-async fn delivered_once_each(engine: Arc<dyn Engine>) {
+async fn delivered_once_each(engine: Arc<dyn Store>) {
     let (r, t, _f) = hooked(&engine, "hooks", &[OLD], &[OLD], 8, Script::default()).await;
     let n = 300;
     let jobs = (0..n)

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use delayq_core::limits::{check_count, check_reason, check_ttr};
 use delayq_core::{
-    Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Nack,
-    NackOutcome, NewJob, Page, Pushed, Readiness, Release, Reserve, Result, Schedule, ScheduleName,
-    Settle, SettledAndReserved, StoredDestination, StoredSchedule, Timestamp, Topic, TopicConfig,
-    TopicStats, async_trait, check_ack_batch, check_claim, check_destination_doc, check_push_batch,
-    check_settle_and_reserve,
+    Bury, Cursor, Delivery, Destinations, Engine, Error, Job, JobId, JobSchedule, JobState, Lease,
+    Nack, NackOutcome, NewJob, Numbers, Page, Pushed, Readiness, Release, Reserve, Result,
+    Schedule, ScheduleName, Schedules, Settle, SettledAndReserved, StoredDestination,
+    StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch,
+    check_claim, check_destination_doc, check_push_batch, check_settle_and_reserve,
 };
 use tokio::sync::oneshot;
 
@@ -157,15 +157,6 @@ impl Engine for RedisEngine {
         self.ops.reserve_job(topic, id).await
     }
 
-    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
-        check_claim(count)?;
-        self.ops.claim_numbers(topic, count).await
-    }
-
-    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
-        self.ops.number_topic(n).await
-    }
-
     async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {
         check_reason(reason.as_deref())?;
         self.ops.bury_waiting(topic, id, reason).await
@@ -232,7 +223,22 @@ impl Engine for RedisEngine {
             .pause(topic, until.unwrap_or(Timestamp::NEVER))
             .await
     }
+}
 
+#[async_trait]
+impl Numbers for RedisEngine {
+    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
+        check_claim(count)?;
+        self.ops.claim_numbers(topic, count).await
+    }
+
+    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
+        self.ops.number_topic(n).await
+    }
+}
+
+#[async_trait]
+impl Schedules for RedisEngine {
     async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
         schedule.validate()?;
         self.ops.put_schedule(schedule).await
@@ -246,6 +252,22 @@ impl Engine for RedisEngine {
         self.ops.schedules().await
     }
 
+    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        self.ops.delete_schedule(name).await
+    }
+
+    async fn schedule_pushed(
+        &self,
+        name: &ScheduleName,
+        revision: u64,
+        through: Timestamp,
+    ) -> Result<bool> {
+        self.ops.schedule_pushed(name, revision, through).await
+    }
+}
+
+#[async_trait]
+impl Destinations for RedisEngine {
     async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
         check_destination_doc(doc)?;
         self.ops.put_destination(topic, doc).await
@@ -261,18 +283,5 @@ impl Engine for RedisEngine {
 
     async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
         self.ops.delete_destination(topic).await
-    }
-
-    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
-        self.ops.delete_schedule(name).await
-    }
-
-    async fn schedule_pushed(
-        &self,
-        name: &ScheduleName,
-        revision: u64,
-        through: Timestamp,
-    ) -> Result<bool> {
-        self.ops.schedule_pushed(name, revision, through).await
     }
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use delayq_core::{Acker, Coalescers, Engine, ack_batcher, run_acks};
+use delayq_core::{Acker, Coalescers, Store, ack_batcher, run_acks};
 use delayq_worker::{Scheduler, SchedulerConfig};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -29,7 +29,7 @@ impl std::ops::Deref for AppState {
 /// What every handler shares, behind [`AppState`].
 pub struct Shared {
     /// The engine.
-    pub engine: Arc<dyn Engine>,
+    pub engine: Arc<dyn Store>,
     /// The HTTP settings.
     pub config: Arc<ServerConfig>,
     /// The metrics.
@@ -52,7 +52,7 @@ impl AppState {
     /// batched acks, which ends when the last clone of the state is dropped, and the
     /// scheduler and the dashboard's sampler (`series`), which end when `shutdown` is
     /// cancelled.
-    pub fn new(engine: Arc<dyn Engine>, config: ServerConfig) -> Self {
+    pub fn new(engine: Arc<dyn Store>, config: ServerConfig) -> Self {
         let (acker, acks) = ack_batcher();
         let batches = engine.clone();
         tokio::spawn(async move { run_acks(batches.as_ref(), acks).await });

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::TestServer;
-use delayq_core::{Coalescers, DeliveryMode, Engine, NewJob, Topic};
+use delayq_core::{Coalescers, DeliveryMode, Engine, NewJob, Store, Topic};
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_server::ServerConfig;
 use delayq_testkit::RedisServer;
@@ -41,7 +41,7 @@ async fn fcalls(redis: &RedisServer) -> u64 {
         .unwrap_or(0)
 }
 
-async fn engine(redis: &RedisServer) -> Arc<dyn Engine> {
+async fn engine(redis: &RedisServer) -> Arc<dyn Store> {
     Arc::new(
         RedisEngine::connect(RedisConfig::new(redis.url()))
             .await

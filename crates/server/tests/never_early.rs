@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::TestServer;
-use delayq_core::Engine;
+use delayq_core::Store;
 use delayq_server::ServerConfig;
 use serde_json::json;
 
@@ -28,7 +28,7 @@ fn caller_us() -> u64 {
 /// before sending plus 250 ms, and no later than its clock when the answer came, rounded up
 /// to the millisecond, plus 250 ms (the rounding adds no more than it must); then each is
 /// handed out no earlier than its push plus 250 ms either.
-async fn never_early(engine: Arc<dyn Engine>) {
+async fn never_early(engine: Arc<dyn Store>) {
     let s = TestServer::start(engine, ServerConfig::default()).await;
     let mut asked = Vec::new();
     let mut early = Vec::new();

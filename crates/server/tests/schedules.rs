@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{TestServer, code};
-use delayq_core::{Engine, ScheduleName};
+use delayq_core::{Engine, ScheduleName, Store};
 use delayq_server::ServerConfig;
 use serde_json::{Value, json};
 
@@ -42,14 +42,14 @@ fn fire_of(id: &str) -> u64 {
 }
 
 /// The latest fire a schedule has pushed (its progress as the engine keeps it), in ms.
-async fn through(engine: &dyn Engine, name: &str) -> u64 {
+async fn through(engine: &dyn Store, name: &str) -> u64 {
     let name = ScheduleName::new(name).unwrap();
     let stored = engine.schedule(&name).await.unwrap().unwrap();
     stored.through.unwrap().as_millis()
 }
 
 /// Waits until a schedule's progress is past `old` (a tick pushed its next fire).
-async fn through_past(engine: &dyn Engine, name: &str, old: u64) {
+async fn through_past(engine: &dyn Store, name: &str, old: u64) {
     let start = Instant::now();
     loop {
         if through(engine, name).await > old {
@@ -101,7 +101,7 @@ async fn reserve_all(s: &TestServer, topic: &str) -> Vec<(u64, bool)> {
     }
 }
 
-async fn outage(engine: Arc<dyn Engine>) {
+async fn outage(engine: Arc<dyn Store>) {
     let mut s = TestServer::start(engine.clone(), ServerConfig::default()).await;
     for (name, misfire, extra, _) in CASES {
         let mut def = json!({
@@ -157,7 +157,7 @@ async fn outage(engine: Arc<dyn Engine>) {
 }
 
 /// The schedules' expiry fields are refused as a push's are, at their field.
-async fn bad_expiry_is_refused(engine: Arc<dyn Engine>) {
+async fn bad_expiry_is_refused(engine: Arc<dyn Store>) {
     let s = TestServer::start(engine, ServerConfig::default()).await;
     let def = json!({"cron": "@hourly", "topic": "t"});
     for (patch, field) in [
@@ -200,7 +200,7 @@ async fn bad_expiry_is_refused(engine: Arc<dyn Engine>) {
     );
 }
 
-async fn embedded() -> (Arc<dyn Engine>, tempfile::TempDir) {
+async fn embedded() -> (Arc<dyn Store>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let engine =
         delayq_sqlite::SqliteEngine::open(delayq_sqlite::SqliteConfig::dir(dir.path())).unwrap();

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::TestServer;
-use delayq_core::{Engine, Nack, NewJob, Reserve, Topic};
+use delayq_core::{Engine, Nack, NewJob, Reserve, Store, Topic};
 use delayq_server::{ServerConfig, UiMode};
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -292,7 +292,7 @@ async fn goto(c: &Client, s: &TestServer, hash: &str) {
     c.goto(&s.url(&format!("/ui{hash}"))).await.unwrap();
 }
 
-async fn state_of(e: &Arc<dyn Engine>, topic: &Topic, id: &str) -> Option<String> {
+async fn state_of(e: &Arc<dyn Store>, topic: &Topic, id: &str) -> Option<String> {
     e.get(topic, &delayq_core::JobId::new(id).unwrap())
         .await
         .unwrap()
@@ -300,7 +300,7 @@ async fn state_of(e: &Arc<dyn Engine>, topic: &Topic, id: &str) -> Option<String
 }
 
 /// The embedded engine in `dir`.
-fn embedded(dir: &Path) -> Arc<dyn Engine> {
+fn embedded(dir: &Path) -> Arc<dyn Store> {
     let config = delayq_sqlite::SqliteConfig::dir(dir.join("data"));
     Arc::new(delayq_sqlite::SqliteEngine::open(config).unwrap())
 }

@@ -12,11 +12,12 @@ use delayq_core::limits::{
     MAX_DELAY, at_too_far, check_count, check_reason, check_ttr, delay_ms_ceil,
 };
 use delayq_core::{
-    Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobSchedule, JobState, Lease, Limits,
-    ListKey, Nack, NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Retention,
-    Schedule, ScheduleName, Settle, Settled, SettledAndReserved, StoredDestination, StoredSchedule,
-    Timestamp, Topic, TopicConfig, TopicStats, async_trait, check_ack_batch, check_claim,
-    check_destination_doc, check_push_batch, check_settle_and_reserve, detach_lease, duration_ms,
+    Bury, Cursor, Delivery, Destinations, Engine, Error, Job, JobId, JobSchedule, JobState, Lease,
+    Limits, ListKey, Nack, NackOutcome, NewJob, Numbers, Page, Pushed, Release, Reserve, Result,
+    Retention, Schedule, ScheduleName, Schedules, Settle, Settled, SettledAndReserved,
+    StoredDestination, StoredSchedule, Timestamp, Topic, TopicConfig, TopicStats, async_trait,
+    check_ack_batch, check_claim, check_destination_doc, check_push_batch,
+    check_settle_and_reserve, detach_lease, duration_ms,
 };
 use rusqlite::Connection;
 use tokio::sync::{Notify, oneshot};
@@ -448,17 +449,6 @@ impl Engine for SqliteEngine {
             .await
     }
 
-    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
-        check_claim(count)?;
-        let topic = topic.clone();
-        self.write(move |tx| numbers::claim(tx, &topic, count))
-            .await
-    }
-
-    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
-        self.read(move |conn| numbers::topic_of(conn, n)).await
-    }
-
     async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {
         check_reason(reason.as_deref())?;
         let (topic, id) = (topic.clone(), id.clone());
@@ -575,7 +565,24 @@ impl Engine for SqliteEngine {
         let until = until.as_millis();
         self.write(move |tx| admin::pause(tx, &topic, until)).await
     }
+}
 
+#[async_trait]
+impl Numbers for SqliteEngine {
+    async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
+        check_claim(count)?;
+        let topic = topic.clone();
+        self.write(move |tx| numbers::claim(tx, &topic, count))
+            .await
+    }
+
+    async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
+        self.read(move |conn| numbers::topic_of(conn, n)).await
+    }
+}
+
+#[async_trait]
+impl Schedules for SqliteEngine {
     async fn put_schedule(&self, schedule: &JobSchedule) -> Result<u64> {
         schedule.validate()?;
         let s = schedule.clone();
@@ -591,6 +598,25 @@ impl Engine for SqliteEngine {
         self.read(schedules::list).await
     }
 
+    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
+        let name = name.clone();
+        self.write(move |tx| schedules::delete(tx, &name)).await
+    }
+
+    async fn schedule_pushed(
+        &self,
+        name: &ScheduleName,
+        revision: u64,
+        through: Timestamp,
+    ) -> Result<bool> {
+        let name = name.clone();
+        self.write(move |tx| schedules::pushed(tx, &name, revision, through))
+            .await
+    }
+}
+
+#[async_trait]
+impl Destinations for SqliteEngine {
     async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
         check_destination_doc(doc)?;
         let (topic, doc) = (topic.clone(), doc.to_owned());
@@ -610,21 +636,5 @@ impl Engine for SqliteEngine {
     async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
         let topic = topic.clone();
         self.write(move |tx| destinations::delete(tx, &topic)).await
-    }
-
-    async fn delete_schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
-        let name = name.clone();
-        self.write(move |tx| schedules::delete(tx, &name)).await
-    }
-
-    async fn schedule_pushed(
-        &self,
-        name: &ScheduleName,
-        revision: u64,
-        through: Timestamp,
-    ) -> Result<bool> {
-        let name = name.clone();
-        self.write(move |tx| schedules::pushed(tx, &name, revision, through))
-            .await
     }
 }

@@ -6,7 +6,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use delayq_core::{Engine, JobId, JobState, Lease, LeaseToken, NewJob, Reserve, Topic};
+use delayq_core::{
+    Destinations, Engine, JobId, JobState, Lease, LeaseToken, NewJob, Numbers, Reserve, Schedules,
+    Topic,
+};
 use delayq_sqlite::{DB_FILE, SqliteConfig, SqliteEngine};
 use rusqlite::{Connection, params};
 

@@ -3,13 +3,13 @@
 //! the suite on topics of several partitions.
 
 use async_trait::async_trait;
-use delayq_core::{Engine, Limits};
+use delayq_core::{Limits, Store};
 
 /// One fresh store (its own `redis-server`, or its own data directory) per test.
 #[async_trait]
 pub trait Harness: Send + Sync + Sized + 'static {
-    /// The engine under test.
-    type Engine: Engine + Clone;
+    /// The engine under test, with every capability (the suite checks them all).
+    type Engine: Store + Clone;
 
     /// Opens a handle on this harness's store with default limits. Called more than once,
     /// it opens another instance (another client of the same Redis; another handle of the

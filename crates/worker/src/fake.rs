@@ -9,7 +9,7 @@ use bytes::Bytes;
 use delayq_core::{
     Backoff, Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, LeaseToken, Nack,
     NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Schedule, Settle, Settled,
-    SettledAndReserved, Timestamp, Topic, TopicStats, async_trait,
+    SettledAndReserved, Timestamp, Topic, TopicConfig, TopicStats, async_trait,
 };
 use tokio::time::Instant;
 
@@ -311,5 +311,30 @@ impl Engine for FakeEngine {
 
     async fn now(&self) -> Result<Timestamp> {
         internal("now")
+    }
+
+    async fn reserve_job(&self, _topic: &Topic, _id: &JobId) -> Result<Delivery> {
+        internal("reserve_job")
+    }
+
+    async fn bury_waiting(
+        &self,
+        _topic: &Topic,
+        _id: &JobId,
+        _reason: Option<String>,
+    ) -> Result<()> {
+        internal("bury_waiting")
+    }
+
+    async fn topic_config(&self, _topic: &Topic) -> Result<TopicConfig> {
+        internal("topic_config")
+    }
+
+    async fn set_topic_config(&self, _topic: &Topic, _config: &TopicConfig) -> Result<()> {
+        internal("set_topic_config")
+    }
+
+    async fn pause(&self, _topic: &Topic, _until: Option<Timestamp>) -> Result<()> {
+        internal("pause")
     }
 }

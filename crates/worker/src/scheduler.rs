@@ -4,7 +4,7 @@
 //! A tick reads every schedule and, on the engine's clock, does what
 //! [`JobSchedule::plan`] says: push the missed fires its misfire policy keeps, then push the
 //! next fire ahead of time as a delayed job, so the engine delivers it on time whether or
-//! not a scheduler runs then; then records the progress (`Engine::schedule_pushed`, for the
+//! not a scheduler runs then; then records the progress (`Schedules::schedule_pushed`, for the
 //! revision it planned from). Fires have derived ids, so schedulers racing on one fire push
 //! one job. Between ticks it sleeps until the earliest pushed fire has passed (then the one
 //! after it is due to be pushed) or [`SchedulerConfig::reload`] has elapsed (to see
@@ -15,7 +15,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use delayq_core::{Engine, Error, JobSchedule, Result, ScheduleName, StoredSchedule, Timestamp};
+use delayq_core::{
+    Engine, Error, JobSchedule, Result, ScheduleName, Schedules, StoredSchedule, Timestamp,
+};
 use tokio::sync::Notify;
 
 /// How a [`Scheduler`] runs.
@@ -55,15 +57,16 @@ pub struct Tick {
 }
 
 /// Runs the schedules an engine keeps; see the module's documentation.
-pub struct Scheduler<E> {
-    engine: E,
+pub struct Scheduler<E: ?Sized> {
+    engine: Arc<E>,
     config: SchedulerConfig,
     kick: Arc<Notify>,
 }
 
-impl<E: Engine> Scheduler<E> {
-    /// A scheduler over `engine`.
-    pub fn new(engine: E, config: SchedulerConfig) -> Self {
+impl<E: Engine + Schedules + ?Sized> Scheduler<E> {
+    /// A scheduler over `engine` (an engine with schedules: `Arc<dyn Store>` or a shared
+    /// concrete engine).
+    pub fn new(engine: Arc<E>, config: SchedulerConfig) -> Self {
         Scheduler {
             engine,
             config,
@@ -84,7 +87,7 @@ impl<E: Engine> Scheduler<E> {
         let now = self.engine.now().await?;
         let mut out = Tick::default();
         for stored in self.engine.schedules().await? {
-            let t = match tick_one(&self.engine, &stored, now).await {
+            let t = match tick_one(&*self.engine, &stored, now).await {
                 Ok(t) => t,
                 // A store that is down or full refuses every schedule alike: end the tick,
                 // and the next one tries again.
@@ -153,7 +156,7 @@ fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
 }
 
 /// Plans one schedule at `now`, pushes what the plan says, then records the progress.
-async fn tick_one<E: Engine + ?Sized>(
+async fn tick_one<E: Engine + Schedules + ?Sized>(
     engine: &E,
     stored: &StoredSchedule,
     now: Timestamp,
@@ -185,7 +188,7 @@ async fn tick_one<E: Engine + ?Sized>(
 /// delayed) is deleted first, so a changed schedule never fires on its old times. When the
 /// engine refuses the new definition's job (a body over its topic's limit, say), the old
 /// definition (or none) is put back and the refusal answered: nothing changed.
-pub async fn put_schedule<E: Engine + ?Sized>(
+pub async fn put_schedule<E: Engine + Schedules + ?Sized>(
     engine: &E,
     schedule: &JobSchedule,
 ) -> Result<StoredSchedule> {
@@ -225,7 +228,7 @@ pub async fn put_schedule<E: Engine + ?Sized>(
 
 /// Deletes a schedule and the fire it had pushed ahead (still delayed); answers what it was.
 /// Jobs of fires already due stay.
-pub async fn delete_schedule<E: Engine + ?Sized>(
+pub async fn delete_schedule<E: Engine + Schedules + ?Sized>(
     engine: &E,
     name: &ScheduleName,
 ) -> Result<Option<StoredSchedule>> {

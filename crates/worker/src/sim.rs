@@ -16,7 +16,7 @@ use bytes::Bytes;
 use delayq_core::{
     Backoff, Bury, Cursor, Delivery, Engine, Error, Job, JobId, JobState, Lease, LeaseToken, Nack,
     NackOutcome, NewJob, Page, Pushed, Release, Reserve, Result, Schedule, Settle, Settled,
-    SettledAndReserved, Timestamp, Topic, TopicStats, async_trait,
+    SettledAndReserved, Timestamp, Topic, TopicConfig, TopicStats, async_trait,
 };
 use tokio::sync::Notify;
 use tokio::time::{Instant, sleep, sleep_until};
@@ -257,5 +257,30 @@ impl Engine for SimStore {
 
     async fn now(&self) -> Result<Timestamp> {
         unsupported("now")
+    }
+
+    async fn reserve_job(&self, _topic: &Topic, _id: &JobId) -> Result<Delivery> {
+        unsupported("reserve_job")
+    }
+
+    async fn bury_waiting(
+        &self,
+        _topic: &Topic,
+        _id: &JobId,
+        _reason: Option<String>,
+    ) -> Result<()> {
+        unsupported("bury_waiting")
+    }
+
+    async fn topic_config(&self, _topic: &Topic) -> Result<TopicConfig> {
+        unsupported("topic_config")
+    }
+
+    async fn set_topic_config(&self, _topic: &Topic, _config: &TopicConfig) -> Result<()> {
+        unsupported("set_topic_config")
+    }
+
+    async fn pause(&self, _topic: &Topic, _until: Option<Timestamp>) -> Result<()> {
+        unsupported("pause")
     }
 }

@@ -6,13 +6,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use delayq_core::Engine;
+use delayq_core::Store;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 /// Serves the beanstalkd protocol over `engine` on 127.0.0.1, until the test ends.
-pub async fn serve(engine: Arc<dyn Engine>) -> SocketAddr {
+pub async fn serve(engine: Arc<dyn Store>) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -27,7 +27,7 @@ pub async fn serve(engine: Arc<dyn Engine>) -> SocketAddr {
 }
 
 /// An embedded engine in memory.
-pub fn memory_engine() -> Arc<dyn Engine> {
+pub fn memory_engine() -> Arc<dyn Store> {
     Arc::new(
         delayq_sqlite::SqliteEngine::open(delayq_sqlite::SqliteConfig::memory())
             .expect("in-memory engine"),

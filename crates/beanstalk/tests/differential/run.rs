@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use delayq_core::Engine;
+use delayq_core::Store;
 use delayq_redis::{RedisConfig, RedisEngine};
 use delayq_sqlite::{SqliteConfig, SqliteEngine};
 use delayq_testkit::{Beanstalkd, BeanstalkdOptions, RedisServer};
@@ -55,7 +55,7 @@ struct Transcript {
 /// the returned sender says so or is dropped.
 async fn delayq(
     label: &'static str,
-    engine: Arc<dyn Engine>,
+    engine: Arc<dyn Store>,
     max_job_size: Option<usize>,
 ) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0")

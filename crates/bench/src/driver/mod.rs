@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use bytes::Bytes;
 use delayq::worker::DeliveryMode;
-use delayq::{Engine, Job, JobError, NewJob, Topic, Worker, WorkerConfig};
+use delayq::{Engine, Job, JobError, NewJob, Store, Topic, Worker, WorkerConfig};
 use indicatif::ProgressBar;
 use rand::Rng;
 use tokio::sync::Notify;
@@ -53,7 +53,7 @@ const FILL_TASKS: usize = 4;
 /// Pushes `n` jobs of `body` bytes to `topic`, `FILL_BATCH` per call with four calls in
 /// flight. Returns how long it took.
 pub async fn fill(
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn Store>,
     topic: &Topic,
     n: usize,
     delays: Delays,
@@ -138,7 +138,7 @@ impl DrainReport {
 /// A worker with `consumers` slots takes ready jobs from `topic` (no-op handler, acked at
 /// once) until it handled `n` or `cap` passed; then it shuts down gracefully.
 pub async fn drain(
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn Store>,
     topic: &Topic,
     n: usize,
     consumers: usize,
@@ -158,7 +158,7 @@ pub async fn drain(
 
 /// [`drain`] with one worker over every topic of `topics`.
 pub async fn drain_topics(
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn Store>,
     topics: &[Topic],
     n: usize,
     consumers: usize,
@@ -245,7 +245,7 @@ pub struct DelayedReport {
 /// A worker with `spec.consumers` slots runs while one producer pushes `spec.jobs` jobs with
 /// delays spread over `spec.spread`; each delivery's lateness is recorded.
 pub async fn delayed(
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn Store>,
     topic: &Topic,
     spec: DelayedSpec,
     progress: &ProgressBar,
@@ -256,7 +256,7 @@ pub async fn delayed(
 /// [`delayed`] over every topic of `topics`: each push call deals its jobs over them in
 /// turn, and one worker takes from all of them.
 pub async fn delayed_topics(
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn Store>,
     topics: &[Topic],
     spec: DelayedSpec,
     progress: &ProgressBar,

@@ -210,7 +210,10 @@ async fn primary_and_replica() -> anyhow::Result<Store> {
     Ok(Store::Pair { primary, replica })
 }
 
-pub(super) async fn connect(url: &str, wait_replicas: usize) -> anyhow::Result<Arc<dyn Engine>> {
+pub(super) async fn connect(
+    url: &str,
+    wait_replicas: usize,
+) -> anyhow::Result<Arc<dyn delayq::Store>> {
     let mut config = RedisConfig::new(url);
     if wait_replicas > 0 {
         config = config.with_wait_replicas(wait_replicas, WAIT_TIMEOUT);
@@ -362,7 +365,7 @@ pub(crate) async fn w8(plan: &Plan) -> anyhow::Result<Vec<ClusterRow>> {
 /// `deployment`'s; `workload` ("W8") names the runs in the progress lines.
 pub(super) async fn drain_run(
     store: &Store,
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn delayq::Store>,
     topics: &[Topic],
     plan: &Plan,
     (workload, deployment): (&str, &str),
@@ -422,7 +425,7 @@ pub(super) async fn drain_run(
 /// W2's delayed jobs over `topics`, `plan.reps` times; every node of `store` measured.
 pub(super) async fn delayed_run(
     store: &Store,
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn delayq::Store>,
     topics: &[Topic],
     plan: &Plan,
     (workload, deployment): (&str, &str),

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use delayq::{Engine, Topic};
+use delayq::{Engine, Store, Topic};
 use delayq_bench::clock;
 use delayq_bench::driver::{self, DelayedSpec, Delays};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -68,7 +68,7 @@ pub async fn run(a: BenchArgs) -> anyhow::Result<()> {
 }
 
 async fn measure(
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<dyn Store>,
     topic: &Topic,
     a: &BenchArgs,
 ) -> anyhow::Result<serde_json::Value> {

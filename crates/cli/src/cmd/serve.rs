@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use delayq::{Engine, Limits, OpenOptions, Synchronous};
+use delayq::{Limits, OpenOptions, Store, Synchronous};
 use delayq_server::{AppState, ServerConfig, Tls};
 use tracing_subscriber::EnvFilter;
 
@@ -229,7 +229,7 @@ async fn open_engine(
     url: &str,
     described: &str,
     options: &OpenOptions,
-) -> anyhow::Result<Arc<dyn Engine>> {
+) -> anyhow::Result<Arc<dyn Store>> {
     let start = Instant::now();
     let deadline = start + s.connect_timeout;
     let mut pause = Duration::from_millis(100);

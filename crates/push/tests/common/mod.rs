@@ -6,12 +6,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use delayq_core::{Backoff, Engine, JobId, NewJob, Topic};
+use delayq_core::{Backoff, Engine, JobId, NewJob, Store, Topic};
 use delayq_push::{Forwarder, PushMetrics};
 use tokio_util::sync::CancellationToken;
 
 /// The embedded engine in a temporary directory (kept while the guard lives).
-pub fn sqlite() -> (Arc<dyn Engine>, tempfile::TempDir) {
+pub fn sqlite() -> (Arc<dyn Store>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let e = delayq_sqlite::SqliteEngine::open(delayq_sqlite::SqliteConfig::dir(
         dir.path().join("data"),
@@ -36,7 +36,7 @@ impl Drop for Forwarding {
     }
 }
 
-pub fn forward(engine: Arc<dyn Engine>) -> Forwarding {
+pub fn forward(engine: Arc<dyn Store>) -> Forwarding {
     let metrics = PushMetrics::new();
     let stop = CancellationToken::new();
     let f = Forwarder::new(engine, metrics.clone())
@@ -64,7 +64,7 @@ pub fn jobs(t: &Topic, n: usize, delay_ms: u64) -> Vec<NewJob> {
 }
 
 /// Waits (bounded) until `t` holds no job: every one acked.
-pub async fn until_acked(engine: &Arc<dyn Engine>, t: &Topic, limit: Duration) {
+pub async fn until_acked(engine: &Arc<dyn Store>, t: &Topic, limit: Duration) {
     let start = Instant::now();
     loop {
         let s = engine.stats(t).await.unwrap();
@@ -78,7 +78,7 @@ pub async fn until_acked(engine: &Arc<dyn Engine>, t: &Topic, limit: Duration) {
 
 /// Waits (bounded) until job `id` of `t` failed an attempt with a reason that contains
 /// `needle`; that reason.
-pub async fn failure_with(engine: &Arc<dyn Engine>, t: &Topic, id: &str, needle: &str) -> String {
+pub async fn failure_with(engine: &Arc<dyn Store>, t: &Topic, id: &str, needle: &str) -> String {
     let start = Instant::now();
     loop {
         let j = engine

@@ -9,7 +9,7 @@ use super::Ops;
 use crate::codec;
 
 impl Ops {
-    /// `Engine::put_destination`.
+    /// `Destinations::put_destination`.
     pub(crate) async fn put_destination(&self, topic: &Topic, doc: &str) -> Result<()> {
         let mut cmd = redis::cmd("HSET");
         cmd.arg(self.keys.destinations())
@@ -19,7 +19,7 @@ impl Ops {
         Ok(())
     }
 
-    /// `Engine::destination`.
+    /// `Destinations::destination`.
     pub(crate) async fn destination(&self, topic: &Topic) -> Result<Option<StoredDestination>> {
         let mut cmd = redis::cmd("HGET");
         cmd.arg(self.keys.destinations()).arg(topic.as_str());
@@ -32,7 +32,7 @@ impl Ops {
         }
     }
 
-    /// `Engine::destinations`, by topic name.
+    /// `Destinations::destinations`, by topic name.
     pub(crate) async fn destinations(&self) -> Result<Vec<StoredDestination>> {
         let mut cmd = redis::cmd("HGETALL");
         cmd.arg(self.keys.destinations());
@@ -55,7 +55,7 @@ impl Ops {
         Ok(all)
     }
 
-    /// `Engine::delete_destination`.
+    /// `Destinations::delete_destination`.
     pub(crate) async fn delete_destination(&self, topic: &Topic) -> Result<bool> {
         let mut cmd = redis::cmd("HDEL");
         cmd.arg(self.keys.destinations()).arg(topic.as_str());

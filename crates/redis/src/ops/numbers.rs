@@ -1,5 +1,5 @@
 //! Numbers claimed from one sequence that every process on this Redis shares, each range
-//! recorded with the topic it was claimed for (`Engine::claim_numbers`, `number_topic`): the
+//! recorded with the topic it was claimed for (`Numbers::claim_numbers`, `number_topic`): the
 //! beanstalkd protocol's job ids. Two keys outside every topic's slot (`keys.rs`): the
 //! sequence (a STRING, `INCRBY`) and the ranges (a ZSET: member `<last>:<topic>` scored by
 //! the range's first number), so a number finds its topic with one `ZRANGE … BYSCORE REV
@@ -15,7 +15,7 @@ use delayq_core::{Error, Result, Topic};
 use super::Ops;
 
 impl Ops {
-    /// `Engine::claim_numbers`, its count already checked by `engine.rs`.
+    /// `Numbers::claim_numbers`, its count already checked by `engine.rs`.
     pub(crate) async fn claim_numbers(&self, topic: &Topic, count: u64) -> Result<u64> {
         let mut incr = redis::cmd("INCRBY");
         incr.arg(self.keys.number_seq()).arg(count);
@@ -29,7 +29,7 @@ impl Ops {
         Ok(first)
     }
 
-    /// `Engine::number_topic`.
+    /// `Numbers::number_topic`.
     pub(crate) async fn number_topic(&self, n: u64) -> Result<Option<Topic>> {
         let mut cmd = redis::cmd("ZRANGE");
         cmd.arg(self.keys.number_ranges())

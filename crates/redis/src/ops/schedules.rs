@@ -160,14 +160,14 @@ impl Ops {
         cmd
     }
 
-    /// `Engine::put_schedule`.
+    /// `Schedules::put_schedule`.
     pub(crate) async fn put_schedule(&self, s: &JobSchedule) -> Result<u64> {
         let mut cmd = self.schedule_call(library::SCHEDULE_PUT);
         cmd.arg(s.name().as_str()).arg(encode(&s.parts()));
         codec::uint(&self.conn.call(&cmd, "putting a schedule").await?)
     }
 
-    /// `Engine::schedule`.
+    /// `Schedules::schedule`.
     pub(crate) async fn schedule(&self, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
         let n = name.as_str();
         let mut cmd = redis::cmd("HMGET");
@@ -188,7 +188,7 @@ impl Ops {
         stored(n, def, &v[1], &v[2]).map(Some)
     }
 
-    /// `Engine::schedules`, by name.
+    /// `Schedules::schedules`, by name.
     pub(crate) async fn schedules(&self) -> Result<Vec<StoredSchedule>> {
         let mut cmd = redis::cmd("HGETALL");
         cmd.arg(self.keys.schedules());
@@ -217,7 +217,7 @@ impl Ops {
             .collect()
     }
 
-    /// `Engine::delete_schedule`.
+    /// `Schedules::delete_schedule`.
     pub(crate) async fn delete_schedule(
         &self,
         name: &ScheduleName,
@@ -237,7 +237,7 @@ impl Ops {
         stored(name.as_str(), def, &v[1], &v[2]).map(Some)
     }
 
-    /// `Engine::schedule_pushed`.
+    /// `Schedules::schedule_pushed`.
     pub(crate) async fn schedule_pushed(
         &self,
         name: &ScheduleName,

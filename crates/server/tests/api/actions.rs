@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::common::{TestServer, code};
 use crate::{Setup, push_ids};
-use delayq_core::{Engine, Limits};
+use delayq_core::{Limits, Store};
 use delayq_server::ServerConfig;
 use serde_json::json;
 
@@ -92,7 +92,7 @@ async fn archive_buries_a_waiting_job_issue_15(setup: Setup) {
 }
 
 /// A server whose dashboard is read-only (`--ui read-only`).
-async fn read_only(engine: Arc<dyn Engine>) -> TestServer {
+async fn read_only(engine: Arc<dyn Store>) -> TestServer {
     TestServer::start(
         engine,
         ServerConfig {

@@ -70,12 +70,12 @@ mod topics;
 use std::sync::Arc;
 
 use common::TestServer;
-use delayq_core::{Engine, Limits};
+use delayq_core::{Limits, Store};
 use serde_json::{Value, json};
 
 /// Everything one engine needs to stay alive for a test.
 pub(crate) struct Setup {
-    pub(crate) engine: Arc<dyn Engine>,
+    pub(crate) engine: Arc<dyn Store>,
     pub(crate) _guard: Box<dyn std::any::Any + Send>,
 }
 

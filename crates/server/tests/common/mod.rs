@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use delayq_core::Engine;
+use delayq_core::Store;
 use delayq_server::{AppState, ServerConfig};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -23,7 +23,7 @@ pub struct TestServer {
 
 impl TestServer {
     /// Serves `engine` with `config` on 127.0.0.1:0.
-    pub async fn start(engine: Arc<dyn Engine>, config: ServerConfig) -> Self {
+    pub async fn start(engine: Arc<dyn Store>, config: ServerConfig) -> Self {
         let token = config.tokens.first().cloned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

@@ -17,7 +17,7 @@ fn stored(topic: String, doc: String) -> Result<StoredDestination> {
     Ok(StoredDestination { topic, doc })
 }
 
-/// `Engine::put_destination`: inserts or replaces the row.
+/// `Destinations::put_destination`: inserts or replaces the row.
 pub(crate) fn put(tx: &mut Tx<'_>, topic: &Topic, doc: &str) -> Result<()> {
     tx.conn
         .prepare_cached(
@@ -29,7 +29,7 @@ pub(crate) fn put(tx: &mut Tx<'_>, topic: &Topic, doc: &str) -> Result<()> {
     Ok(())
 }
 
-/// `Engine::destination`.
+/// `Destinations::destination`.
 pub(crate) fn get(conn: &Connection, topic: &Topic) -> Result<Option<StoredDestination>> {
     conn.prepare_cached("SELECT doc FROM destinations WHERE topic = ?1")
         .and_then(|mut st| st.query_row([topic.as_str()], |r| r.get(0)).optional())
@@ -42,7 +42,7 @@ pub(crate) fn get(conn: &Connection, topic: &Topic) -> Result<Option<StoredDesti
         })
 }
 
-/// `Engine::destinations`, by topic name (bytewise, as Redis's listing is sorted).
+/// `Destinations::destinations`, by topic name (bytewise, as Redis's listing is sorted).
 pub(crate) fn list(conn: &Connection) -> Result<Vec<StoredDestination>> {
     let rows: Vec<(String, String)> = conn
         .prepare_cached("SELECT topic, doc FROM destinations ORDER BY topic")
@@ -51,7 +51,7 @@ pub(crate) fn list(conn: &Connection) -> Result<Vec<StoredDestination>> {
     rows.into_iter().map(|(t, d)| stored(t, d)).collect()
 }
 
-/// `Engine::delete_destination`: whether there was a row.
+/// `Destinations::delete_destination`: whether there was a row.
 pub(crate) fn delete(tx: &mut Tx<'_>, topic: &Topic) -> Result<bool> {
     let n = tx
         .conn

@@ -59,7 +59,7 @@ fn decode((name, revision, through, parts): Raw) -> Result<StoredSchedule> {
     })
 }
 
-/// `Engine::put_schedule`: inserts or replaces the row, revision + 1, through cleared.
+/// `Schedules::put_schedule`: inserts or replaces the row, revision + 1, through cleared.
 pub(crate) fn put(tx: &mut Tx<'_>, s: &JobSchedule) -> Result<u64> {
     let p = s.parts();
     let b = p.backoff;
@@ -108,7 +108,7 @@ pub(crate) fn put(tx: &mut Tx<'_>, s: &JobSchedule) -> Result<u64> {
         .map_err(|e| db_err("putting a schedule", e))
 }
 
-/// `Engine::schedule`.
+/// `Schedules::schedule`.
 pub(crate) fn get(conn: &Connection, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
     conn.prepare_cached(&format!("SELECT {COLS} FROM schedules WHERE name = ?1"))
         .and_then(|mut st| st.query_row([name.as_str()], raw).optional())
@@ -117,7 +117,7 @@ pub(crate) fn get(conn: &Connection, name: &ScheduleName) -> Result<Option<Store
         .transpose()
 }
 
-/// `Engine::schedules`, by name (bytewise, as Redis's listing).
+/// `Schedules::schedules`, by name (bytewise, as Redis's listing).
 pub(crate) fn list(conn: &Connection) -> Result<Vec<StoredSchedule>> {
     let rows: Vec<Raw> = conn
         .prepare_cached(&format!("SELECT {COLS} FROM schedules ORDER BY name"))
@@ -126,7 +126,7 @@ pub(crate) fn list(conn: &Connection) -> Result<Vec<StoredSchedule>> {
     rows.into_iter().map(decode).collect()
 }
 
-/// `Engine::delete_schedule`: the row as it was, then gone.
+/// `Schedules::delete_schedule`: the row as it was, then gone.
 pub(crate) fn delete(tx: &mut Tx<'_>, name: &ScheduleName) -> Result<Option<StoredSchedule>> {
     let row = tx
         .conn
@@ -138,7 +138,7 @@ pub(crate) fn delete(tx: &mut Tx<'_>, name: &ScheduleName) -> Result<Option<Stor
     row.map(decode).transpose()
 }
 
-/// `Engine::schedule_pushed`: moves `through` forward when the row is at `revision`.
+/// `Schedules::schedule_pushed`: moves `through` forward when the row is at `revision`.
 pub(crate) fn pushed(
     tx: &mut Tx<'_>,
     name: &ScheduleName,

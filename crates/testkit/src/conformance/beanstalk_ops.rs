@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use delayq_core::limits::{MAX_DELAY, MAX_REASON};
 use delayq_core::{
-    Backoff, Bury, Engine, Error, JobState, MAX_CLAIM, NackOutcome, Release, Reserve, Retention,
-    Timestamp, Topic, TopicConfig,
+    Backoff, Bury, Engine, Error, JobState, MAX_CLAIM, NackOutcome, Numbers, Release, Reserve,
+    Retention, Timestamp, Topic, TopicConfig,
 };
 
 use super::{

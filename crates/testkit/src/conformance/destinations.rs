@@ -2,7 +2,7 @@
 //! topic for every client, replaces it, lists them by topic, keeps them through a purge and
 //! deletes them; a refused document changes nothing.
 
-use delayq_core::{Engine, Error, MAX_DESTINATION_DOC, StoredDestination};
+use delayq_core::{Destinations, Engine, Error, MAX_DESTINATION_DOC, StoredDestination};
 
 use super::{job, ok, topic};
 use crate::Harness;

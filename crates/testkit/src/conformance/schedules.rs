@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use delayq_core::{
-    Backoff, Engine, Error, Expiry, JobSchedule, JobTemplate, Misfire, OnExpire, ScheduleName,
+    Backoff, Error, Expiry, JobSchedule, JobTemplate, Misfire, OnExpire, ScheduleName, Schedules,
     StoredSchedule, Timestamp,
 };
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use delayq_core::{
-    Backoff, Engine, JobSchedule, JobState, JobTemplate, NewJob, Reserve, ScheduleName, Topic,
-    TopicConfig,
+    Backoff, Engine, JobSchedule, JobState, JobTemplate, NewJob, Reserve, ScheduleName, Schedules,
+    Topic, TopicConfig,
 };
 use delayq_worker::{
     CancelReason, Handler, Job, JobError, Json, Payload, Report, Scheduler, SchedulerConfig,
@@ -861,10 +861,12 @@ pub async fn two_schedulers_push_one_job_per_fire_issue_14<B: Backend>(name: &st
         ..SchedulerConfig::default()
     };
     let (stop1, stop2) = (oneshot::channel::<()>(), oneshot::channel::<()>());
-    let r1 = tokio::spawn(Scheduler::new(e1.clone(), config.clone()).run(async {
-        let _ = stop1.1.await;
-    }));
-    let r2 = tokio::spawn(Scheduler::new(e2.clone(), config).run(async {
+    let r1 = tokio::spawn(
+        Scheduler::new(Arc::new(e1.clone()), config.clone()).run(async {
+            let _ = stop1.1.await;
+        }),
+    );
+    let r2 = tokio::spawn(Scheduler::new(Arc::new(e2.clone()), config).run(async {
         let _ = stop2.1.await;
     }));
     tokio::time::sleep(Duration::from_millis(3500)).await;
@@ -919,7 +921,7 @@ pub async fn late_fires_are_pushed_and_a_replaced_schedule_forgets_its_old_fire_
     // Nobody ticks until 0.3 s after the fire after the one pushed ahead: that one is
     // late, not missed; the tick pushes it (due now) and the next one ahead.
     until(1300).await;
-    let sched = Scheduler::new(e.clone(), SchedulerConfig::default());
+    let sched = Scheduler::new(Arc::new(e.clone()), SchedulerConfig::default());
     let tick = sched.tick().await.unwrap();
     assert_eq!(
         (tick.pushed, tick.skipped),
@@ -1032,7 +1034,7 @@ pub async fn a_refused_schedule_changes_nothing_and_stops_no_other_issue_14<B: B
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let tick = Scheduler::new(e.clone(), SchedulerConfig::default())
+    let tick = Scheduler::new(Arc::new(e.clone()), SchedulerConfig::default())
         .tick()
         .await
         .unwrap();

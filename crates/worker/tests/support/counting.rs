@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use delayq_core::{
     Bury, Cursor, Delivery, Engine, Job, JobId, JobState, Lease, Nack, NackOutcome, NewJob, Page,
     Pushed, Release, Reserve, Result, Schedule, Settle, SettledAndReserved, Timestamp, Topic,
-    TopicStats,
+    TopicConfig, TopicStats,
 };
 
 /// The prefix of the line a child process prints after each successful ack.
@@ -237,5 +237,25 @@ impl<E: Engine> Engine for Counting<E> {
 
     fn unreachable(&self, topics: &[Topic]) -> Vec<Topic> {
         self.inner.unreachable(topics)
+    }
+
+    async fn reserve_job(&self, topic: &Topic, id: &JobId) -> Result<Delivery> {
+        self.inner.reserve_job(topic, id).await
+    }
+
+    async fn bury_waiting(&self, topic: &Topic, id: &JobId, reason: Option<String>) -> Result<()> {
+        self.inner.bury_waiting(topic, id, reason).await
+    }
+
+    async fn topic_config(&self, topic: &Topic) -> Result<TopicConfig> {
+        self.inner.topic_config(topic).await
+    }
+
+    async fn set_topic_config(&self, topic: &Topic, config: &TopicConfig) -> Result<()> {
+        self.inner.set_topic_config(topic, config).await
+    }
+
+    async fn pause(&self, topic: &Topic, until: Option<Timestamp>) -> Result<()> {
+        self.inner.pause(topic, until).await
     }
 }

@@ -12,13 +12,13 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use delayq_core::{Engine, JobId, Topic, TopicConfig};
+use delayq_core::{Engine, JobId, Store, Topic, TopicConfig};
 
 /// One engine under test: a fresh store per test, owned by the test.
 #[async_trait]
 pub trait Backend: Send + Sync + Sized + 'static {
     /// The engine.
-    type Engine: Engine + Clone;
+    type Engine: Store + Clone;
 
     /// Starts a fresh store (its own `redis-server`, its own data directory, or a key
     /// prefix of its own on a shared cluster) for the test `name` (its module path).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use delayq::{Engine, Topic};
+use delayq::{Store, Topic};
 use delayq_bench::driver::{self, DelayedSpec, Delays, DrainReport};
 use delayq_postgres::{PostgresConfig, PostgresEngine};
 use delayq_testkit::{PostgresServer, RedisServer};
@@ -22,7 +22,7 @@ const POSTGRES_SCHEMA: &str = "delayq";
 /// delayq as a library, on one engine.
 pub(crate) struct DelayqLib {
     kind: Kind,
-    engine: Option<Arc<dyn Engine>>,
+    engine: Option<Arc<dyn Store>>,
     topic: Topic,
     redis: Option<RedisServer>,
     dir: Option<TempDir>,
@@ -53,7 +53,7 @@ impl DelayqLib {
     pub(crate) async fn postgres() -> anyhow::Result<Self> {
         let server = super::postgres_server().await?;
         let tree = pg_info::server_tree(&server).await?;
-        let engine: Arc<dyn Engine> =
+        let engine: Arc<dyn Store> =
             Arc::new(PostgresEngine::connect(PostgresConfig::new(server.url())).await?);
         Ok(DelayqLib {
             kind: Kind::DelayqPostgres,
@@ -70,7 +70,7 @@ impl DelayqLib {
         let dir = tempfile::Builder::new()
             .prefix("delayq-bench-")
             .tempdir_in(&env.work)?;
-        let engine: Arc<dyn Engine> = Arc::new(delayq_sqlite::SqliteEngine::open(
+        let engine: Arc<dyn Store> = Arc::new(delayq_sqlite::SqliteEngine::open(
             delayq_sqlite::SqliteConfig::dir(dir.path()),
         )?);
         Ok(DelayqLib {
@@ -83,7 +83,7 @@ impl DelayqLib {
         })
     }
 
-    fn engine(&self) -> anyhow::Result<&Arc<dyn Engine>> {
+    fn engine(&self) -> anyhow::Result<&Arc<dyn Store>> {
         self.engine
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("the engine was closed to measure its files"))
