@@ -274,10 +274,7 @@ pub(crate) async fn list(
     after: Option<&Cursor>,
 ) -> Result<Page> {
     check_count("limit", limit)?;
-    let key = match after {
-        None => ListKey::first(state),
-        Some(c) => ListKey::decode(&c.0, state)?,
-    };
+    let key = ListKey::resume(after, state)?;
     // One more than a page, to learn whether another follows.
     let fetch = i32::try_from(limit + 1).unwrap_or(i32::MAX);
     let name = topic.as_str();
@@ -326,23 +323,8 @@ pub(crate) async fn list(
     }
     // The functions answer in this order already; sorting again costs little and does not
     // depend on how PostgreSQL hands a function's rows on.
-    keyed.sort_by(|(a, _), (b, _)| match (a, b) {
-        (ListKey::Ready(p, d, s), ListKey::Ready(q, e, t)) => (p, d, s).cmp(&(q, e, t)),
-        (ListKey::TimeId(t, i), ListKey::TimeId(u, j)) => (t, i.as_bytes()).cmp(&(u, j.as_bytes())),
-        _ => std::cmp::Ordering::Equal,
-    });
-    let more = keyed.len() > limit;
-    keyed.truncate(limit);
-    let next = if more {
-        keyed.last().map(|(k, _)| Cursor(k.encode(state)))
-    } else {
-        None
-    };
-    let jobs = keyed
-        .into_iter()
-        .map(|(_, raw)| raw.into_job(topic, state))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Page { jobs, next })
+    keyed.sort_by(|(a, _), (b, _)| a.cmp(b));
+    ListKey::page(state, limit, keyed, |raw| raw.into_job(topic, state))
 }
 
 /// Counts per state, the age of the oldest due job, the next due time, the expired leases
