@@ -9,8 +9,8 @@
 //! - `cron`: [`JobSchedule`], a recurring job (cron expression, time zone, misfire policy),
 //!   its fire times and what a scheduler pushes at a tick ([`Plan`]).
 //! - `limits`: the ranges of the contract and [`Limits`].
-//! - `list_key`: [`ListKey`], the sort key a listing's cursor holds (the embedded and the
-//!   PostgreSQL engines' cursors).
+//! - `list_key`: [`ListKey`], the sort key a listing's cursor holds, its encoding, and the
+//!   page a listing ends with (the embedded and the PostgreSQL engines' cursors, once).
 //! - `job`: [`NewJob`], [`Job`], [`JobState`], [`Delivery`], [`Lease`], [`Pushed`].
 //! - `topic`: [`TopicConfig`], a topic's settings (job defaults, body limit, [`Retention`]
 //!   of done jobs).

@@ -9,7 +9,7 @@
 --   * every check that can refuse a call runs before its first write, so a refusal changes
 --     nothing even inside a caller's own transaction;
 --   * refusals of a whole call are raised with SQLSTATE DQ0xx and a DETAIL the engine reads
---     (error.rs); refusals of one lease among several are answered as status codes:
+--     (status.rs); refusals of one lease among several are answered as status codes:
 --     0 OK, 1 NOT_FOUND, 2 LEASE_LOST, 3 WRONG_STATE (then the job's public state);
 --   * public states: 1 delayed, 2 ready, 3 reserved, 4 dead, 5 done; stored states: 1
 --     waiting, 3 reserved, 4 dead, 5 done (0001_init.sql);

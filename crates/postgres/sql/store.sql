@@ -1,7 +1,8 @@
 -- store.sql: schedules, push destinations and the engine-wide number sequence.
 --
 -- The reads, the deletes and the destination writes are single plain statements in
--- store.rs; the writes whose correctness between processes is the point are here.
+-- ops/schedules.rs, ops/destinations.rs and ops/numbers.rs; the writes whose correctness
+-- between processes is the point are here.
 --
 -- delayq.claim_numbers(p_topic, p_count) -> bigint
 --   Claims the next p_count (1 to 1,000,000, checked by the caller) numbers of the sequence

@@ -130,20 +130,3 @@ pub(crate) fn pool_err(what: &str, e: deadpool_postgres::PoolError) -> Error {
         ),
     }
 }
-
-/// A refusal raised by one of the engine's functions (`SQLSTATE DQ0xx`, lib.sql): its code
-/// and the numbers of its detail, or `None` for any other error.
-pub(crate) fn refusal(e: &tokio_postgres::Error) -> Option<(&str, Vec<u64>)> {
-    let db = e.as_db_error()?;
-    let code = db.code().code();
-    if !code.starts_with("DQ") {
-        return None;
-    }
-    let numbers = db
-        .detail()
-        .unwrap_or_default()
-        .split(' ')
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    Some((code, numbers))
-}

@@ -1,5 +1,5 @@
 //! Job rows as the engine's functions answer them, decoded into [`Job`] and [`Delivery`];
-//! state and status codes as lib.sql names them.
+//! the stored state codes as lib.sql names them (the statuses are `status.rs`'s).
 
 use std::time::Duration;
 
@@ -20,6 +20,13 @@ pub(crate) fn unsigned(v: i64, what: &str) -> Result<u64> {
 pub(crate) fn signed(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
+
+/// The stored state of a reserved job (lib.sql: 1 waiting, 3 reserved, 4 dead, 5 done).
+pub(crate) const STORED_RESERVED: i16 = 3;
+/// The stored state of a dead job.
+pub(crate) const STORED_DEAD: i16 = 4;
+/// The stored state of a done job.
+pub(crate) const STORED_DONE: i16 = 5;
 
 /// The columns a job is read from, in [`RawJob::read`]'s order (after the ones the caller
 /// puts first).

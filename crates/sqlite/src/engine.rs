@@ -494,10 +494,7 @@ impl Engine for SqliteEngine {
         after: Option<&Cursor>,
     ) -> Result<Page> {
         check_count("limit", limit)?;
-        let key = match after {
-            None => ListKey::first(state),
-            Some(c) => ListKey::decode(&c.0, state)?,
-        };
+        let key = ListKey::resume(after, state)?;
         let topic = topic.clone();
         let clock = self.clock();
         let keep = self.retention(&topic);

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use delayq_core::{
-    Cursor, Job, JobId, JobState, ListKey, Page, Result, Retention, Timestamp, Topic, TopicStats,
+    Job, JobId, JobState, ListKey, Page, Result, Retention, Timestamp, Topic, TopicStats,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -111,23 +111,15 @@ pub(crate) fn list(
         }
     }
     .map_err(|e| db_err("listing jobs", e))?;
-    let more = rows.len() > limit;
-    let mut jobs = Vec::with_capacity(limit);
-    let mut last = None;
-    for raw in rows.into_iter().take(limit) {
-        last = Some(match state {
+    let keyed = rows.into_iter().map(|raw| {
+        let key = match state {
             JobState::Ready => ListKey::Ready(raw.priority, raw.ready_at, raw.seq),
             JobState::Delayed => ListKey::TimeId(raw.ready_at, raw.id.clone()),
             _ => ListKey::TimeId(raw.deadline, raw.id.clone()),
-        });
-        jobs.push(raw.into_job(topic, state)?);
-    }
-    let next = if more {
-        last.map(|k| Cursor(k.encode(state)))
-    } else {
-        None
-    };
-    Ok(Page { jobs, next })
+        };
+        (key, raw)
+    });
+    ListKey::page(state, limit, keyed, |raw| raw.into_job(topic, state))
 }
 
 /// Up to `fetch` waiting jobs after `(due, id)` in that order: the first `fetch` of each

@@ -10,8 +10,9 @@ use delayq_core::limits::MAX_DELAY;
 use delayq_core::{Backoff, Error, Result, Retention, Timestamp, Topic, TopicConfig, duration_ms};
 use tokio_postgres::Row;
 
-use crate::error::{db_err, refusal};
+use crate::error::db_err;
 use crate::row::{signed, unsigned};
+use crate::status::{Refusal, Status, refusal};
 
 /// The pause of a topic until resumed, as `paused_until` stores it.
 const UNTIL_RESUMED: i64 = i64::MAX;
@@ -140,7 +141,10 @@ pub(crate) async fn set_topic_config(
         )
         .await
         .map_err(|err| match refusal(&err) {
-            Some(("DQ007", numbers)) => Error::PartitionsInUse {
+            Some(Refusal {
+                status: Status::PartitionsInUse,
+                numbers,
+            }) => Error::PartitionsInUse {
                 topic: topic.clone(),
                 from: numbers
                     .first()
@@ -176,7 +180,10 @@ pub(crate) async fn pause(client: &Object, topic: &Topic, until: Option<Timestam
         )
         .await
         .map_err(|err| match refusal(&err) {
-            Some(("DQ004", _)) => Error::invalid(
+            Some(Refusal {
+                status: Status::TooFar,
+                ..
+            }) => Error::invalid(
                 "until",
                 "the pause would end more than 10 years from now; pause without an end instead",
             ),

@@ -1,20 +1,24 @@
 //! The operations on jobs by id and on whole topics: get, delete, reschedule, kick,
 //! kick-all, bury without a lease, reserve by id, list (with its cursor), stats, topics and
-//! purge; each one call of a function of `sql/admin.sql` (get and topics a plain query).
+//! purge; each one call of a function of `sql/admin.sql` (get and topics a plain query);
+//! and the database's clock. The functions on one job by id answer (status, pstate):
+//! [`by_id_answer`] turns the status into the contract's refusal.
 
 use std::time::Duration;
 
 use deadpool_postgres::Object;
-use delayq_core::limits::{MAX_DELAY, at_too_far, check_count, delay_ms_ceil};
+use delayq_core::limits::{MAX_DELAY, at_too_far, check_count};
 use delayq_core::{
     Cursor, Delivery, Error, Job, JobId, JobState, ListKey, Page, Result, Schedule, Timestamp,
     Topic, TopicStats, duration_ms,
 };
-use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use crate::error::{db_err, refusal};
-use crate::row::{JOB_COLS, RawJob, signed, unsigned};
+use crate::error::db_err;
+use crate::ops::push::when_value;
+use crate::ops::query;
+use crate::row::{JOB_COLS, RawJob, STORED_DEAD, STORED_DONE, STORED_RESERVED, signed, unsigned};
+use crate::status::{Refusal, Status, refusal};
 
 /// Reads a job in any state; a done job only while its topic's retention keeps it.
 pub(crate) async fn get(client: &Object, topic: &Topic, id: &JobId) -> Result<Option<Job>> {
@@ -56,22 +60,22 @@ pub(crate) async fn delete(client: &Object, topic: &Topic, id: &JobId) -> Result
 
 /// A job-by-id function's (status, pstate) as the contract's answer: NOT_FOUND, or
 /// WRONG_STATE as `wrong` names it for the job's public state.
-fn by_id_status(
+fn by_id_answer(
     topic: &Topic,
     id: &JobId,
     (status, pstate): (i16, i16),
     operation: &str,
     wrong: fn(&Topic, &JobId, JobState) -> Error,
 ) -> Result<()> {
-    match status {
-        0 => Ok(()),
-        1 => Err(Error::NotFound {
+    match Status::from_code(status, operation)? {
+        Status::Ok => Ok(()),
+        Status::NotFound => Err(Error::NotFound {
             topic: topic.clone(),
             id: id.clone(),
         }),
-        3 => Err(wrong(topic, id, JobState::from_code(i64::from(pstate))?)),
+        Status::WrongState => Err(wrong(topic, id, JobState::from_code(i64::from(pstate))?)),
         other => Err(Error::Internal(format!(
-            "{operation} answered status {other}"
+            "{operation} answered status {other:?}"
         ))),
     }
 }
@@ -96,7 +100,7 @@ async fn by_id_call(
         .query_one(&stmt, &params)
         .await
         .map_err(|err| db_err(doing, err))?;
-    by_id_status(topic, id, (row.get(0), row.get(1)), operation, wrong)
+    by_id_answer(topic, id, (row.get(0), row.get(1)), operation, wrong)
 }
 
 /// Moves a delayed or ready job to a new due time (at least now); an absolute time more
@@ -108,11 +112,7 @@ pub(crate) async fn reschedule(
     when: Schedule,
 ) -> Result<Timestamp> {
     const DOING: &str = "rescheduling a job";
-    // As push.sql's `whens`: a delay in ms, or -1 - the absolute time.
-    let value = match when {
-        Schedule::Delay(d) => signed(delay_ms_ceil(d)),
-        Schedule::At(at) => -1 - signed(at.as_millis()),
-    };
+    let value = when_value(when);
     let max_delay = signed(duration_ms(MAX_DELAY));
     let stmt = client
         .prepare_cached("SELECT status, pstate, due FROM delayq.reschedule($1, $2, $3, $4)")
@@ -122,13 +122,19 @@ pub(crate) async fn reschedule(
         .query_one(&stmt, &[&topic.as_str(), &id.as_str(), &value, &max_delay])
         .await
         .map_err(|err| match (refusal(&err), when) {
-            (Some(("DQ004", numbers)), Schedule::At(at)) => at_too_far(
+            (
+                Some(Refusal {
+                    status: Status::TooFar,
+                    numbers,
+                }),
+                Schedule::At(at),
+            ) => at_too_far(
                 at,
                 Timestamp::from_millis(numbers.first().copied().unwrap_or_default()),
             ),
             _ => db_err(DOING, err),
         })?;
-    by_id_status(
+    by_id_answer(
         topic,
         id,
         (row.get(0), row.get(1)),
@@ -227,7 +233,7 @@ pub(crate) async fn reserve_job(client: &Object, topic: &Topic, id: &JobId) -> R
         .query_one(&stmt, &[&topic.as_str(), &id.as_str()])
         .await
         .map_err(|err| db_err(DOING, err))?;
-    by_id_status(
+    by_id_answer(
         topic,
         id,
         (row.get(0), row.get(1)),
@@ -258,18 +264,6 @@ fn key_of(job: &RawJob, state: JobState) -> Result<ListKey> {
     })
 }
 
-/// The rows of one listing statement.
-async fn query(client: &Object, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
-    let stmt = client
-        .prepare_cached(sql)
-        .await
-        .map_err(|err| db_err("listing jobs", err))?;
-    client
-        .query(&stmt, params)
-        .await
-        .map_err(|err| db_err("listing jobs", err))
-}
-
 /// One page of the jobs in `state`, after `after`, in the state's order (done: only those
 /// the topic's retention keeps).
 pub(crate) async fn list(
@@ -280,10 +274,7 @@ pub(crate) async fn list(
     after: Option<&Cursor>,
 ) -> Result<Page> {
     check_count("limit", limit)?;
-    let key = match after {
-        None => ListKey::first(state),
-        Some(c) => ListKey::decode(&c.0, state)?,
-    };
+    let key = ListKey::resume(after, state)?;
     // One more than a page, to learn whether another follows.
     let fetch = i32::try_from(limit + 1).unwrap_or(i32::MAX);
     let name = topic.as_str();
@@ -291,20 +282,38 @@ pub(crate) async fn list(
         (ListKey::Ready(p, due, seq), _) => {
             let sql = format!("SELECT {JOB_COLS} FROM delayq.list_ready($1, $2, $3, $4, $5)");
             let (p, due, seq) = (i64::from(*p), signed(*due), signed(*seq));
-            query(client, &sql, &[&name, &p, &due, &seq, &fetch]).await?
+            query(
+                client,
+                "listing jobs",
+                &sql,
+                &[&name, &p, &due, &seq, &fetch],
+            )
+            .await?
         }
         (ListKey::TimeId(t, id), JobState::Delayed) => {
             let sql = format!("SELECT {JOB_COLS} FROM delayq.list_delayed($1, $2, $3, $4)");
-            query(client, &sql, &[&name, &signed(*t), id, &fetch]).await?
+            query(
+                client,
+                "listing jobs",
+                &sql,
+                &[&name, &signed(*t), id, &fetch],
+            )
+            .await?
         }
         (ListKey::TimeId(t, id), _) => {
-            let stored: i16 = match state {
-                JobState::Reserved => 3,
-                JobState::Done => 5,
-                _ => 4,
+            let stored = match state {
+                JobState::Reserved => STORED_RESERVED,
+                JobState::Done => STORED_DONE,
+                _ => STORED_DEAD,
             };
             let sql = format!("SELECT {JOB_COLS} FROM delayq.list_timed($1, $2, $3, $4, $5)");
-            query(client, &sql, &[&name, &stored, &signed(*t), id, &fetch]).await?
+            query(
+                client,
+                "listing jobs",
+                &sql,
+                &[&name, &stored, &signed(*t), id, &fetch],
+            )
+            .await?
         }
     };
     let mut keyed = Vec::with_capacity(rows.len());
@@ -314,23 +323,8 @@ pub(crate) async fn list(
     }
     // The functions answer in this order already; sorting again costs little and does not
     // depend on how PostgreSQL hands a function's rows on.
-    keyed.sort_by(|(a, _), (b, _)| match (a, b) {
-        (ListKey::Ready(p, d, s), ListKey::Ready(q, e, t)) => (p, d, s).cmp(&(q, e, t)),
-        (ListKey::TimeId(t, i), ListKey::TimeId(u, j)) => (t, i.as_bytes()).cmp(&(u, j.as_bytes())),
-        _ => std::cmp::Ordering::Equal,
-    });
-    let more = keyed.len() > limit;
-    keyed.truncate(limit);
-    let next = if more {
-        keyed.last().map(|(k, _)| Cursor(k.encode(state)))
-    } else {
-        None
-    };
-    let jobs = keyed
-        .into_iter()
-        .map(|(_, raw)| raw.into_job(topic, state))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Page { jobs, next })
+    keyed.sort_by(|(a, _), (b, _)| a.cmp(b));
+    ListKey::page(state, limit, keyed, |raw| raw.into_job(topic, state))
 }
 
 /// Counts per state, the age of the oldest due job, the next due time, the expired leases
@@ -400,4 +394,13 @@ pub(crate) async fn purge(client: &Object, topic: &Topic) -> Result<u64> {
         .await
         .map_err(|err| db_err("purging a topic", err))?;
     unsigned(row.get(0), "count")
+}
+
+/// Now on the database's clock.
+pub(crate) async fn now(client: &Object) -> Result<Timestamp> {
+    let row = client
+        .query_one("SELECT delayq.now_ms()", &[])
+        .await
+        .map_err(|e| db_err("reading the clock", e))?;
+    Ok(Timestamp::from_millis(unsigned(row.get(0), "clock")?))
 }

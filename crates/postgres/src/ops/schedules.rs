@@ -1,107 +1,23 @@
-//! What the engine stores besides jobs: schedules, push destinations, and the engine-wide
-//! number sequence of the beanstalkd protocol.
-//!
-//! Schedules are one row each of `delayq.schedules`, its columns `ScheduleParts` as the
+//! Stored schedules: one row each of `delayq.schedules`, its columns `ScheduleParts` as the
 //! embedded engine stores them (the back-off's four parts all NULL: none; misfire 0 skip,
-//! 1 once, 2 each; on_expire 0 dead, 1 drop). The writes that must stay right between processes (a claim of numbers,
-//! a put of a schedule, a record of its progress) are functions of `sql/store.sql`; every
-//! other operation is one plain statement. A stored value delayq did not write is decoded
-//! as [`Error::Internal`].
+//! 1 once, 2 each; on_expire 0 dead, 1 drop). The writes that must stay right between
+//! processes (a put of a schedule, a record of its progress) are functions of
+//! `sql/store.sql`; every other operation is one plain statement. A stored value delayq did
+//! not write is decoded as [`Error::Internal`].
 
 use deadpool_postgres::Object;
 use delayq_core::{
-    Bytes, Error, JobSchedule, Result, ScheduleName, ScheduleParts, StoredDestination,
-    StoredSchedule, Timestamp, Topic,
+    Bytes, Error, JobSchedule, Result, ScheduleName, ScheduleParts, StoredSchedule, Timestamp,
 };
 use tokio_postgres::Row;
 
-use crate::error::db_err;
+use crate::ops::{one, query};
 use crate::row::{signed, unsigned};
 
 /// The columns a schedule is read from, in [`decode_schedule`]'s order.
 const SCHEDULE_COLS: &str = "name, revision, through, cron, time_zone, topic, body, priority, \
      ttr_ms, max_attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, start_ms, end_ms, \
      jitter_ms, misfire, misfire_limit, max_lateness_ms, expires_at_ms, on_expire";
-
-/// Runs `sql` with `params` on `client` (a statement prepared once per
-/// connection) and answers its rows, a failure naming `what`.
-async fn query(
-    client: &Object,
-    what: &str,
-    sql: &str,
-    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-) -> Result<Vec<Row>> {
-    let stmt = client
-        .prepare_cached(sql)
-        .await
-        .map_err(|err| db_err(what, err))?;
-    client
-        .query(&stmt, params)
-        .await
-        .map_err(|err| db_err(what, err))
-}
-
-/// The one row a statement that always answers one row answered.
-fn one(rows: Vec<Row>, what: &str) -> Result<Row> {
-    rows.into_iter()
-        .next()
-        .ok_or_else(|| Error::Internal(format!("{what}: PostgreSQL answered no row")))
-}
-
-/// Claims `count` fresh numbers for `topic` (the caller checked 1 to
-/// [`delayq_core::MAX_CLAIM`]) and answers the first (`delayq.claim_numbers`).
-pub(crate) async fn claim_numbers(client: &Object, topic: &Topic, count: u64) -> Result<u64> {
-    let what = "claiming numbers";
-    let rows = query(
-        client,
-        what,
-        "SELECT delayq.claim_numbers($1, $2)",
-        &[&topic.as_str(), &signed(count)],
-    )
-    .await?;
-    let first: Option<i64> = one(rows, what)?
-        .try_get(0)
-        .map_err(|err| Error::Internal(format!("{what}: {err}")))?;
-    let first = first.ok_or_else(|| {
-        Error::Internal(format!(
-            "the number sequence is used up ({count} more numbers asked for)"
-        ))
-    })?;
-    unsigned(first, "claimed number")
-}
-
-/// The topic the range holding `n` was claimed for, or `None` when no claim holds it: the
-/// range that starts at or before `n` nearest to it (one backward step on the primary key),
-/// when it reaches `n`.
-pub(crate) async fn number_topic(client: &Object, n: u64) -> Result<Option<Topic>> {
-    // A number past i64::MAX was never claimed.
-    let Ok(n) = i64::try_from(n) else {
-        return Ok(None);
-    };
-    let what = "looking up a number";
-    let rows = query(
-        client,
-        what,
-        "SELECT last, topic FROM delayq.number_ranges WHERE first <= $1 \
-         ORDER BY first DESC LIMIT 1",
-        &[&n],
-    )
-    .await?;
-    let Some(row) = rows.first() else {
-        return Ok(None);
-    };
-    let get = |err: tokio_postgres::Error| Error::Internal(format!("a number range: {err}"));
-    let last: i64 = row.try_get(0).map_err(get)?;
-    let name: String = row.try_get(1).map_err(get)?;
-    if n > last {
-        return Ok(None);
-    }
-    Topic::new(name).map(Some).map_err(|err| {
-        Error::Internal(format!(
-            "the topic of number {n} is not a valid name: {err}"
-        ))
-    })
-}
 
 /// Creates or replaces a schedule (validated by the caller) and answers its new revision
 /// (`delayq.put_schedule`: 1, then one more at each put; progress cleared).
@@ -280,82 +196,4 @@ fn decode_schedule(r: &Row) -> Result<StoredSchedule> {
         revision: count(revision, "revision")?,
         through: opt_count(through, "pushed-through time")?.map(Timestamp::from_millis),
     })
-}
-
-/// A destination row's topic name and document, its name checked.
-fn stored_destination(topic: String, doc: String) -> Result<StoredDestination> {
-    let topic = Topic::new(topic.clone()).map_err(|err| {
-        Error::Internal(format!(
-            "a destination is stored under a bad topic {topic:?}: {err}"
-        ))
-    })?;
-    Ok(StoredDestination { topic, doc })
-}
-
-/// Makes `doc` (checked by the caller) the push destination of `topic`, replacing the one
-/// it had.
-pub(crate) async fn put_destination(client: &Object, topic: &Topic, doc: &str) -> Result<()> {
-    query(
-        client,
-        "putting a destination",
-        "INSERT INTO delayq.destinations (topic, doc) VALUES ($1, $2) \
-         ON CONFLICT (topic) DO UPDATE SET doc = excluded.doc",
-        &[&topic.as_str(), &doc],
-    )
-    .await?;
-    Ok(())
-}
-
-/// The push destination of `topic`, if it has one.
-pub(crate) async fn destination(
-    client: &Object,
-    topic: &Topic,
-) -> Result<Option<StoredDestination>> {
-    let rows = query(
-        client,
-        "reading a destination",
-        "SELECT doc FROM delayq.destinations WHERE topic = $1",
-        &[&topic.as_str()],
-    )
-    .await?;
-    let Some(row) = rows.first() else {
-        return Ok(None);
-    };
-    let doc: String = row
-        .try_get(0)
-        .map_err(|err| Error::Internal(format!("a destination row: {err}")))?;
-    Ok(Some(StoredDestination {
-        topic: topic.clone(),
-        doc,
-    }))
-}
-
-/// Every push destination, by topic name (bytewise, as the other engines sort them).
-pub(crate) async fn destinations(client: &Object) -> Result<Vec<StoredDestination>> {
-    let rows = query(
-        client,
-        "listing destinations",
-        "SELECT topic, doc FROM delayq.destinations ORDER BY topic COLLATE \"C\"",
-        &[],
-    )
-    .await?;
-    rows.iter()
-        .map(|r| {
-            let get =
-                |err: tokio_postgres::Error| Error::Internal(format!("a destination row: {err}"));
-            stored_destination(r.try_get(0).map_err(get)?, r.try_get(1).map_err(get)?)
-        })
-        .collect()
-}
-
-/// Removes the push destination of `topic`; answers whether it had one.
-pub(crate) async fn delete_destination(client: &Object, topic: &Topic) -> Result<bool> {
-    let rows = query(
-        client,
-        "deleting a destination",
-        "DELETE FROM delayq.destinations WHERE topic = $1 RETURNING 1",
-        &[&topic.as_str()],
-    )
-    .await?;
-    Ok(!rows.is_empty())
 }
