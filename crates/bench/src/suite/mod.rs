@@ -12,7 +12,8 @@
 //!   measuring.
 //! - `throughput` (W1, W2, W7), `storage` (W3, W4), `idle` (W5), `table` (W6), `cluster` (W8),
 //!   `partitions` (W9), `push` (W10).
-//! - `report`: the Markdown, the goals, and the splice into BENCHMARKS.md.
+//! - `report`: the Markdown (the summary of the goals, then the section of tables), the
+//!   goals, and the splice into BENCHMARKS.md.
 //! - `child`: the suite's own child processes (HTTP server, idle workers, W6 consumer).
 
 pub(crate) mod child;
@@ -48,8 +49,9 @@ const WORKLOADS: [&str; 11] = [
 /// Options of `all` and `smoke`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The Markdown file whose side-by-side section is rewritten (default: BENCHMARKS.md for
-    /// a whole `all` run; none for `smoke` or a part chosen with --only / --systems).
+    /// The Markdown file whose summary and side-by-side section are rewritten (default:
+    /// BENCHMARKS.md for a whole `all` run; none for `smoke` or a part chosen with --only /
+    /// --systems).
     #[arg(long)]
     markdown: Option<PathBuf>,
     /// Where the plots go (a whole `all` run: docs/bench; otherwise the work directory).
@@ -107,7 +109,7 @@ pub(crate) struct ReportArgs {
     /// The results of a run (target/bench/all/results.json).
     #[arg(long)]
     results: PathBuf,
-    /// The Markdown file whose side-by-side section is rewritten.
+    /// The Markdown file whose summary and side-by-side section are rewritten.
     #[arg(long)]
     markdown: PathBuf,
     /// Where the plots go.
@@ -129,7 +131,11 @@ pub(crate) fn rerender(a: ReportArgs) -> anyhow::Result<()> {
         )
     })?;
     env::plot_with(&root, &a.results, &a.plots)?;
-    report::splice(&a.markdown, &report::markdown(&results, &root, &a.plots))?;
+    report::splice(
+        &a.markdown,
+        &report::summary(&results),
+        &report::markdown(&results, &root, &a.plots),
+    )?;
     say(&format!(
         "rewrote {} from {}",
         a.markdown.display(),
@@ -339,10 +345,12 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
         }
     });
     env::plot_with(&root, &json, &plots)?;
+    let summary = report::summary(&results);
     let markdown = report::markdown(&results, &root, &plots);
+    std::fs::write(work.join("summary.md"), &summary)?;
     std::fs::write(work.join("section.md"), &markdown)?;
     if let Some(md) = target {
-        report::splice(&md, &markdown)?;
+        report::splice(&md, &summary, &markdown)?;
         say(&format!("wrote {}", md.display()));
     }
     say(&format!(
