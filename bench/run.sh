@@ -2,7 +2,8 @@
 # delayq's side-by-side benchmarks (issue 6), from a fresh clone:
 #
 #   bench/run.sh            the whole suite (about 20 minutes on 2 cores): rewrites the
-#                           side-by-side section of BENCHMARKS.md and docs/bench/*.png
+#                           summary and the side-by-side section of BENCHMARKS.md and
+#                           docs/bench/*.png
 #   bench/run.sh --smoke    every system and workload with small sizes (about 2 minutes),
 #                           writing only under target/bench/smoke: what CI runs
 #   bench/run.sh [--smoke] -- OPTIONS

