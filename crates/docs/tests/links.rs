@@ -59,6 +59,27 @@ fn no_document_refers_to_a_file_outside_the_repository() {
     );
 }
 
+#[test]
+fn the_docs_index_links_to_every_page_of_docs() {
+    let root = repo_root();
+    let index = std::fs::read_to_string(root.join("docs/README.md")).unwrap();
+    let linked: Vec<String> = delayq_docs::links(&index)
+        .into_iter()
+        .map(|l| l.dest.split('#').next().unwrap_or_default().to_string())
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") && name != "README.md" && !linked.contains(&name) {
+            missing.push(name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/README.md must link to every page of docs/; it does not link to {missing:?}"
+    );
+}
+
 /// The checks themselves, on a small repository of their own: each finds what it is for, with
 /// the file and the line.
 #[test]
