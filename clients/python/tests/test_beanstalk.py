@@ -741,7 +741,7 @@ def test_a_tube_with_special_characters_maps_to_a_topic(
 def test_stats_job_delay_is_the_time_from_the_put_to_the_due_time(
     green: GreenFactory, tube: str
 ) -> None:
-    """A documented difference (README, "the beanstalkd protocol"): delayq's ``delay`` is the
+    """A documented difference (docs/beanstalkd.md): delayq's ``delay`` is the
     time from the put to the job's due time (beanstalkd's is the delay last given): after a
     release with a delay it is the job's age plus the time it has left."""
     c = green(use=tube, watch=tube)

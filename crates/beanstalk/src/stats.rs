@@ -1,7 +1,7 @@
 //! `stats`, `stats-tube`, `stats-job` and `list-tubes`: beanstalkd's YAML answers, filled
 //! from the engine (job counts per state, a job's record) and from this server's counters
-//! (`counters.rs`: commands, connections, per-tube use). README's "beanstalkd protocol"
-//! section lists where the figures differ from beanstalkd's.
+//! (`counters.rs`: commands, connections, per-tube use). docs/beanstalkd.md
+//! lists where the figures differ from beanstalkd's.
 
 use std::time::Duration;
 

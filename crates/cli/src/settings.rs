@@ -341,19 +341,26 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_config_examples_are_valid() {
-        let readme = include_str!("../../../README.md");
-        let blocks: Vec<&str> = readme
+    fn the_docs_config_examples_are_valid() {
+        let docs = [
+            include_str!("../../../docs/operations.md"),
+            include_str!("../../../docs/push-delivery.md"),
+        ]
+        .concat();
+        let blocks: Vec<&str> = docs
             .split("```toml\n")
             .skip(1)
             .filter_map(|rest| rest.split("```").next())
             .collect();
-        assert!(blocks.len() >= 2, "README.md has its toml examples");
+        assert!(
+            blocks.len() >= 2,
+            "docs/operations.md and docs/push-delivery.md have their toml examples"
+        );
         for block in blocks {
             let file: FileConfig = toml::from_str(block)
-                .unwrap_or_else(|e| panic!("the README's example parses: {e}\n{block}"));
+                .unwrap_or_else(|e| panic!("the docs' example parses: {e}\n{block}"));
             let s = resolve(ServeArgs::default(), file)
-                .unwrap_or_else(|e| panic!("the README's example resolves: {e}\n{block}"));
+                .unwrap_or_else(|e| panic!("the docs' example resolves: {e}\n{block}"));
             if block.contains("max_wait") {
                 assert_eq!(s.max_wait, Duration::from_secs(20));
                 assert_eq!(s.tokens.len(), 1);

@@ -78,8 +78,24 @@ pub use delayq_worker::{
     SchedulerConfig, Worker, WorkerConfig, delete_schedule, put_schedule,
 };
 
-/// The README's Rust program, compiled by `cargo test --doc` so that it cannot drift from
-/// the API.
+/// The Rust programs of the README and of the pages under docs/ (the library's program and
+/// worker, a schedule, a push in a PostgreSQL transaction), compiled by `cargo test --doc`
+/// so that they cannot drift from the API.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// docs/rust.md: the smallest complete program, the worker's settings, a handler that stops.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/rust.md")]
+struct RustDocDoctests;
+
+/// docs/schedules.md: a schedule and its `Scheduler`, from Rust.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/schedules.md")]
+struct SchedulesDocDoctests;
+
+/// docs/engines.md: a push inside the application's own PostgreSQL transaction.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/engines.md")]
+struct EnginesDocDoctests;

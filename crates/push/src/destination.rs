@@ -304,7 +304,7 @@ impl Destination {
         let serde_json::Value::Object(mut fields) = v else {
             return Err(DestinationError::new(
                 "destination",
-                "a destination is a JSON object with a \"type\"; see the README's \"Push delivery\"",
+                "a destination is a JSON object with a \"type\"; see docs/push-delivery.md",
             ));
         };
         // The type is read apart (not with serde's internal tagging), so that an error in a

@@ -1,5 +1,5 @@
 //! Where delayq's beanstalkd protocol differs from beanstalkd 1.12 on purpose, each with its
-//! reason: the one list ([`DIFFERENCES`]) that README's "beanstalkd protocol" section cites.
+//! reason: the one list ([`DIFFERENCES`]) that docs/beanstalkd.md cites.
 //! The normalisation (`normalise.rs`) and the sessions that show a difference
 //! (`Script::differs`) name the entry they rely on; nothing else is allowed to differ.
 
@@ -143,7 +143,7 @@ pub static WAITER_ORDER: Difference = Difference {
           pool of workers expects; the rest of beanstalkd's order is how it stores the set.",
 };
 
-/// Every deliberate difference, in the order README lists them.
+/// Every deliberate difference, in the order docs/beanstalkd.md lists them.
 pub static DIFFERENCES: [&Difference; 12] = [
     &JOB_IDS,
     &TUBE_TOPIC_LENGTH,

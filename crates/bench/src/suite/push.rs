@@ -54,7 +54,7 @@ use super::systems::serve::DelayqServe;
 pub(crate) use super::systems::serve::Store;
 use super::systems::{DelayedRun, Env, Kind, SpanCpu, SpanMeter};
 
-/// The secret of every destination W10 puts (README's example; the receiver does not check
+/// The secret of every destination W10 puts (docs/push-delivery.md's example; the receiver does not check
 /// signatures, the forwarder still makes them).
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /// The topic the pull consumers reserve from ([`Client`]'s).

@@ -1,6 +1,6 @@
 //! Jobs from the command line: `push` (ids, conflicts, expiry, a body from a file or from
 //! standard input), `get`, `list` page by page, `reschedule`, `delete`, `dead list`, `kick`,
-//! `topics` and `purge`, and the README's example run as written.
+//! `topics` and `purge`, and the example of docs/cli.md run as written.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -284,27 +284,27 @@ fn job_and_topic_subcommands() {
     );
 }
 
-/// The README's command-line example, pasted into a shell against a fresh server, runs top to
-/// bottom: every command succeeds, in order. The block is read from README.md between its
-/// markers, so the test follows the README.
+/// The command-line example of docs/cli.md, pasted into a shell against a fresh server, runs
+/// top to bottom: every command succeeds, in order. The block is read from docs/cli.md between
+/// its markers, so the test follows the page.
 #[test]
-fn the_readme_cli_example_runs_as_written_issue_12() {
+fn the_cli_page_example_runs_as_written_issue_12() {
     // See: issue 12
-    let readme = include_str!("../../../../README.md");
-    let block = readme
+    let page = include_str!("../../../../docs/cli.md");
+    let block = page
         .split_once("<!-- cli-example: start -->")
         .and_then(|(_, rest)| rest.split_once("<!-- cli-example: end -->"))
         .and_then(|(block, _)| block.split_once("```sh\n"))
         .and_then(|(_, code)| code.split_once("```"))
         .map(|(code, _)| code)
-        .expect("README.md has a sh block between <!-- cli-example: start --> and end");
+        .expect("docs/cli.md has a sh block between <!-- cli-example: start --> and end");
     assert!(
         block.contains("delayq push") && block.contains("delayq ack"),
         "{block}"
     );
 
     let s = Server::start(&[]);
-    let script = s._dir.path().join("readme.sh");
+    let script = s._dir.path().join("example.sh");
     std::fs::write(&script, block).unwrap();
     let bin_dir = Path::new(BIN).parent().unwrap();
     let path = format!(
@@ -324,7 +324,7 @@ fn the_readme_cli_example_runs_as_written_issue_12() {
     let text = stdout(&out);
     assert!(
         out.status.success(),
-        "the README's example stopped ({:?}):\n{text}\n{}",
+        "the example of docs/cli.md stopped ({:?}):\n{text}\n{}",
         out.status.code(),
         String::from_utf8_lossy(&out.stderr)
     );

@@ -96,7 +96,7 @@ fn archive_sends_a_waiting_job_to_dead_issue_15() {
     assert!(out.starts_with("o1  due "), "{out}");
 }
 
-/// `delayq reserve` exits 6 when no job came, in every output mode, so that the README's
+/// `delayq reserve` exits 6 when no job came, in every output mode, so that docs/cli.md's
 /// `token=$(delayq reserve … -q)` stops a `set -e` script instead of carrying on with an
 /// empty token; with a job it exits 0. `--help` says so.
 // See: issue 36

@@ -6,7 +6,8 @@
 //! One test binary (`cargo test -p delayq-cli --test cli`), one module per subject:
 //!
 //! - [`jobs`]: `push`, `get`, `list`, `reschedule`, `delete`, `dead list`, `kick`, `purge`,
-//!   a body from standard input, and the README's example run as written.
+//!   a body from standard input, and the example of docs/cli.md run as written.
+//! - [`readme`]: the README's quick start (push, reserve, ack with curl) run as written.
 //! - [`leases`]: `reserve` and the lease subcommands (`touch`, `nack`, `release`, `bury`,
 //!   `ack`), `archive`.
 //! - [`topics`]: `topic set` / `topic get`, `pause` and `resume`, unknown topics.
@@ -31,6 +32,7 @@ mod client;
 mod help;
 mod jobs;
 mod leases;
+mod readme;
 mod schedules;
 mod schemathesis;
 mod serve;
