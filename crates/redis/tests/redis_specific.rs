@@ -401,7 +401,7 @@ async fn expiring_jobs_are_indexed_while_they_wait_issue_14() {
 }
 
 /// The keys and their contents after one push, one reserve and one nack are exactly those
-/// ARCHITECTURE.md describes.
+/// the crate's documentation (`crates/redis/src/lib.rs`, "Redis key layout") describes.
 #[tokio::test]
 async fn key_layout_matches_architecture() {
     let server = RedisServer::start();
