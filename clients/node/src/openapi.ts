@@ -1,6 +1,7 @@
 // Generated from delayq's /v1/openapi.json by tools/openapi-gen.ts: do not edit.
 // `npm run generate` writes it again from a server it starts; the openapi test fails when
-// this file differs from what the server's document gives.
+// this file differs from what the server's document gives. It is long because it holds one
+// type for every schema of the document.
 
 /** Up to 1000 acks in one request: the deliveries' `receipts`, or their `leases`. */
 export interface AckBatchRequest {

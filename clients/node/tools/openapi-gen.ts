@@ -59,7 +59,8 @@ export interface Document {
 
 const HEADER = `// Generated from delayq's /v1/openapi.json by tools/openapi-gen.ts: do not edit.
 // \`npm run generate\` writes it again from a server it starts; the openapi test fails when
-// this file differs from what the server's document gives.
+// this file differs from what the server's document gives. It is long because it holds one
+// type for every schema of the document.
 `;
 
 /** The TypeScript source of `src/openapi.ts` for `doc`. */

@@ -8,7 +8,10 @@ and jobs put over beanstalkd as the HTTP API sees them (the tube ``default`` is 
 
 Each engine gets a ``delayq serve`` of this module's own (and a redis-server of its own for
 Redis) with ``--beanstalk 127.0.0.1:0``; the port it bound is read from its log. Each test
-works in tubes of its own, named after the ``topic`` fixture."""
+works in tubes of its own, named after the ``topic`` fixture.
+
+The module is long because two real clients meet every command on two engines, and the
+servers it starts (one per engine, module-scoped) are shared by all of its tests."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 //! Redis-specific behaviour that the engine-agnostic suite cannot see: the exact key layout,
 //! the idle cost of blocked reservers, persistence and function reloading across a Redis
 //! restart, the safety wake covering a lost signal, ACL authentication and outages.
+//!
+//! The file is long because it holds every test that only Redis can have, each starting its
+//! own redis-server; the cluster's own tests are in `tests/cluster/`.
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 

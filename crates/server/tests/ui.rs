@@ -9,6 +9,10 @@
 //! Needs `chromium` and `chromedriver` (Debian: `chromium`, `chromium-driver`; the test
 //! command, scripts/test.sh, installs them), or their paths in `DELAYQ_CHROMIUM` and
 //! `DELAYQ_CHROMEDRIVER`. A missing one fails with that message; nothing is skipped.
+//!
+//! The file is long because every test shares one browser session and one server (starting
+//! Chromium costs seconds); it walks the dashboard page by page, each test what a user sees
+//! on one page.
 
 #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
 

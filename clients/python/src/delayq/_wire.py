@@ -1,7 +1,8 @@
 """The wire types of the delayq HTTP API, generated from its OpenAPI document.
 
 Do not edit: ``python tools/gen_wire.py URL > src/delayq/_wire.py`` writes it again, and
-``tests/test_openapi.py`` checks that it matches what the server serves.
+``tests/test_openapi.py`` checks that it matches what the server serves. It is long because
+it holds one type for every schema of the document.
 """
 
 from __future__ import annotations

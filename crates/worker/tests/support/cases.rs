@@ -1,5 +1,10 @@
 //! The worker cases, each an async function generic over the [`Backend`]. Waits are bounded
 //! and poll the engine; no case asserts speed.
+//!
+//! The file is long because it is the worker's whole behaviour against real engines, one
+//! case per promise (settling, renewal, shutdown, failures, schedules), written once and run
+//! on every engine by the `tests/*.rs` files that name a backend; a case in a file of its
+//! own would have to be listed in each of them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Stdio;
