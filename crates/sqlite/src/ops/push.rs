@@ -2,12 +2,12 @@
 
 use delayq_core::limits::{delay_ms_ceil, due_after};
 use delayq_core::{
-    Expiry, NewJob, OnConflict, Pushed, Result, Schedule, Timestamp, TopicConfig, duration_ms,
-    expiry_before_due,
+    Backoff, Expiry, NewJob, OnConflict, Pushed, Result, Schedule, Timestamp, TopicConfig,
+    duration_ms, expiry_before_due,
 };
 
 use crate::row::on_expire_code;
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, Statement, params};
 
 use super::done;
 use super::place::place;
@@ -28,6 +28,43 @@ pub(crate) fn due_time(schedule: Schedule, now_us: u64) -> u64 {
 fn expiry_ms(job: &NewJob, ready_at: u64) -> u64 {
     job.expires_at(Timestamp::from_millis(ready_at))
         .map_or(0, |t| t.as_millis())
+}
+
+/// What a push stores of one job: parameters ?1 to ?14, the same in the `INSERT` that
+/// creates it and the `UPDATE` that replaces it (which keeps the rest: state, creation
+/// time, attempts, lease and last error).
+#[derive(Clone, Copy)]
+struct Stored<'j> {
+    tid: i64,
+    job: &'j NewJob,
+    ready_at: u64,
+    seq: u64,
+    ttr_ms: u64,
+    max_attempts: u32,
+    backoff: Backoff,
+    expires_at: u64,
+}
+
+impl Stored<'_> {
+    /// Binds ?1 to ?14 of `stmt`: tid, id, priority, ready_at, seq, ttr_ms, max_attempts,
+    /// the four back-off columns, body, expires_at, on_expire.
+    fn bind(&self, stmt: &mut Statement<'_>) -> rusqlite::Result<()> {
+        let (job, b) = (self.job, &self.backoff);
+        stmt.raw_bind_parameter(1, self.tid)?;
+        stmt.raw_bind_parameter(2, job.id.as_str())?;
+        stmt.raw_bind_parameter(3, job.priority)?;
+        stmt.raw_bind_parameter(4, self.ready_at)?;
+        stmt.raw_bind_parameter(5, self.seq)?;
+        stmt.raw_bind_parameter(6, self.ttr_ms)?;
+        stmt.raw_bind_parameter(7, self.max_attempts)?;
+        stmt.raw_bind_parameter(8, b.base_ms())?;
+        stmt.raw_bind_parameter(9, b.factor())?;
+        stmt.raw_bind_parameter(10, b.max_ms())?;
+        stmt.raw_bind_parameter(11, b.jitter_permille())?;
+        stmt.raw_bind_parameter(12, job.body.as_ref())?;
+        stmt.raw_bind_parameter(13, self.expires_at)?;
+        stmt.raw_bind_parameter(14, on_expire_code(job.on_expire))
+    }
 }
 
 /// Creates each job whose id is free (or a done job's) in its topic and answers in order; what a job leaves
@@ -61,11 +98,11 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
     let conn = tx.conn;
     let mut insert_job = conn
         .prepare_cached(
-            "INSERT INTO jobs (tid, id, state, priority, ready_at, seq, ttr_ms, max_attempts, \
-             attempts, bo_base_ms, bo_factor, bo_max_ms, bo_jitter, created_at, token, \
-             deadline, last_error, body, expires_at, on_expire) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, 0, 0, '', ?14, \
-             ?15, ?16) \
+            "INSERT INTO jobs (tid, id, priority, ready_at, seq, ttr_ms, max_attempts, \
+             bo_base_ms, bo_factor, bo_max_ms, bo_jitter, body, expires_at, on_expire, state, \
+             created_at, attempts, token, deadline, last_error) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, \
+             0, 0, '') \
              ON CONFLICT (tid, id) DO NOTHING",
         )
         .map_err(|e| db_err("inserting a job", e))?;
@@ -83,26 +120,22 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
         let ready_at = due_time(job.schedule, now_us);
         let expires_at = expiry_ms(job, ready_at);
         let seq = tx.peek_seq(tid)?;
+        let stored = Stored {
+            tid,
+            job,
+            ready_at,
+            seq,
+            ttr_ms: duration_ms(ttr),
+            max_attempts,
+            backoff,
+            expires_at,
+        };
         let mut insert = || {
-            insert_job
-                .execute(params![
-                    tid,
-                    job.id.as_str(),
-                    WAITING,
-                    job.priority,
-                    ready_at,
-                    seq,
-                    duration_ms(ttr),
-                    max_attempts,
-                    backoff.base_ms(),
-                    backoff.factor(),
-                    backoff.max_ms(),
-                    backoff.jitter_permille(),
-                    now,
-                    job.body.as_ref(),
-                    expires_at,
-                    on_expire_code(job.on_expire),
-                ])
+            stored
+                .bind(&mut insert_job)
+                .and_then(|()| insert_job.raw_bind_parameter(15, WAITING))
+                .and_then(|()| insert_job.raw_bind_parameter(16, now))
+                .and_then(|()| insert_job.raw_execute())
                 .map(|n| n == 1)
                 .map_err(|e| db_err("inserting a job", e))
         };
@@ -154,6 +187,12 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
             };
             let expires_at = expiry_ms(job, ready_at);
             let seq = tx.next_seq(tid)?;
+            let stored = Stored {
+                ready_at,
+                seq,
+                expires_at,
+                ..stored
+            };
             tx.conn
                 .prepare_cached(
                     "UPDATE jobs SET priority = ?3, ready_at = ?4, seq = ?5, ttr_ms = ?6, \
@@ -162,22 +201,8 @@ pub(crate) fn push(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<Pushed>> {
                      WHERE tid = ?1 AND id = ?2",
                 )
                 .and_then(|mut s| {
-                    s.execute(params![
-                        tid,
-                        job.id.as_str(),
-                        job.priority,
-                        ready_at,
-                        seq,
-                        duration_ms(ttr),
-                        max_attempts,
-                        backoff.base_ms(),
-                        backoff.factor(),
-                        backoff.max_ms(),
-                        backoff.jitter_permille(),
-                        job.body.as_ref(),
-                        expires_at,
-                        on_expire_code(job.on_expire),
-                    ])
+                    stored.bind(&mut s)?;
+                    s.raw_execute()
                 })
                 .map_err(|e| db_err("replacing a job", e))?;
             place(tx, tid, ready_at, expires_at, now);
