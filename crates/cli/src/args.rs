@@ -1,10 +1,12 @@
 //! The argument types that the command line (`cli`), the subcommands (`cmd/`) and the HTTP
 //! client (`client`) share: the client options (where the server is, how to trust it,
-//! `--json`), their copy before the subcommand, and `--on-expire`. It names no other module
+//! `--json`), their copy before the subcommand, `--on-expire`, and durations as requests carry
+//! them. It names no other module
 //! of the crate, so that `cli` can name the subcommands' own clap types and they can take
 //! these from here without a circle.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
@@ -78,4 +80,9 @@ pub enum OnExpireArg {
     Dead,
     /// Deleted.
     Drop,
+}
+
+/// A duration in whole milliseconds, as the requests carry them.
+pub fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

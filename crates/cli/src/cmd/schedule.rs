@@ -5,12 +5,15 @@
 use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
+use delayq_server::http::dto::{Encoding, OnExpireDto};
+use delayq_server::http::{MisfireDto, ScheduleDto, ScheduleRequest, SchedulesResponse};
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::args::{ClientArgs, OnExpireArg};
-use crate::client::{Client, seg};
+use crate::args::{ClientArgs, OnExpireArg, ms};
+use crate::client::{Client, read, request, seg};
 use crate::duration::DurationParser;
+use crate::failure::Failure;
 
 /// `delayq schedule`.
 #[derive(Args, Debug)]
@@ -125,15 +128,19 @@ pub async fn run(a: ScheduleArgs) -> anyhow::Result<()> {
     match a.command {
         ScheduleCommand::Put(a) => {
             let v = Client::new(&a.client)?
-                .call(Method::PUT, &path(&a.name), Some(&request(&a)))
+                .call(
+                    Method::PUT,
+                    &path(&a.name),
+                    Some(&request(&schedule_request(&a))?),
+                )
                 .await?;
-            show(&v, a.client.json);
+            show(&v, a.client.json)?;
         }
         ScheduleCommand::Get(a) => {
             let v = Client::new(&a.client)?
                 .call(Method::GET, &path(&a.name), None)
                 .await?;
-            show(&v, a.client.json);
+            show(&v, a.client.json)?;
         }
         ScheduleCommand::List(a) => {
             let v = Client::new(&a.client)?
@@ -142,8 +149,8 @@ pub async fn run(a: ScheduleArgs) -> anyhow::Result<()> {
             if a.client.json {
                 println!("{v}");
             } else {
-                for s in v["schedules"].as_array().into_iter().flatten() {
-                    println!("{}", line(s));
+                for s in read::<SchedulesResponse>(&v)?.schedules {
+                    println!("{}", line(&s));
                 }
             }
         }
@@ -165,76 +172,54 @@ fn path(name: &str) -> String {
     format!("/v1/schedules/{}", seg(name))
 }
 
-/// The JSON of `PUT /v1/schedules/{name}`.
-fn request(a: &SchedulePutArgs) -> Value {
-    let mut v = json!({"cron": a.cron, "topic": a.topic, "body": a.body});
-    let ms = |d: Duration| Value::from(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    if let Some(tz) = &a.time_zone {
-        v["time_zone"] = tz.as_str().into();
+/// The request of `PUT /v1/schedules/{name}`.
+fn schedule_request(a: &SchedulePutArgs) -> ScheduleRequest {
+    ScheduleRequest {
+        cron: a.cron.clone(),
+        time_zone: a.time_zone.clone(),
+        topic: a.topic.clone(),
+        body: a.body.clone(),
+        encoding: Encoding::Utf8,
+        priority: a.priority,
+        ttr_ms: a.ttr.map(ms),
+        max_attempts: a.max_attempts,
+        backoff: None,
+        start: a.start.clone(),
+        end: a.end.clone(),
+        jitter_ms: a.jitter.map(ms),
+        misfire: match a.misfire {
+            None | Some(MisfireArg::Skip) => MisfireDto::Skip,
+            Some(MisfireArg::Once) => MisfireDto::Once,
+            Some(MisfireArg::Each) => MisfireDto::Each,
+        },
+        misfire_limit: a.misfire_limit,
+        max_lateness_ms: a.max_lateness.map(ms),
+        expires_at: a.expires_at.clone(),
+        on_expire: a.on_expire.map(|o| match o {
+            OnExpireArg::Dead => OnExpireDto::Dead,
+            OnExpireArg::Drop => OnExpireDto::Drop,
+        }),
     }
-    if let Some(p) = a.priority {
-        v["priority"] = p.into();
-    }
-    if let Some(d) = a.ttr {
-        v["ttr_ms"] = ms(d);
-    }
-    if let Some(n) = a.max_attempts {
-        v["max_attempts"] = n.into();
-    }
-    if let Some(s) = &a.start {
-        v["start"] = s.as_str().into();
-    }
-    if let Some(s) = &a.end {
-        v["end"] = s.as_str().into();
-    }
-    if let Some(d) = a.jitter {
-        v["jitter_ms"] = ms(d);
-    }
-    if let Some(m) = a.misfire {
-        v["misfire"] = match m {
-            MisfireArg::Skip => "skip",
-            MisfireArg::Once => "once",
-            MisfireArg::Each => "each",
-        }
-        .into();
-    }
-    if let Some(n) = a.misfire_limit {
-        v["misfire_limit"] = n.into();
-    }
-    if let Some(t) = &a.expires_at {
-        v["expires_at"] = t.as_str().into();
-    }
-    if let Some(d) = a.max_lateness {
-        v["max_lateness_ms"] = ms(d);
-    }
-    if let Some(o) = a.on_expire {
-        v["on_expire"] = match o {
-            OnExpireArg::Dead => "dead",
-            OnExpireArg::Drop => "drop",
-        }
-        .into();
-    }
-    v
 }
 
-fn show(v: &Value, json: bool) {
+fn show(v: &Value, json: bool) -> Result<(), Failure> {
     if json {
         println!("{v}");
     } else {
-        println!("{}", line(v));
+        println!("{}", line(&read(v)?));
     }
+    Ok(())
 }
 
 /// One schedule as one line: name, cron and zone, topic, next fire.
-fn line(s: &Value) -> String {
-    let next = s["next_fire"].as_str().unwrap_or("none (ended)");
+fn line(s: &ScheduleDto) -> String {
     format!(
         "{}  \"{}\" {}  -> {}  next {}",
-        s["name"].as_str().unwrap_or(""),
-        s["cron"].as_str().unwrap_or(""),
-        s["time_zone"].as_str().unwrap_or(""),
-        s["topic"].as_str().unwrap_or(""),
-        next
+        s.name,
+        s.cron,
+        s.time_zone,
+        s.topic,
+        s.next_fire.as_deref().unwrap_or("none (ended)")
     )
 }
 
@@ -242,6 +227,7 @@ fn line(s: &Value) -> String {
 mod tests {
     use super::*;
     use clap::Parser;
+    use serde_json::json;
 
     /// A command line with only `delayq schedule` on it, parsed as `cli::Cli` parses that
     /// subcommand; these tests do not name `cli`, which names this module.
@@ -283,9 +269,10 @@ mod tests {
         else {
             panic!("not a schedule put");
         };
+        // The encoding is the default's, said: the body is text.
         assert_eq!(
-            request(&a),
-            json!({"cron": "30 2 * * *", "topic": "reports", "body": "build it",
+            request(&schedule_request(&a)).expect("JSON"),
+            json!({"cron": "30 2 * * *", "topic": "reports", "body": "build it", "encoding": "utf8",
                    "time_zone": "Europe/Berlin", "jitter_ms": 30000, "misfire": "each",
                    "misfire_limit": 3, "max_lateness_ms": 300000, "on_expire": "drop"})
         );
@@ -298,9 +285,11 @@ mod tests {
     #[test]
     fn a_line_names_the_next_fire() {
         let s = json!({"name": "n", "cron": "0 * * * *", "time_zone": "UTC", "topic": "t",
+                       "body": "", "encoding": "utf8", "priority": 0, "jitter_ms": 0,
+                       "misfire": "skip", "revision": 1,
                        "next_fire": "2026-01-01T01:00:00.000+00:00"});
         assert_eq!(
-            line(&s),
+            line(&read(&s).expect("a schedule")),
             "n  \"0 * * * *\" UTC  -> t  next 2026-01-01T01:00:00.000+00:00"
         );
     }
