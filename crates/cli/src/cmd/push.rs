@@ -3,10 +3,10 @@
 use std::io::Read;
 
 use anyhow::Context;
-use delayq_server::http::dto::{Encoding, OnConflictDto, OnExpireDto, PushRequest, PushResponse};
+use delayq_server::http::dto::{Encoding, OnConflictDto, PushRequest, PushResponse};
 use reqwest::Method;
 
-use crate::args::{OnExpireArg, ms};
+use crate::args::{job_fields, ms};
 use crate::cli::{OnConflictArg, PushArgs};
 use crate::client::{Client, read, request, seg, wire_name};
 
@@ -45,15 +45,16 @@ pub async fn run(a: PushArgs) -> anyhow::Result<()> {
 /// The request of `POST /v1/topics/{topic}/jobs`.
 fn push_request(a: &PushArgs) -> anyhow::Result<PushRequest> {
     let (body, encoding) = body(a)?;
+    let job = job_fields(&a.job, &a.expiry);
     Ok(PushRequest {
         id: a.id.clone(),
         body,
         encoding,
         delay_ms: a.delay.map(ms),
         ready_at: a.at.clone(),
-        ttr_ms: a.ttr.map(ms),
-        max_attempts: a.max_attempts,
-        priority: a.priority,
+        ttr_ms: job.ttr_ms,
+        max_attempts: job.max_attempts,
+        priority: job.priority,
         backoff: None,
         on_conflict: match a.on_conflict {
             None | Some(OnConflictArg::Keep) => OnConflictDto::Keep,
@@ -61,12 +62,9 @@ fn push_request(a: &PushArgs) -> anyhow::Result<PushRequest> {
             Some(OnConflictArg::Debounce) => OnConflictDto::Debounce,
         },
         max_wait_ms: a.max_wait.map(ms),
-        expires_at: a.expires_at.clone(),
-        max_lateness_ms: a.max_lateness.map(ms),
-        on_expire: a.on_expire.map(|o| match o {
-            OnExpireArg::Dead => OnExpireDto::Dead,
-            OnExpireArg::Drop => OnExpireDto::Drop,
-        }),
+        expires_at: job.expires_at,
+        max_lateness_ms: job.max_lateness_ms,
+        on_expire: job.on_expire,
     })
 }
 

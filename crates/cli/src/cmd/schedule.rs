@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use clap::{Args, Subcommand, ValueEnum};
-use delayq_server::http::dto::{Encoding, OnExpireDto};
+use clap::{Arg, Args, Subcommand, ValueEnum};
+use delayq_server::http::dto::Encoding;
 use delayq_server::http::{MisfireDto, ScheduleDto, ScheduleRequest, SchedulesResponse};
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::args::{ClientArgs, OnExpireArg, ms};
+use crate::args::{ClientArgs, ExpiryOptions, JobOptions, job_fields, ms};
 use crate::client::{Client, read, request, seg};
 use crate::duration::DurationParser;
 use crate::failure::Failure;
@@ -50,8 +50,10 @@ pub enum MisfireArg {
     Each,
 }
 
-/// `delayq schedule put`.
+/// `delayq schedule put`. Its job options are a push's ([`JobOptions`], [`ExpiryOptions`]),
+/// their help worded for the jobs a schedule pushes by [`jobs_wording`].
 #[derive(Args, Debug)]
+#[command(mut_args(jobs_wording))]
 pub struct SchedulePutArgs {
     /// The schedule's name (1 to 100 characters from A-Z a-z 0-9 _ . : -).
     pub name: String,
@@ -69,15 +71,8 @@ pub struct SchedulePutArgs {
     /// An IANA time zone, e.g. Europe/Berlin [default: UTC].
     #[arg(long = "tz")]
     pub time_zone: Option<String>,
-    /// The jobs' priority (lower runs first) [default: 0].
-    #[arg(long)]
-    pub priority: Option<u32>,
-    /// The jobs' lease length, e.g. 1m [default: the topic's].
-    #[arg(long, value_parser = DurationParser)]
-    pub ttr: Option<Duration>,
-    /// The jobs' deliveries before dead [default: the topic's].
-    #[arg(long)]
-    pub max_attempts: Option<u32>,
+    #[command(flatten)]
+    pub job: JobOptions,
     /// No fire before this RFC 3339 time.
     #[arg(long)]
     pub start: Option<String>,
@@ -93,19 +88,31 @@ pub struct SchedulePutArgs {
     /// With --misfire each, the most missed fires pushed (1 to 1000) [default: 10].
     #[arg(long)]
     pub misfire_limit: Option<u32>,
-    /// No job is delivered after this RFC 3339 time, and no fire due at or after it is
-    /// pushed (as a push's --expires-at).
-    #[arg(long, conflicts_with = "max_lateness")]
-    pub expires_at: Option<String>,
-    /// Each job is not delivered more than this long after its due time, e.g. 5m (as a
-    /// push's --max-lateness).
-    #[arg(long, value_parser = DurationParser)]
-    pub max_lateness: Option<Duration>,
-    /// With --expires-at or --max-lateness: what an expired job does, dead (default) or drop.
-    #[arg(long, value_enum)]
-    pub on_expire: Option<OnExpireArg>,
+    #[command(flatten)]
+    pub expiry: ExpiryOptions,
     #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// The help of the job options, worded for the jobs a schedule pushes (and for its end: no
+/// fire is pushed after --expires-at). In place: `mut_args` keeps the options' order, which
+/// the shell completions follow.
+fn jobs_wording(a: Arg) -> Arg {
+    let help = match a.get_id().as_str() {
+        "priority" => "The jobs' priority (lower runs first) [default: 0]",
+        "ttr" => "The jobs' lease length, e.g. 1m [default: the topic's]",
+        "max_attempts" => "The jobs' deliveries before dead [default: the topic's]",
+        "expires_at" => {
+            "No job is delivered after this RFC 3339 time, and no fire due at or after it is \
+             pushed (as a push's --expires-at)"
+        }
+        "max_lateness" => {
+            "Each job is not delivered more than this long after its due time, e.g. 5m (as a \
+             push's --max-lateness)"
+        }
+        _ => return a,
+    };
+    a.help(help)
 }
 
 /// A schedule by name.
@@ -174,15 +181,16 @@ fn path(name: &str) -> String {
 
 /// The request of `PUT /v1/schedules/{name}`.
 fn schedule_request(a: &SchedulePutArgs) -> ScheduleRequest {
+    let job = job_fields(&a.job, &a.expiry);
     ScheduleRequest {
         cron: a.cron.clone(),
         time_zone: a.time_zone.clone(),
         topic: a.topic.clone(),
         body: a.body.clone(),
         encoding: Encoding::Utf8,
-        priority: a.priority,
-        ttr_ms: a.ttr.map(ms),
-        max_attempts: a.max_attempts,
+        priority: job.priority,
+        ttr_ms: job.ttr_ms,
+        max_attempts: job.max_attempts,
         backoff: None,
         start: a.start.clone(),
         end: a.end.clone(),
@@ -193,12 +201,9 @@ fn schedule_request(a: &SchedulePutArgs) -> ScheduleRequest {
             Some(MisfireArg::Each) => MisfireDto::Each,
         },
         misfire_limit: a.misfire_limit,
-        max_lateness_ms: a.max_lateness.map(ms),
-        expires_at: a.expires_at.clone(),
-        on_expire: a.on_expire.map(|o| match o {
-            OnExpireArg::Dead => OnExpireDto::Dead,
-            OnExpireArg::Drop => OnExpireDto::Drop,
-        }),
+        max_lateness_ms: job.max_lateness_ms,
+        expires_at: job.expires_at,
+        on_expire: job.on_expire,
     }
 }
 
@@ -279,6 +284,37 @@ mod tests {
         assert!(
             Line::try_parse_from(["delayq", "schedule", "put", "n", "--topic", "t"]).is_err(),
             "--cron is required"
+        );
+    }
+
+    /// The job options a push shares say, in `schedule put`, what they do to its jobs.
+    #[test]
+    fn put_words_the_job_options_for_its_jobs() {
+        use clap::CommandFactory;
+        let line = Line::command();
+        let put = line
+            .find_subcommand("schedule")
+            .and_then(|s| s.find_subcommand("put"))
+            .expect("schedule put");
+        let help = |id: &str| {
+            put.get_arguments()
+                .find(|a| a.get_id() == id)
+                .and_then(|a| a.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default()
+        };
+        for id in ["priority", "ttr", "max_attempts"] {
+            assert!(help(id).starts_with("The jobs'"), "{id}: {}", help(id));
+        }
+        assert!(
+            help("expires_at").contains("no fire"),
+            "{}",
+            help("expires_at")
+        );
+        assert!(
+            help("max_lateness").starts_with("Each job"),
+            "{}",
+            help("max_lateness")
         );
     }
 
