@@ -1,12 +1,17 @@
 //! The argument types that the command line (`cli`), the subcommands (`cmd/`) and the HTTP
 //! client (`client`) share: the client options (where the server is, how to trust it,
-//! `--json`), their copy before the subcommand, and `--on-expire`. It names no other module
-//! of the crate, so that `cli` can name the subcommands' own clap types and they can take
-//! these from here without a circle.
+//! `--json`), their copy before the subcommand, and the options of a job that `push` and
+//! `schedule put` both take, with the request fields they become. It names no other module
+//! of the crate but `duration` (which names none), so that `cli` can name the subcommands'
+//! own clap types and they can take these from here without a circle.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use delayq_server::http::dto::OnExpireDto;
+
+use crate::duration::DurationParser;
 
 /// Where the server is, and how to print the answer.
 ///
@@ -71,6 +76,38 @@ pub struct GlobalArgs {
     pub json: bool,
 }
 
+/// How a job is delivered: the options `push` and `schedule put` share, the first run of
+/// them (the second is [`ExpiryOptions`]; each command has options of its own between the
+/// two, which is why they are two). The help is a push's; `schedule put` words it for the
+/// jobs it pushes (`mut_args` on its clap type).
+#[derive(Args, Debug)]
+pub struct JobOptions {
+    /// Priority among due jobs; lower runs first.
+    #[arg(long)]
+    pub priority: Option<u32>,
+    /// Lease length of each delivery, e.g. 30s.
+    #[arg(long, value_parser = DurationParser)]
+    pub ttr: Option<Duration>,
+    /// Deliveries before the job goes dead.
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+}
+
+/// When a job expires: the second run of the options `push` and `schedule put` share.
+#[derive(Args, Debug)]
+pub struct ExpiryOptions {
+    /// Not delivered after this RFC 3339 time (after its due time): a job still waiting
+    /// then goes dead with the reason "expired", or is dropped (--on-expire).
+    #[arg(long, conflicts_with = "max_lateness")]
+    pub expires_at: Option<String>,
+    /// Not delivered more than this long after its due time, e.g. 5m.
+    #[arg(long, value_parser = DurationParser)]
+    pub max_lateness: Option<Duration>,
+    /// With --expires-at or --max-lateness: what an expired job does, dead (default) or drop.
+    #[arg(long, value_enum)]
+    pub on_expire: Option<OnExpireArg>,
+}
+
 /// `--on-expire`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OnExpireArg {
@@ -78,4 +115,43 @@ pub enum OnExpireArg {
     Dead,
     /// Deleted.
     Drop,
+}
+
+/// The job fields of a push's request (`PushRequest`) and of a schedule's
+/// (`ScheduleRequest`), as the server's types have them: what [`job_fields`] makes of the
+/// shared options.
+#[derive(Debug, Default, PartialEq)]
+pub struct JobFields {
+    /// `priority`.
+    pub priority: Option<u32>,
+    /// `ttr_ms`.
+    pub ttr_ms: Option<u64>,
+    /// `max_attempts`.
+    pub max_attempts: Option<u32>,
+    /// `expires_at`.
+    pub expires_at: Option<String>,
+    /// `max_lateness_ms`.
+    pub max_lateness_ms: Option<u64>,
+    /// `on_expire`.
+    pub on_expire: Option<OnExpireDto>,
+}
+
+/// The request fields of the options a push and a schedule share.
+pub fn job_fields(job: &JobOptions, expiry: &ExpiryOptions) -> JobFields {
+    JobFields {
+        priority: job.priority,
+        ttr_ms: job.ttr.map(ms),
+        max_attempts: job.max_attempts,
+        expires_at: expiry.expires_at.clone(),
+        max_lateness_ms: expiry.max_lateness.map(ms),
+        on_expire: expiry.on_expire.map(|o| match o {
+            OnExpireArg::Dead => OnExpireDto::Dead,
+            OnExpireArg::Drop => OnExpireDto::Drop,
+        }),
+    }
+}
+
+/// A duration in whole milliseconds, as the requests carry them.
+pub fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -1,13 +1,13 @@
 //! The command line, as clap types: what the user typed, before it meets the environment.
-//! The doc comments are the help text. The client options and `--on-expire`, which the
-//! subcommands' own clap types (`cmd/`) take too, are `args`'s.
+//! The doc comments are the help text. The client options and the job options of `push`,
+//! which the subcommands' own clap types (`cmd/`) take too, are `args`'s.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::args::{ClientArgs, GlobalArgs, OnExpireArg};
+use crate::args::{ClientArgs, ExpiryOptions, GlobalArgs, JobOptions};
 use crate::duration::DurationParser;
 
 mod docs;
@@ -321,15 +321,8 @@ pub struct PushArgs {
     /// Absolute due time, RFC 3339 (e.g. 2026-12-01T09:45:00Z).
     #[arg(long)]
     pub at: Option<String>,
-    /// Priority among due jobs; lower runs first.
-    #[arg(long)]
-    pub priority: Option<u32>,
-    /// Lease length of each delivery, e.g. 30s.
-    #[arg(long, value_parser = DurationParser)]
-    pub ttr: Option<Duration>,
-    /// Deliveries before the job goes dead.
-    #[arg(long)]
-    pub max_attempts: Option<u32>,
+    #[command(flatten)]
+    pub job: JobOptions,
     /// When a live job with this id exists: keep it (default), replace a waiting one, or
     /// debounce (replace it, due after this push's delay, within --max-wait of its first
     /// push). A reserved or dead job is never touched.
@@ -338,16 +331,8 @@ pub struct PushArgs {
     /// With --on-conflict debounce: the latest the job may run after its first push, e.g. 1m.
     #[arg(long, value_parser = DurationParser)]
     pub max_wait: Option<Duration>,
-    /// Not delivered after this RFC 3339 time (after its due time): a job still waiting
-    /// then goes dead with the reason "expired", or is dropped (--on-expire).
-    #[arg(long, conflicts_with = "max_lateness")]
-    pub expires_at: Option<String>,
-    /// Not delivered more than this long after its due time, e.g. 5m.
-    #[arg(long, value_parser = DurationParser)]
-    pub max_lateness: Option<Duration>,
-    /// With --expires-at or --max-lateness: what an expired job does, dead (default) or drop.
-    #[arg(long, value_enum)]
-    pub on_expire: Option<OnExpireArg>,
+    #[command(flatten)]
+    pub expiry: ExpiryOptions,
     #[command(flatten)]
     pub client: ClientArgs,
 }

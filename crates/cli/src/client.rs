@@ -1,7 +1,12 @@
-//! The HTTP client of the CLI: one request helper, and the mapping from the server's error
-//! codes to exit codes (the codes and [`Failure`] itself are `failure`'s).
+//! The HTTP client of the CLI: one request helper; the server's own wire types
+//! (`delayq_server::http`) for what it sends ([`request`]) and reads ([`read`]); and the
+//! mapping from the server's error codes to exit codes (the codes and [`Failure`] itself are
+//! `failure`'s).
 
+use delayq_server::http::error::ErrorBody;
 use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::args::ClientArgs;
@@ -96,12 +101,9 @@ impl Client {
         if status.is_success() {
             return Ok(json);
         }
-        let error = &json["error"];
-        let code = error["code"].as_str().unwrap_or("");
-        let message = error["message"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("HTTP {status}"));
+        // Anything but the server's error body (a proxy's page, say) is known by its status.
+        let error = ErrorBody::deserialize(&json).ok().map(|b| b.error);
+        let code = error.as_ref().map_or("", |e| e.code.as_str());
         Err(Failure {
             code: match code {
                 "not_found" => exit::NOT_FOUND,
@@ -114,9 +116,11 @@ impl Client {
                 _ => exit::ERROR,
             },
             kind: code.to_string(),
-            message,
-            field: error["field"].as_str().map(str::to_string),
-            index: error["index"].as_u64(),
+            message: error
+                .as_ref()
+                .map_or_else(|| format!("HTTP {status}"), |e| e.message.clone()),
+            field: error.as_ref().and_then(|e| e.field.clone()),
+            index: error.and_then(|e| e.index),
             from_server: true,
         })
     }
@@ -142,6 +146,56 @@ impl Client {
                 self.base
             ),
         )
+    }
+}
+
+/// Reads an answer of the server as its wire type, the server's own (`delayq_server::http`):
+/// the CLI prints the answer as it came with `--json`, and reads its fields through this.
+pub fn read<T: DeserializeOwned>(answer: &Value) -> Result<T, Failure> {
+    T::deserialize(answer).map_err(|e| {
+        Failure::new(
+            exit::ERROR,
+            "error",
+            format!(
+                "cannot read the server's answer ({e}); is the server the same version as this delayq ({})?",
+                env!("CARGO_PKG_VERSION")
+            ),
+        )
+    })
+}
+
+/// A request as JSON, from the server's own wire type: its unset (null) fields left out,
+/// as the server reads an absent field and a null one alike.
+pub fn request<T: Serialize>(req: &T) -> Result<Value, Failure> {
+    let mut v = serde_json::to_value(req).map_err(|e| {
+        Failure::new(
+            exit::ERROR,
+            "error",
+            format!("cannot write the request: {e}"),
+        )
+    })?;
+    drop_nulls(&mut v);
+    Ok(v)
+}
+
+/// Removes the null members of every object in `v`.
+fn drop_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
+/// The wire name of a value of the server's enums (`"delayed"`, `"utf8"`, `"drop"` ...).
+pub fn wire_name<T: Serialize>(t: &T) -> String {
+    match serde_json::to_value(t) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".into(),
     }
 }
 

@@ -1,10 +1,11 @@
 //! What a failed command is: the exit codes, [`Failure`] (a failure with its exit code and
-//! the stable code `--json` prints), and any error as `--json` prints it. It names no other
-//! module of the crate: the HTTP client (`client`), the TLS set-up (`tls`) and the
+//! the stable code `--json` prints), and any error as `--json` prints it, in the server's
+//! error body (`delayq_server::http::error`). It names no other module of the crate: the HTTP client (`client`), the TLS set-up (`tls`) and the
 //! subcommands all build their failures from here.
 
 use std::fmt;
 
+use delayq_server::http::error::{ErrorBody, ErrorDetail};
 use serde_json::Value;
 
 /// Exit codes, documented in `delayq --help`.
@@ -39,7 +40,7 @@ pub struct Failure {
     /// The server's `field`, when it named the request field at fault.
     pub field: Option<String>,
     /// The server's `index`, when that field is in an item of a list.
-    pub index: Option<u64>,
+    pub index: Option<usize>,
     /// Whether the server said it (then the text starts with its code).
     pub from_server: bool,
 }
@@ -65,14 +66,14 @@ impl Failure {
     /// The failure as `--json` prints it on standard error: the shape of the server's
     /// errors, `{"error": {"code", "message", "field"?, "index"?}}`.
     pub fn to_json(&self) -> Value {
-        let mut error = serde_json::json!({ "code": self.kind, "message": self.message });
-        if let Some(f) = &self.field {
-            error["field"] = f.clone().into();
-        }
-        if let Some(i) = self.index {
-            error["index"] = i.into();
-        }
-        serde_json::json!({ "error": error })
+        serde_json::json!(ErrorBody {
+            error: ErrorDetail {
+                code: self.kind.clone(),
+                message: self.message.clone(),
+                field: self.field.clone(),
+                index: self.index,
+            },
+        })
     }
 }
 

@@ -7,8 +7,9 @@ use anyhow::{Context, bail};
 use delayq::{Engine, Store, Topic};
 use delayq_bench::clock;
 use delayq_bench::driver::{self, DelayedSpec, Delays};
+use delayq_bench::lateness::LatenessSummary;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::BenchArgs;
 use crate::cmd::serve::without_password;
@@ -60,7 +61,8 @@ pub async fn run(a: BenchArgs) -> anyhow::Result<()> {
     let figures = result?;
     purged.with_context(|| format!("cannot purge the benchmark's topic {topic}"))?;
     if a.json {
-        println!("{figures}");
+        // As a JSON value, whose members print sorted by name (as they always have).
+        println!("{}", serde_json::to_value(&figures)?);
     } else {
         print(&figures, &a);
     }
@@ -71,7 +73,7 @@ async fn measure(
     engine: &Arc<dyn Store>,
     topic: &Topic,
     a: &BenchArgs,
-) -> anyhow::Result<serde_json::Value> {
+) -> anyhow::Result<Figures> {
     let pb = bar(a.jobs, "push");
     let pushed = driver::fill(engine, topic, a.jobs, Delays::Ready, a.body, &pb).await?;
     pb.finish();
@@ -86,14 +88,24 @@ async fn measure(
             a.timeout
         );
     }
-    let mut out = json!({
-        "engine": a
+    let mut out = Figures {
+        engine: a
             .engine
             .as_deref()
             .map_or_else(|| "temporary embedded engine".into(), without_password),
-        "push": { "jobs": a.jobs, "seconds": pushed.as_secs_f64(), "jobs_per_s": a.jobs as f64 / pushed.as_secs_f64().max(1e-9) },
-        "drain": { "jobs": drained.jobs, "consumers": a.consumers, "seconds": drained.elapsed.as_secs_f64(), "jobs_per_s": drained.rate() },
-    });
+        push: Pushed {
+            jobs: a.jobs,
+            seconds: pushed.as_secs_f64(),
+            jobs_per_s: a.jobs as f64 / pushed.as_secs_f64().max(1e-9),
+        },
+        drain: Drained {
+            jobs: drained.jobs,
+            consumers: a.consumers,
+            seconds: drained.elapsed.as_secs_f64(),
+            jobs_per_s: drained.rate(),
+        },
+        delayed: None,
+    };
     if a.delayed > 0 {
         let pb = bar(a.delayed, "delayed");
         let spec = DelayedSpec {
@@ -107,13 +119,13 @@ async fn measure(
         let r = driver::delayed(engine, topic, spec, &pb).await?;
         pb.finish();
         let (h, e) = (r.host.summary(), r.engine.summary());
-        out["delayed"] = json!({
-            "jobs": r.pushed,
-            "delivered": r.delivered,
-            "spread_ms": a.spread.as_millis() as u64,
-            "push_jobs_per_s": r.pushed as f64 / r.push_elapsed.as_secs_f64().max(1e-9),
-            "lateness_ms": h,
-            "engine_lateness_ms": e,
+        out.delayed = Some(Delayed {
+            jobs: r.pushed,
+            delivered: r.delivered,
+            spread_ms: a.spread.as_millis() as u64,
+            push_jobs_per_s: r.pushed as f64 / r.push_elapsed.as_secs_f64().max(1e-9),
+            lateness_ms: h,
+            engine_lateness_ms: e,
         });
         if r.delivered < r.pushed {
             bail!(
@@ -127,38 +139,67 @@ async fn measure(
     Ok(out)
 }
 
-fn print(f: &serde_json::Value, a: &BenchArgs) {
-    let n = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
-    println!("engine: {}", f["engine"].as_str().unwrap_or("?"));
+fn print(f: &Figures, a: &BenchArgs) {
+    println!("engine: {}", f.engine);
     println!(
         "push:    {} ready jobs in {:.2} s: {:.0} jobs/s (batches of 1000)",
-        a.jobs,
-        n(&f["push"]["seconds"]),
-        n(&f["push"]["jobs_per_s"])
+        a.jobs, f.push.seconds, f.push.jobs_per_s
     );
     println!(
         "drain:   {} jobs in {:.2} s: {:.0} jobs/s ({} consumers, reserve + ack)",
-        n(&f["drain"]["jobs"]),
-        n(&f["drain"]["seconds"]),
-        n(&f["drain"]["jobs_per_s"]),
-        a.consumers
+        f.drain.jobs, f.drain.seconds, f.drain.jobs_per_s, a.consumers
     );
-    let d = &f["delayed"];
-    if !d.is_null() {
-        let l = &d["lateness_ms"];
+    if let Some(d) = &f.delayed {
+        let l = &d.lateness_ms;
         println!(
             "delayed: {} jobs, delays uniform in [0, {:?}]: lateness p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms; early {}",
-            n(&d["delivered"]),
-            a.spread,
-            n(&l["p50_ms"]),
-            n(&l["p90_ms"]),
-            n(&l["p99_ms"]),
-            n(&l["max_ms"]),
-            n(&l["early"])
+            d.delivered, a.spread, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms, l.early
         );
         println!(
             "         (host clock: delivery minus the due time the producer asked for; engine clock p99 {:.2} ms)",
-            n(&d["engine_lateness_ms"]["p99_ms"])
+            d.engine_lateness_ms.p99_ms
         );
     }
+}
+
+/// What `delayq bench` measured: the text's figures, and with --json the JSON.
+#[derive(Serialize)]
+struct Figures {
+    /// The engine, without its password.
+    engine: String,
+    /// The ready backlog pushed.
+    push: Pushed,
+    /// The backlog drained.
+    drain: Drained,
+    /// The delayed phase (absent with --delayed 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delayed: Option<Delayed>,
+}
+
+/// The push phase.
+#[derive(Serialize)]
+struct Pushed {
+    jobs: usize,
+    seconds: f64,
+    jobs_per_s: f64,
+}
+
+/// The drain phase.
+#[derive(Serialize)]
+struct Drained {
+    jobs: usize,
+    consumers: usize,
+    seconds: f64,
+    jobs_per_s: f64,
+}
+
+/// The delayed phase: how late the jobs came, by the host's clock and the engine's.
+#[derive(Serialize)]
+struct Delayed {
+    jobs: usize,
+    delivered: usize,
+    spread_ms: u64,
+    push_jobs_per_s: f64,
+    lateness_ms: LatenessSummary,
+    engine_lateness_ms: LatenessSummary,
 }

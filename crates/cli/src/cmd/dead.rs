@@ -1,10 +1,12 @@
 //! `delayq dead list`, `delayq kick` and `delayq archive`.
 
+use delayq_server::http::ArchiveRequest;
+use delayq_server::http::dto::CountResponse;
 use reqwest::Method;
 use serde_json::json;
 
 use crate::cli::{ArchiveArgs, DeadListArgs, KickArgs, StateArg};
-use crate::client::{Client, job_path, report, seg};
+use crate::client::{Client, job_path, read, report, request, seg};
 
 pub async fn list(a: DeadListArgs) -> anyhow::Result<()> {
     super::list::page(&a.topic, StateArg::Dead, &a.page, &a.client).await
@@ -33,10 +35,11 @@ pub async fn kick(a: KickArgs) -> anyhow::Result<()> {
                     Some(&json!({})),
                 )
                 .await?;
+            let kicked: CountResponse = read(&v)?;
             report(&a.client, &v, || {
                 format!(
                     "kicked {} in {}",
-                    crate::text::count(v["count"].as_u64().unwrap_or(0), "dead job"),
+                    crate::text::count(kicked.count, "dead job"),
                     a.topic
                 )
             });
@@ -46,10 +49,9 @@ pub async fn kick(a: KickArgs) -> anyhow::Result<()> {
 }
 
 pub async fn archive(a: ArchiveArgs) -> anyhow::Result<()> {
-    let mut body = json!({});
-    if let Some(r) = &a.reason {
-        body["reason"] = json!(r);
-    }
+    let body = request(&ArchiveRequest {
+        reason: a.reason.clone(),
+    })?;
     Client::new(&a.client)?
         .call(
             Method::POST,

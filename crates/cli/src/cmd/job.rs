@@ -1,10 +1,11 @@
 //! `delayq get`, `delayq reschedule` and `delayq delete`: one job by its id.
 
+use delayq_server::http::dto::{JobDto, ReadyAtResponse, RescheduleRequest};
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cli::{JobArgs, RescheduleArgs};
-use crate::client::{Client, job_path, report};
+use crate::client::{Client, job_path, read, report, request, wire_name};
 
 pub async fn get(a: JobArgs) -> anyhow::Result<()> {
     let v = Client::new(&a.client)?
@@ -14,36 +15,29 @@ pub async fn get(a: JobArgs) -> anyhow::Result<()> {
         println!("{v}");
         return Ok(());
     }
-    for key in [
-        "topic",
-        "id",
-        "state",
-        "priority",
-        "ready_at",
-        "created_at",
-        "attempts",
-        "max_attempts",
-        "ttr_ms",
-        "deadline",
-        "expires_at",
-        "on_expire",
-        "last_error",
-        "encoding",
-        "body",
-    ] {
-        match &v[key] {
-            Value::Null => {}
-            // Durations for people ("30s", not 30000), named without the unit.
-            Value::Number(ms) if key.ends_with("_ms") => {
-                let d = std::time::Duration::from_millis(ms.as_u64().unwrap_or(0));
-                println!(
-                    "{:>12}: {}",
-                    key.trim_end_matches("_ms"),
-                    crate::text::duration(d)
-                );
-            }
-            Value::String(s) => println!("{key:>12}: {s}"),
-            other => println!("{key:>12}: {other}"),
+    let j: JobDto = read(&v)?;
+    // Durations for people ("30s", not 30000), named without the unit.
+    let ttr = crate::text::duration(std::time::Duration::from_millis(j.ttr_ms));
+    let rows = [
+        ("topic", Some(j.topic)),
+        ("id", Some(j.id)),
+        ("state", Some(wire_name(&j.state))),
+        ("priority", Some(j.priority.to_string())),
+        ("ready_at", Some(j.ready_at)),
+        ("created_at", Some(j.created_at)),
+        ("attempts", Some(j.attempts.to_string())),
+        ("max_attempts", Some(j.max_attempts.to_string())),
+        ("ttr", Some(ttr)),
+        ("deadline", j.deadline),
+        ("expires_at", j.expires_at),
+        ("on_expire", j.on_expire.as_ref().map(wire_name)),
+        ("last_error", j.last_error),
+        ("encoding", Some(wire_name(&j.encoding))),
+        ("body", Some(j.body)),
+    ];
+    for (key, value) in rows {
+        if let Some(value) = value {
+            println!("{key:>12}: {value}");
         }
     }
     Ok(())
@@ -61,24 +55,26 @@ pub async fn delete(a: JobArgs) -> anyhow::Result<()> {
 
 pub async fn reschedule(a: RescheduleArgs) -> anyhow::Result<()> {
     let body = match (&a.delay, &a.at) {
-        (Some(d), _) => json!({ "delay_ms": d.as_millis() as u64 }),
-        (None, Some(at)) => json!({ "ready_at": at }),
+        (Some(d), _) => RescheduleRequest {
+            delay_ms: Some(d.as_millis() as u64),
+            ready_at: None,
+        },
+        (None, Some(at)) => RescheduleRequest {
+            delay_ms: None,
+            ready_at: Some(at.clone()),
+        },
         (None, None) => anyhow::bail!("give the new due time with --delay or --at"),
     };
     let v = Client::new(&a.client)?
         .call(
             Method::POST,
             &format!("{}/reschedule", job_path(&a.topic, &a.id)),
-            Some(&body),
+            Some(&request(&body)?),
         )
         .await?;
+    let due: ReadyAtResponse = read(&v)?;
     report(&a.client, &v, || {
-        format!(
-            "rescheduled {} in {}: due {}",
-            a.id,
-            a.topic,
-            v["ready_at"].as_str().unwrap_or("?")
-        )
+        format!("rescheduled {} in {}: due {}", a.id, a.topic, due.ready_at)
     });
     Ok(())
 }

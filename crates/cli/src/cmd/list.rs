@@ -1,11 +1,12 @@
 //! `delayq list` (and `delayq dead list`, which is `list --state dead`): one page of a
 //! topic's jobs in one state, one line per job, and the cursor of the next page.
 
+use delayq_server::http::dto::ListResponse;
 use reqwest::Method;
 
 use crate::args::ClientArgs;
 use crate::cli::{ListArgs, PageArgs, StateArg};
-use crate::client::{Client, seg};
+use crate::client::{Client, read, seg};
 
 pub async fn run(a: ListArgs) -> anyhow::Result<()> {
     page(&a.topic, a.state, &a.page, &a.client).await
@@ -32,28 +33,28 @@ pub async fn page(
         println!("{v}");
         return Ok(());
     }
-    let jobs = v["jobs"].as_array().cloned().unwrap_or_default();
-    if jobs.is_empty() {
+    let page: ListResponse = read(&v)?;
+    if page.jobs.is_empty() {
         println!("no {} jobs in {topic}", state.as_str());
     }
-    for j in jobs {
-        let text = |k: &str| j[k].as_str().unwrap_or("?").to_string();
+    for j in page.jobs {
+        let deadline = j.deadline.as_deref().unwrap_or("?");
         let when = match state {
-            StateArg::Delayed | StateArg::Ready => format!("due {}", text("ready_at")),
-            StateArg::Reserved => format!("lease until {}", text("deadline")),
-            StateArg::Dead => format!("died {}", text("deadline")),
-            StateArg::Done => format!("acked {}", text("deadline")),
+            StateArg::Delayed | StateArg::Ready => format!("due {}", j.ready_at),
+            StateArg::Reserved => format!("lease until {deadline}"),
+            StateArg::Dead => format!("died {deadline}"),
+            StateArg::Done => format!("acked {deadline}"),
         };
         let line = format!(
             "{}  {when}  attempts {}/{}  {}",
-            text("id"),
-            j["attempts"],
-            j["max_attempts"],
-            j["last_error"].as_str().unwrap_or("")
+            j.id,
+            j.attempts,
+            j.max_attempts,
+            j.last_error.as_deref().unwrap_or("")
         );
         println!("{}", line.trim_end());
     }
-    if let Some(c) = v["next_cursor"].as_str() {
+    if let Some(c) = page.next_cursor {
         println!("more: --cursor '{c}'");
     }
     Ok(())

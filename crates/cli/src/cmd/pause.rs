@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use clap::Args;
+use delayq_server::http::dto::{PauseRequest, PauseResponse};
 use reqwest::Method;
-use serde_json::{Value, json};
 
 use crate::args::ClientArgs;
-use crate::client::{Client, seg};
+use crate::client::{Client, read, request, seg};
 use crate::duration::DurationParser;
 use crate::failure::Failure;
 
@@ -39,12 +39,18 @@ pub struct ResumeArgs {
     pub client: ClientArgs,
 }
 
-/// The JSON of `POST /v1/topics/{topic}/pause`.
-fn request(a: &PauseArgs) -> Value {
+/// The request of `POST /v1/topics/{topic}/pause`.
+fn pause_request(a: &PauseArgs) -> PauseRequest {
     match (&a.for_, &a.until) {
-        (Some(d), _) => json!({"for_ms": u64::try_from(d.as_millis()).unwrap_or(u64::MAX)}),
-        (None, Some(t)) => json!({"until": t}),
-        (None, None) => json!({}),
+        (Some(d), _) => PauseRequest {
+            for_ms: Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            until: None,
+        },
+        (None, Some(t)) => PauseRequest {
+            for_ms: None,
+            until: Some(t.clone()),
+        },
+        (None, None) => PauseRequest::default(),
     }
 }
 
@@ -60,12 +66,13 @@ pub async fn pause(a: PauseArgs) -> anyhow::Result<()> {
         .call(
             Method::POST,
             &format!("/v1/topics/{}/pause", seg(&a.topic)),
-            Some(&request(&a)),
+            Some(&request(&pause_request(&a))?),
         )
         .await?;
+    let paused: PauseResponse = read(&v)?;
     // A pause whose end has already passed on the server's clock lifts the topic's pause
     // at once: say so plainly, never "until resumed".
-    if v["paused"] == Value::Bool(false) {
+    if !paused.paused {
         let message = format!(
             "{} is not paused: --until {} has already passed on the server's clock, so the pause ended as it began (and lifted any pause the topic had); give a time in the future",
             a.topic,
@@ -76,11 +83,11 @@ pub async fn pause(a: PauseArgs) -> anyhow::Result<()> {
     if a.client.json {
         println!("{v}");
     } else {
-        match v["paused_until"].as_str() {
+        match &paused.paused_until {
             Some(t) => println!("paused {} until {t}", a.topic),
             None => println!("paused {} until resumed", a.topic),
         }
-        if let Some(note) = unknown_note(&a.topic, &v) {
+        if let Some(note) = unknown_note(&a.topic, &paused) {
             eprintln!("{note}");
         }
     }
@@ -89,8 +96,8 @@ pub async fn pause(a: PauseArgs) -> anyhow::Result<()> {
 
 /// The note for a pause the server answered `known: false`: the topic had no jobs,
 /// settings or pause, so the name may be a typo.
-fn unknown_note(topic: &str, answer: &Value) -> Option<String> {
-    (answer["known"] == Value::Bool(false)).then(|| {
+fn unknown_note(topic: &str, answer: &PauseResponse) -> Option<String> {
+    (!answer.known).then(|| {
         format!(
             "note: topic {topic} has no jobs yet; it is paused ahead of its first push (if you meant an existing topic, check the name against `delayq topics`, then `delayq resume {topic}`)"
         )
@@ -115,6 +122,7 @@ pub async fn resume(a: ResumeArgs) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use serde_json::json;
 
     /// A command line with only `delayq pause` on it, parsed as `cli::Cli` parses that
     /// subcommand; these tests do not name `cli`, which names this module.
@@ -131,32 +139,33 @@ mod tests {
         a
     }
 
+    fn answer(known: bool) -> PauseResponse {
+        PauseResponse {
+            paused: true,
+            paused_until: None,
+            known,
+        }
+    }
+
     #[test]
     fn only_a_pause_of_an_unknown_topic_has_a_note() {
-        let note = unknown_note("ordrs", &json!({"paused": true, "known": false}));
+        let note = unknown_note("ordrs", &answer(false));
         let note = note.expect("a note");
         assert!(
             note.starts_with("note: topic ordrs has no jobs yet"),
             "{note}"
         );
         assert!(note.contains("delayq resume ordrs"), "{note}");
-        assert_eq!(
-            unknown_note("orders", &json!({"paused": true, "known": true})),
-            None
-        );
-        // An older server says nothing about it: no note.
-        assert_eq!(unknown_note("orders", &json!({"paused": true})), None);
+        assert_eq!(unknown_note("orders", &answer(true)), None);
     }
 
     #[test]
     fn pause_sends_its_end() {
-        assert_eq!(request(&args(&[])), json!({}));
+        let sent = |extra: &[&str]| request(&pause_request(&args(extra))).expect("JSON");
+        assert_eq!(sent(&[]), json!({}));
+        assert_eq!(sent(&["--for", "10m"]), json!({"for_ms": 600_000}));
         assert_eq!(
-            request(&args(&["--for", "10m"])),
-            json!({"for_ms": 600_000})
-        );
-        assert_eq!(
-            request(&args(&["--until", "2030-01-01T00:00:00Z"])),
+            sent(&["--until", "2030-01-01T00:00:00Z"]),
             json!({"until": "2030-01-01T00:00:00Z"})
         );
         let both = Line::try_parse_from([

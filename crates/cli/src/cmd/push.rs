@@ -3,60 +3,15 @@
 use std::io::Read;
 
 use anyhow::Context;
+use delayq_server::http::dto::{Encoding, OnConflictDto, PushRequest, PushResponse};
 use reqwest::Method;
-use serde_json::{Value, json};
 
-use crate::args::OnExpireArg;
+use crate::args::{job_fields, ms};
 use crate::cli::{OnConflictArg, PushArgs};
-use crate::client::{Client, seg};
+use crate::client::{Client, read, request, seg, wire_name};
 
 pub async fn run(a: PushArgs) -> anyhow::Result<()> {
-    let (body, encoding) = body(&a)?;
-    let mut req = json!({ "body": body, "encoding": encoding });
-    let fields: [(&str, Option<Value>); 11] = [
-        ("id", a.id.clone().map(Value::from)),
-        (
-            "delay_ms",
-            a.delay.map(|d| Value::from(d.as_millis() as u64)),
-        ),
-        ("ready_at", a.at.clone().map(Value::from)),
-        ("priority", a.priority.map(Value::from)),
-        ("ttr_ms", a.ttr.map(|d| Value::from(d.as_millis() as u64))),
-        ("max_attempts", a.max_attempts.map(Value::from)),
-        (
-            "on_conflict",
-            a.on_conflict.map(|c| {
-                Value::from(match c {
-                    OnConflictArg::Keep => "keep",
-                    OnConflictArg::Replace => "replace",
-                    OnConflictArg::Debounce => "debounce",
-                })
-            }),
-        ),
-        (
-            "max_wait_ms",
-            a.max_wait.map(|d| Value::from(d.as_millis() as u64)),
-        ),
-        ("expires_at", a.expires_at.clone().map(Value::from)),
-        (
-            "max_lateness_ms",
-            a.max_lateness.map(|d| Value::from(d.as_millis() as u64)),
-        ),
-        (
-            "on_expire",
-            a.on_expire.map(|o| {
-                Value::from(match o {
-                    OnExpireArg::Dead => "dead",
-                    OnExpireArg::Drop => "drop",
-                })
-            }),
-        ),
-    ];
-    for (k, v) in fields {
-        if let Some(v) = v {
-            req[k] = v;
-        }
-    }
+    let req = request(&push_request(&a)?)?;
     let client = Client::new(&a.client)?;
     let v = client
         .call(
@@ -68,32 +23,59 @@ pub async fn run(a: PushArgs) -> anyhow::Result<()> {
     if a.client.json {
         println!("{v}");
     } else {
-        let verb = if v["created"].as_bool() == Some(true) {
+        let p: PushResponse = read(&v)?;
+        let verb = if p.created {
             "pushed"
-        } else if v["replaced"].as_bool() == Some(true) {
+        } else if p.replaced {
             "replaced"
         } else {
             "exists (unchanged)"
         };
         println!(
             "{verb} {} in {}: {}, due {}",
-            v["id"].as_str().unwrap_or("?"),
+            p.id,
             a.topic,
-            v["state"].as_str().unwrap_or("?"),
-            v["ready_at"].as_str().unwrap_or("?")
+            wire_name(&p.state),
+            p.ready_at
         );
     }
     Ok(())
+}
+
+/// The request of `POST /v1/topics/{topic}/jobs`.
+fn push_request(a: &PushArgs) -> anyhow::Result<PushRequest> {
+    let (body, encoding) = body(a)?;
+    let job = job_fields(&a.job, &a.expiry);
+    Ok(PushRequest {
+        id: a.id.clone(),
+        body,
+        encoding,
+        delay_ms: a.delay.map(ms),
+        ready_at: a.at.clone(),
+        ttr_ms: job.ttr_ms,
+        max_attempts: job.max_attempts,
+        priority: job.priority,
+        backoff: None,
+        on_conflict: match a.on_conflict {
+            None | Some(OnConflictArg::Keep) => OnConflictDto::Keep,
+            Some(OnConflictArg::Replace) => OnConflictDto::Replace,
+            Some(OnConflictArg::Debounce) => OnConflictDto::Debounce,
+        },
+        max_wait_ms: a.max_wait.map(ms),
+        expires_at: job.expires_at,
+        max_lateness_ms: job.max_lateness_ms,
+        on_expire: job.on_expire,
+    })
 }
 
 /// The body and its encoding: the argument as text, or a file sent as text when it is
 /// UTF-8, else as base64. The argument `-` reads standard input as a line of text, without
 /// the newline `echo` ends it with (as `$(…)` and `curl -d @-` drop it); `--file -` keeps
 /// every byte (as `curl --data-binary @-`).
-fn body(a: &PushArgs) -> anyhow::Result<(String, &'static str)> {
+fn body(a: &PushArgs) -> anyhow::Result<(String, Encoding)> {
     let bytes = match (&a.body, &a.file) {
         (Some(b), _) if b == "-" => without_final_newline(read_stdin()?),
-        (Some(b), _) => return Ok((b.clone(), "utf8")),
+        (Some(b), _) => return Ok((b.clone(), Encoding::Utf8)),
         (None, Some(p)) if p.as_os_str() == "-" => read_stdin()?,
         (None, Some(p)) => {
             std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?
@@ -103,12 +85,12 @@ fn body(a: &PushArgs) -> anyhow::Result<(String, &'static str)> {
         }
     };
     Ok(match String::from_utf8(bytes) {
-        Ok(s) => (s, "utf8"),
+        Ok(s) => (s, Encoding::Utf8),
         Err(e) => {
             use base64::Engine as _;
             (
                 base64::engine::general_purpose::STANDARD.encode(e.into_bytes()),
-                "base64",
+                Encoding::Base64,
             )
         }
     })

@@ -1,10 +1,10 @@
 //! `delayq reserve`: due jobs with their lease tokens, or exit 6 when none came.
 
+use delayq_server::http::dto::{ModeDto, ReserveRequest, ReserveResponse};
 use reqwest::Method;
-use serde_json::json;
 
 use crate::cli::ReserveArgs;
-use crate::client::Client;
+use crate::client::{Client, read, request};
 use crate::failure::{Failure, exit};
 
 pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
@@ -14,21 +14,26 @@ pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
             Failure::usage("-q prints lease tokens and --json the whole answer: give one").into(),
         );
     }
-    let req = json!({
-        "topics": a.topics,
-        "max": a.max,
-        "wait_ms": a.wait.as_millis() as u64,
-        "mode": if a.at_most_once { "at_most_once" } else { "at_least_once" },
-    });
+    let req = request(&ReserveRequest {
+        topics: a.topics.clone(),
+        max: Some(a.max),
+        wait_ms: Some(a.wait.as_millis() as u64),
+        mode: if a.at_most_once {
+            ModeDto::AtMostOnce
+        } else {
+            ModeDto::AtLeastOnce
+        },
+        settle: Vec::new(),
+    })?;
     let v = Client::new(&a.client)?
         .call(Method::POST, "/v1/reserve", Some(&req))
         .await?;
-    let jobs = v["jobs"].as_array().cloned().unwrap_or_default();
+    let jobs = read::<ReserveResponse>(&v)?.jobs;
     if a.client.json {
         println!("{v}");
     } else if a.quiet {
         for d in &jobs {
-            println!("{}", d["token"]);
+            println!("{}", token(d.token, "null"));
         }
     } else if jobs.is_empty() {
         println!("no job due");
@@ -51,19 +56,21 @@ pub async fn reserve(a: ReserveArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     for d in jobs {
-        let j = &d["job"];
+        let j = &d.job;
         println!(
             "{} {} token={} attempt={} late={:.1}ms body={}",
-            j["topic"].as_str().unwrap_or("?"),
-            j["id"].as_str().unwrap_or("?"),
-            d["token"]
-                .as_u64()
-                .map(|t| t.to_string())
-                .unwrap_or_else(|| "-".into()),
-            j["attempts"],
-            d["lateness_ms"].as_f64().unwrap_or(0.0),
-            j["body"].as_str().unwrap_or("")
+            j.topic,
+            j.id,
+            token(d.token, "-"),
+            j.attempts,
+            d.lateness_ms,
+            j.body
         );
     }
     Ok(())
+}
+
+/// A delivery's lease token, or `none` without one (at most once).
+fn token(t: Option<u64>, none: &str) -> String {
+    t.map_or_else(|| none.to_string(), |t| t.to_string())
 }

@@ -4,13 +4,16 @@
 
 use std::time::Duration;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Arg, Args, Subcommand, ValueEnum};
+use delayq_server::http::dto::Encoding;
+use delayq_server::http::{MisfireDto, ScheduleDto, ScheduleRequest, SchedulesResponse};
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::args::{ClientArgs, OnExpireArg};
-use crate::client::{Client, seg};
+use crate::args::{ClientArgs, ExpiryOptions, JobOptions, job_fields, ms};
+use crate::client::{Client, read, request, seg};
 use crate::duration::DurationParser;
+use crate::failure::Failure;
 
 /// `delayq schedule`.
 #[derive(Args, Debug)]
@@ -47,8 +50,10 @@ pub enum MisfireArg {
     Each,
 }
 
-/// `delayq schedule put`.
+/// `delayq schedule put`. Its job options are a push's ([`JobOptions`], [`ExpiryOptions`]),
+/// their help worded for the jobs a schedule pushes by [`jobs_wording`].
 #[derive(Args, Debug)]
+#[command(mut_args(jobs_wording))]
 pub struct SchedulePutArgs {
     /// The schedule's name (1 to 100 characters from A-Z a-z 0-9 _ . : -).
     pub name: String,
@@ -66,15 +71,8 @@ pub struct SchedulePutArgs {
     /// An IANA time zone, e.g. Europe/Berlin [default: UTC].
     #[arg(long = "tz")]
     pub time_zone: Option<String>,
-    /// The jobs' priority (lower runs first) [default: 0].
-    #[arg(long)]
-    pub priority: Option<u32>,
-    /// The jobs' lease length, e.g. 1m [default: the topic's].
-    #[arg(long, value_parser = DurationParser)]
-    pub ttr: Option<Duration>,
-    /// The jobs' deliveries before dead [default: the topic's].
-    #[arg(long)]
-    pub max_attempts: Option<u32>,
+    #[command(flatten)]
+    pub job: JobOptions,
     /// No fire before this RFC 3339 time.
     #[arg(long)]
     pub start: Option<String>,
@@ -90,19 +88,31 @@ pub struct SchedulePutArgs {
     /// With --misfire each, the most missed fires pushed (1 to 1000) [default: 10].
     #[arg(long)]
     pub misfire_limit: Option<u32>,
-    /// No job is delivered after this RFC 3339 time, and no fire due at or after it is
-    /// pushed (as a push's --expires-at).
-    #[arg(long, conflicts_with = "max_lateness")]
-    pub expires_at: Option<String>,
-    /// Each job is not delivered more than this long after its due time, e.g. 5m (as a
-    /// push's --max-lateness).
-    #[arg(long, value_parser = DurationParser)]
-    pub max_lateness: Option<Duration>,
-    /// With --expires-at or --max-lateness: what an expired job does, dead (default) or drop.
-    #[arg(long, value_enum)]
-    pub on_expire: Option<OnExpireArg>,
+    #[command(flatten)]
+    pub expiry: ExpiryOptions,
     #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// The help of the job options, worded for the jobs a schedule pushes (and for its end: no
+/// fire is pushed after --expires-at). In place: `mut_args` keeps the options' order, which
+/// the shell completions follow.
+fn jobs_wording(a: Arg) -> Arg {
+    let help = match a.get_id().as_str() {
+        "priority" => "The jobs' priority (lower runs first) [default: 0]",
+        "ttr" => "The jobs' lease length, e.g. 1m [default: the topic's]",
+        "max_attempts" => "The jobs' deliveries before dead [default: the topic's]",
+        "expires_at" => {
+            "No job is delivered after this RFC 3339 time, and no fire due at or after it is \
+             pushed (as a push's --expires-at)"
+        }
+        "max_lateness" => {
+            "Each job is not delivered more than this long after its due time, e.g. 5m (as a \
+             push's --max-lateness)"
+        }
+        _ => return a,
+    };
+    a.help(help)
 }
 
 /// A schedule by name.
@@ -125,15 +135,19 @@ pub async fn run(a: ScheduleArgs) -> anyhow::Result<()> {
     match a.command {
         ScheduleCommand::Put(a) => {
             let v = Client::new(&a.client)?
-                .call(Method::PUT, &path(&a.name), Some(&request(&a)))
+                .call(
+                    Method::PUT,
+                    &path(&a.name),
+                    Some(&request(&schedule_request(&a))?),
+                )
                 .await?;
-            show(&v, a.client.json);
+            show(&v, a.client.json)?;
         }
         ScheduleCommand::Get(a) => {
             let v = Client::new(&a.client)?
                 .call(Method::GET, &path(&a.name), None)
                 .await?;
-            show(&v, a.client.json);
+            show(&v, a.client.json)?;
         }
         ScheduleCommand::List(a) => {
             let v = Client::new(&a.client)?
@@ -142,8 +156,8 @@ pub async fn run(a: ScheduleArgs) -> anyhow::Result<()> {
             if a.client.json {
                 println!("{v}");
             } else {
-                for s in v["schedules"].as_array().into_iter().flatten() {
-                    println!("{}", line(s));
+                for s in read::<SchedulesResponse>(&v)?.schedules {
+                    println!("{}", line(&s));
                 }
             }
         }
@@ -165,76 +179,52 @@ fn path(name: &str) -> String {
     format!("/v1/schedules/{}", seg(name))
 }
 
-/// The JSON of `PUT /v1/schedules/{name}`.
-fn request(a: &SchedulePutArgs) -> Value {
-    let mut v = json!({"cron": a.cron, "topic": a.topic, "body": a.body});
-    let ms = |d: Duration| Value::from(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    if let Some(tz) = &a.time_zone {
-        v["time_zone"] = tz.as_str().into();
+/// The request of `PUT /v1/schedules/{name}`.
+fn schedule_request(a: &SchedulePutArgs) -> ScheduleRequest {
+    let job = job_fields(&a.job, &a.expiry);
+    ScheduleRequest {
+        cron: a.cron.clone(),
+        time_zone: a.time_zone.clone(),
+        topic: a.topic.clone(),
+        body: a.body.clone(),
+        encoding: Encoding::Utf8,
+        priority: job.priority,
+        ttr_ms: job.ttr_ms,
+        max_attempts: job.max_attempts,
+        backoff: None,
+        start: a.start.clone(),
+        end: a.end.clone(),
+        jitter_ms: a.jitter.map(ms),
+        misfire: match a.misfire {
+            None | Some(MisfireArg::Skip) => MisfireDto::Skip,
+            Some(MisfireArg::Once) => MisfireDto::Once,
+            Some(MisfireArg::Each) => MisfireDto::Each,
+        },
+        misfire_limit: a.misfire_limit,
+        max_lateness_ms: job.max_lateness_ms,
+        expires_at: job.expires_at,
+        on_expire: job.on_expire,
     }
-    if let Some(p) = a.priority {
-        v["priority"] = p.into();
-    }
-    if let Some(d) = a.ttr {
-        v["ttr_ms"] = ms(d);
-    }
-    if let Some(n) = a.max_attempts {
-        v["max_attempts"] = n.into();
-    }
-    if let Some(s) = &a.start {
-        v["start"] = s.as_str().into();
-    }
-    if let Some(s) = &a.end {
-        v["end"] = s.as_str().into();
-    }
-    if let Some(d) = a.jitter {
-        v["jitter_ms"] = ms(d);
-    }
-    if let Some(m) = a.misfire {
-        v["misfire"] = match m {
-            MisfireArg::Skip => "skip",
-            MisfireArg::Once => "once",
-            MisfireArg::Each => "each",
-        }
-        .into();
-    }
-    if let Some(n) = a.misfire_limit {
-        v["misfire_limit"] = n.into();
-    }
-    if let Some(t) = &a.expires_at {
-        v["expires_at"] = t.as_str().into();
-    }
-    if let Some(d) = a.max_lateness {
-        v["max_lateness_ms"] = ms(d);
-    }
-    if let Some(o) = a.on_expire {
-        v["on_expire"] = match o {
-            OnExpireArg::Dead => "dead",
-            OnExpireArg::Drop => "drop",
-        }
-        .into();
-    }
-    v
 }
 
-fn show(v: &Value, json: bool) {
+fn show(v: &Value, json: bool) -> Result<(), Failure> {
     if json {
         println!("{v}");
     } else {
-        println!("{}", line(v));
+        println!("{}", line(&read(v)?));
     }
+    Ok(())
 }
 
 /// One schedule as one line: name, cron and zone, topic, next fire.
-fn line(s: &Value) -> String {
-    let next = s["next_fire"].as_str().unwrap_or("none (ended)");
+fn line(s: &ScheduleDto) -> String {
     format!(
         "{}  \"{}\" {}  -> {}  next {}",
-        s["name"].as_str().unwrap_or(""),
-        s["cron"].as_str().unwrap_or(""),
-        s["time_zone"].as_str().unwrap_or(""),
-        s["topic"].as_str().unwrap_or(""),
-        next
+        s.name,
+        s.cron,
+        s.time_zone,
+        s.topic,
+        s.next_fire.as_deref().unwrap_or("none (ended)")
     )
 }
 
@@ -242,6 +232,7 @@ fn line(s: &Value) -> String {
 mod tests {
     use super::*;
     use clap::Parser;
+    use serde_json::json;
 
     /// A command line with only `delayq schedule` on it, parsed as `cli::Cli` parses that
     /// subcommand; these tests do not name `cli`, which names this module.
@@ -283,9 +274,10 @@ mod tests {
         else {
             panic!("not a schedule put");
         };
+        // The encoding is the default's, said: the body is text.
         assert_eq!(
-            request(&a),
-            json!({"cron": "30 2 * * *", "topic": "reports", "body": "build it",
+            request(&schedule_request(&a)).expect("JSON"),
+            json!({"cron": "30 2 * * *", "topic": "reports", "body": "build it", "encoding": "utf8",
                    "time_zone": "Europe/Berlin", "jitter_ms": 30000, "misfire": "each",
                    "misfire_limit": 3, "max_lateness_ms": 300000, "on_expire": "drop"})
         );
@@ -295,12 +287,45 @@ mod tests {
         );
     }
 
+    /// The job options a push shares say, in `schedule put`, what they do to its jobs.
+    #[test]
+    fn put_words_the_job_options_for_its_jobs() {
+        use clap::CommandFactory;
+        let line = Line::command();
+        let put = line
+            .find_subcommand("schedule")
+            .and_then(|s| s.find_subcommand("put"))
+            .expect("schedule put");
+        let help = |id: &str| {
+            put.get_arguments()
+                .find(|a| a.get_id() == id)
+                .and_then(|a| a.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default()
+        };
+        for id in ["priority", "ttr", "max_attempts"] {
+            assert!(help(id).starts_with("The jobs'"), "{id}: {}", help(id));
+        }
+        assert!(
+            help("expires_at").contains("no fire"),
+            "{}",
+            help("expires_at")
+        );
+        assert!(
+            help("max_lateness").starts_with("Each job"),
+            "{}",
+            help("max_lateness")
+        );
+    }
+
     #[test]
     fn a_line_names_the_next_fire() {
         let s = json!({"name": "n", "cron": "0 * * * *", "time_zone": "UTC", "topic": "t",
+                       "body": "", "encoding": "utf8", "priority": 0, "jitter_ms": 0,
+                       "misfire": "skip", "revision": 1,
                        "next_fire": "2026-01-01T01:00:00.000+00:00"});
         assert_eq!(
-            line(&s),
+            line(&read(&s).expect("a schedule")),
             "n  \"0 * * * *\" UTC  -> t  next 2026-01-01T01:00:00.000+00:00"
         );
     }

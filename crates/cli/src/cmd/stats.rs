@@ -1,10 +1,11 @@
 //! `delayq stats`: a table of counts per state.
 
+use delayq_server::http::dto::{StatsDto, TopicsResponse};
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cli::StatsArgs;
-use crate::client::{Client, seg};
+use crate::client::{Client, read, seg};
 
 /// The widest the topic column grows: a longer name gets a line of its own, its counts on
 /// the next, so that one long name does not push every row to the right.
@@ -12,18 +13,20 @@ const TOPIC_WIDTH: usize = 24;
 
 pub async fn run(a: StatsArgs) -> anyhow::Result<()> {
     let client = Client::new(&a.client)?;
-    let rows: Vec<Value> = match &a.topic {
-        Some(t) => vec![
-            client
+    let rows: Vec<StatsDto> = match &a.topic {
+        Some(t) => {
+            let v = client
                 .call(Method::GET, &format!("/v1/topics/{}/stats", seg(t)), None)
-                .await?,
-        ],
-        None => client.call(Method::GET, "/v1/topics", None).await?["topics"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default(),
+                .await?;
+            vec![read(&v)?]
+        }
+        None => {
+            let v = client.call(Method::GET, "/v1/topics", None).await?;
+            read::<TopicsResponse>(&v)?.topics
+        }
     };
-    // The shape of `GET /v1/topics`, as `delayq topics --json` prints it, for one topic too.
+    // The shape of `GET /v1/topics`, as `delayq topics --json` prints it, for one topic too
+    // (each row written back from the server's type: the JSON it answered).
     if a.client.json {
         println!("{}", json!({ "topics": rows }));
         return Ok(());
@@ -33,7 +36,7 @@ pub async fn run(a: StatsArgs) -> anyhow::Result<()> {
 }
 
 /// The stats as an aligned text table.
-pub fn table(rows: &[Value]) -> String {
+pub fn table(rows: &[StatsDto]) -> String {
     let header = [
         "TOPIC",
         "DELAYED",
@@ -47,27 +50,22 @@ pub fn table(rows: &[Value]) -> String {
     ];
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in rows {
-        let n = |k: &str| {
-            r[k].as_u64()
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "0".into())
-        };
         cells.push(vec![
-            match r["paused"].as_bool() {
-                Some(true) => format!("{} (paused)", r["topic"].as_str().unwrap_or("?")),
-                _ => r["topic"].as_str().unwrap_or("?").to_string(),
+            if r.paused {
+                format!("{} (paused)", r.topic)
+            } else {
+                r.topic.clone()
             },
-            n("delayed"),
-            n("ready"),
-            n("reserved"),
-            n("dead"),
-            n("done"),
-            n("expired_jobs"),
-            r["oldest_overdue_ms"]
-                .as_u64()
+            r.delayed.to_string(),
+            r.ready.to_string(),
+            r.reserved.to_string(),
+            r.dead.to_string(),
+            r.done.to_string(),
+            r.expired_jobs.to_string(),
+            r.oldest_overdue_ms
                 .map(|ms| crate::text::duration(std::time::Duration::from_millis(ms)))
                 .unwrap_or_else(|| "-".into()),
-            r["next_due"].as_str().unwrap_or("-").to_string(),
+            r.next_due.clone().unwrap_or_else(|| "-".into()),
         ]);
     }
     let mut widths: Vec<usize> = (0..header.len())
@@ -107,13 +105,33 @@ pub fn table(rows: &[Value]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    /// A topic's stats: `topic`, with `fill` setting the counts the test is about.
+    fn row(topic: &str, fill: impl FnOnce(&mut StatsDto)) -> StatsDto {
+        let mut r = StatsDto {
+            topic: topic.into(),
+            delayed: 0,
+            ready: 0,
+            reserved: 0,
+            dead: 0,
+            done: 0,
+            oldest_overdue_ms: None,
+            next_due: None,
+            expired_leases: 0,
+            expired_jobs: 0,
+            paused: false,
+            paused_until: None,
+        };
+        fill(&mut r);
+        r
+    }
 
     #[test]
     fn table_aligns() {
-        let t = table(&[
-            json!({"topic": "orders", "delayed": 12, "ready": 0, "reserved": 3, "dead": 1, "done": 7, "oldest_overdue_ms": null, "next_due": "2026-01-01T00:00:00Z"}),
-        ]);
+        let t = table(&[row("orders", |r| {
+            (r.delayed, r.reserved, r.dead, r.done) = (12, 3, 1, 7);
+            r.next_due = Some("2026-01-01T00:00:00Z".into());
+        })]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("TOPIC "));
@@ -128,8 +146,13 @@ mod tests {
     #[test]
     fn a_long_topic_name_takes_a_line_of_its_own() {
         let long = "a-topic-name-much-longer-than-the-column";
-        let row = |topic: &str| json!({"topic": topic, "ready": 2, "oldest_overdue_ms": 888_797});
-        let t = table(&[row("orders"), row(long), row("mail")]);
+        let two_ready = |topic: &str| {
+            row(topic, |r| {
+                r.ready = 2;
+                r.oldest_overdue_ms = Some(888_797);
+            })
+        };
+        let t = table(&[two_ready("orders"), two_ready(long), two_ready("mail")]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 5, "{t}");
         assert_eq!(lines[2], long, "{t}");

@@ -6,12 +6,14 @@
 use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
+use delayq_server::http::dto::{BackoffDto, BackoffKind, RetentionDto, TopicConfigDto};
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::args::ClientArgs;
-use crate::client::{Client, seg};
+use crate::client::{Client, read, request, seg};
 use crate::duration::DurationParser;
+use crate::failure::Failure;
 
 /// `delayq topic`.
 #[derive(Args, Debug)]
@@ -109,20 +111,6 @@ pub enum Setting {
     Partitions,
 }
 
-impl Setting {
-    /// The field of the settings' JSON.
-    fn field(self) -> &'static str {
-        match self {
-            Setting::Ttr => "ttr_ms",
-            Setting::MaxAttempts => "max_attempts",
-            Setting::Backoff => "backoff",
-            Setting::MaxBody => "max_body",
-            Setting::Retention => "retention",
-            Setting::Partitions => "partitions",
-        }
-    }
-}
-
 pub async fn run(a: TopicArgs) -> anyhow::Result<()> {
     match a.command {
         TopicCommand::Get(a) => get(a).await,
@@ -138,105 +126,109 @@ async fn get(a: TopicGetArgs) -> anyhow::Result<()> {
     let v = Client::new(&a.client)?
         .call(Method::GET, &path(&a.topic), None)
         .await?;
-    show(&a.topic, &v, a.client.json);
+    show(&a.topic, &v, a.client.json)?;
     Ok(())
 }
 
 async fn set(a: TopicSetArgs) -> anyhow::Result<()> {
     let client = Client::new(&a.client)?;
     let current = if a.reset {
-        json!({})
+        TopicConfigDto::default()
     } else {
-        client.call(Method::GET, &path(&a.topic), None).await?
+        read(&client.call(Method::GET, &path(&a.topic), None).await?)?
     };
     let v = client
-        .call(Method::PUT, &path(&a.topic), Some(&merged(current, &a)))
+        .call(
+            Method::PUT,
+            &path(&a.topic),
+            Some(&request(&merged(current, &a))?),
+        )
         .await?;
-    show(&a.topic, &v, a.client.json);
+    show(&a.topic, &v, a.client.json)?;
     Ok(())
 }
 
 /// The settings to send: `current` with the given ones set and the `--unset` ones removed.
-fn merged(current: Value, a: &TopicSetArgs) -> Value {
-    let mut out = match current {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    };
-    out.retain(|_, v| !v.is_null());
-    let ms = |d: Duration| Value::from(d.as_millis() as u64);
+fn merged(mut out: TopicConfigDto, a: &TopicSetArgs) -> TopicConfigDto {
+    let ms = |d: Duration| d.as_millis() as u64;
     if let Some(d) = a.ttr {
-        out.insert("ttr_ms".into(), ms(d));
+        out.ttr_ms = Some(ms(d));
     }
     if let Some(n) = a.max_attempts {
-        out.insert("max_attempts".into(), n.into());
+        out.max_attempts = Some(n);
     }
     if let Some(base) = a.backoff_base {
-        let mut b = json!({"kind": "fixed", "base_ms": ms(base)});
+        let mut b = BackoffDto {
+            kind: BackoffKind::Fixed,
+            base_ms: ms(base),
+            max_ms: None,
+            factor: None,
+            jitter: None,
+        };
         if let Some(max) = a.backoff_max {
-            b["kind"] = "exponential".into();
-            b["max_ms"] = ms(max);
-            b["factor"] = a.backoff_factor.unwrap_or(2).into();
+            b.kind = BackoffKind::Exponential;
+            b.max_ms = Some(ms(max));
+            b.factor = Some(a.backoff_factor.unwrap_or(2));
         }
-        if let Some(j) = a.backoff_jitter {
-            b["jitter"] = j.into();
-        }
-        out.insert("backoff".into(), b);
+        b.jitter = a.backoff_jitter;
+        out.backoff = Some(b);
     }
     if let Some(n) = a.max_body {
-        out.insert("max_body".into(), n.into());
+        out.max_body = Some(n);
     }
     if let (Some(n), Some(d)) = (a.retain_jobs, a.retain_for) {
-        out.insert(
-            "retention".into(),
-            json!({"max_jobs": n, "max_age_ms": ms(d)}),
-        );
+        out.retention = Some(RetentionDto {
+            max_jobs: n,
+            max_age_ms: ms(d),
+        });
     }
     if let Some(n) = a.partitions {
-        out.insert("partitions".into(), n.into());
+        out.partitions = Some(n);
     }
     for s in &a.unset {
-        out.remove(s.field());
+        match s {
+            Setting::Ttr => out.ttr_ms = None,
+            Setting::MaxAttempts => out.max_attempts = None,
+            Setting::Backoff => out.backoff = None,
+            Setting::MaxBody => out.max_body = None,
+            Setting::Retention => out.retention = None,
+            Setting::Partitions => out.partitions = None,
+        }
     }
-    Value::Object(out)
+    out
 }
 
 /// Prints the settings: the server's JSON with --json, else one line per setting.
-fn show(topic: &str, v: &Value, json: bool) {
+fn show(topic: &str, v: &Value, json: bool) -> Result<(), Failure> {
     if json {
         println!("{v}");
     } else {
-        print!("{}", text(topic, v));
+        print!("{}", text(topic, &read(v)?));
     }
+    Ok(())
 }
 
 /// The settings as text, "default" where none is set.
-fn text(topic: &str, v: &Value) -> String {
-    let dur = |ms: &Value| {
-        ms.as_u64()
-            .map(|ms| humantime::format_duration(Duration::from_millis(ms)).to_string())
-    };
-    let backoff = &v["backoff"];
-    let backoff = match backoff["kind"].as_str() {
-        Some("fixed") => dur(&backoff["base_ms"]).map(|d| format!("fixed {d}")),
-        Some(_) => Some(format!(
-            "from {} growing x{} up to {}",
-            dur(&backoff["base_ms"]).unwrap_or_default(),
-            backoff["factor"].as_u64().unwrap_or(2),
-            dur(&backoff["max_ms"]).unwrap_or_default()
-        )),
-        None => None,
-    }
-    .map(|b| match v["backoff"]["jitter"].as_f64() {
-        Some(j) if j > 0.0 => format!("{b}, jitter {j}"),
-        _ => b,
+fn text(topic: &str, v: &TopicConfigDto) -> String {
+    let dur = |ms: u64| humantime::format_duration(Duration::from_millis(ms)).to_string();
+    let backoff = v.backoff.as_ref().map(|b| {
+        let shape = match b.kind {
+            BackoffKind::Fixed => format!("fixed {}", dur(b.base_ms)),
+            BackoffKind::Exponential => format!(
+                "from {} growing x{} up to {}",
+                dur(b.base_ms),
+                b.factor.unwrap_or(2),
+                b.max_ms.map(dur).unwrap_or_default()
+            ),
+        };
+        match b.jitter {
+            Some(j) if j > 0.0 => format!("{shape}, jitter {j}"),
+            _ => shape,
+        }
     });
     let rows = [
-        ("ttr", dur(&v["ttr_ms"]), "30s"),
-        (
-            "max attempts",
-            v["max_attempts"].as_u64().map(|n| n.to_string()),
-            "3",
-        ),
+        ("ttr", v.ttr_ms.map(dur), "30s"),
+        ("max attempts", v.max_attempts.map(|n| n.to_string()), "3"),
         (
             "back-off",
             backoff,
@@ -244,22 +236,21 @@ fn text(topic: &str, v: &Value) -> String {
         ),
         (
             "max body",
-            v["max_body"].as_u64().map(|n| format!("{n} bytes")),
+            v.max_body.map(|n| format!("{n} bytes")),
             "the server's --max-body",
         ),
         (
             "retention",
-            v["retention"]["max_jobs"].as_u64().map(|n| {
-                let age = dur(&v["retention"]["max_age_ms"]).unwrap_or_default();
-                format!("up to {n} done jobs, each for {age}")
+            v.retention.map(|r| {
+                format!(
+                    "up to {} done jobs, each for {}",
+                    r.max_jobs,
+                    dur(r.max_age_ms)
+                )
             }),
             "none: acked jobs are removed",
         ),
-        (
-            "partitions",
-            v["partitions"].as_u64().map(|n| n.to_string()),
-            "1",
-        ),
+        ("partitions", v.partitions.map(|n| n.to_string()), "1"),
     ];
     let mut out = format!("topic {topic}\n");
     for (name, value, default) in rows {
@@ -273,6 +264,7 @@ fn text(topic: &str, v: &Value) -> String {
 mod tests {
     use super::*;
     use clap::Parser;
+    use serde_json::json;
 
     /// A command line with only `delayq topic` on it, parsed as `cli::Cli` parses that
     /// subcommand; these tests do not name `cli`, which names this module.
@@ -295,6 +287,10 @@ mod tests {
 
     #[test]
     fn set_merges_into_the_current_settings() {
+        // The settings sent, as JSON, from the current ones as JSON.
+        let merged = |current: Value, a: &TopicSetArgs| {
+            request(&merged(read(&current).expect("settings"), a)).expect("JSON")
+        };
         let a = set_args(&["--ttr", "1m", "--backoff-base", "1s", "--backoff-max", "1h"]);
         let current = json!({"ttr_ms": 5000, "max_attempts": 4, "backoff": null, "max_body": null});
         assert_eq!(
@@ -349,7 +345,8 @@ mod tests {
     fn text_says_default_where_unset() {
         let t = text(
             "orders",
-            &json!({"ttr_ms": 60000, "max_attempts": null, "backoff": {"kind": "fixed", "base_ms": 2000, "jitter": 0.0}, "max_body": 8}),
+            &read(&json!({"ttr_ms": 60000, "max_attempts": null, "backoff": {"kind": "fixed", "base_ms": 2000, "jitter": 0.0}, "max_body": 8}))
+                .expect("settings"),
         );
         assert!(t.contains("ttr           1m"), "{t}");
         assert!(t.contains("max attempts  default (3)"), "{t}");

@@ -1,19 +1,21 @@
 //! `delayq topics` and `delayq purge`: the topics a server knows, and emptying one.
 
+use delayq_server::http::dto::{CountResponse, TopicsResponse};
 use reqwest::Method;
 
 use crate::cli::{PurgeArgs, TopicsArgs};
-use crate::client::{Client, report, seg};
+use crate::client::{Client, read, report, seg};
 use crate::failure::Failure;
 
 pub async fn list(a: TopicsArgs) -> anyhow::Result<()> {
     let v = Client::new(&a.client)?
         .call(Method::GET, "/v1/topics", None)
         .await?;
-    let names: Vec<&str> = v["topics"]
-        .as_array()
-        .map(|ts| ts.iter().filter_map(|t| t["topic"].as_str()).collect())
-        .unwrap_or_default();
+    let names: Vec<String> = read::<TopicsResponse>(&v)?
+        .topics
+        .into_iter()
+        .map(|t| t.topic)
+        .collect();
     // One name per line, nothing at all when there is none: the text is for scripts too.
     if a.client.json || !names.is_empty() {
         report(&a.client, &v, || names.join("\n"));
@@ -36,11 +38,12 @@ pub async fn purge(a: PurgeArgs) -> anyhow::Result<()> {
             None,
         )
         .await?;
+    let purged: CountResponse = read(&v)?;
     report(&a.client, &v, || {
         format!(
             "purged {}: {} removed",
             a.topic,
-            crate::text::count(v["count"].as_u64().unwrap_or(0), "job")
+            crate::text::count(purged.count, "job")
         )
     });
     Ok(())

@@ -105,32 +105,32 @@ pub struct DestinationDoc {
 
 /// A destination as `GET` shows it: no secrets, the values of headers that carry
 /// credentials masked, a password in the URL masked.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[allow(dead_code)] // Only read by the OpenAPI document; the body is `public_view`.
 pub struct DestinationView {
     /// The kind: `webhook`, `rabbitmq` or `nats`.
     #[serde(rename = "type")]
-    kind: DestinationType,
+    pub kind: DestinationType,
     /// The URL (a password in it as `***`).
-    url: String,
+    pub url: String,
     /// Webhook: how many signing secrets it has.
-    secret_count: Option<usize>,
+    pub secret_count: Option<usize>,
     /// Webhook: the extra headers, the value of each that carries credentials (a name
     /// containing `auth`, `cookie`, `token`, `secret`, `key`, `pass`, `credential`,
     /// `session` or `signature`) shown as `***`.
-    headers: Option<BTreeMap<String, String>>,
+    pub headers: Option<BTreeMap<String, String>>,
     /// Webhook: the requests' `content-type`; RabbitMQ: the messages' `content_type`.
-    content_type: Option<String>,
+    pub content_type: Option<String>,
     /// RabbitMQ: the exchange (empty: the default exchange).
-    exchange: Option<String>,
+    pub exchange: Option<String>,
     /// RabbitMQ: the routing key.
-    routing_key: Option<String>,
+    pub routing_key: Option<String>,
     /// NATS: the subject.
-    subject: Option<String>,
+    pub subject: Option<String>,
     /// The most sends in flight from one server.
-    max_concurrency: u32,
+    pub max_concurrency: u32,
     /// How long one send may wait for its answer, in ms; null: until the job's lease ends.
-    timeout_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
 }
 
 /// The topic has no destination.

@@ -137,7 +137,7 @@ impl BackoffDto {
 }
 
 /// A job to push.
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct PushRequest {
     /// The job id, also the idempotency key (1 to 200 visible ASCII characters); a UUIDv7 is
@@ -223,7 +223,7 @@ impl From<delayq_core::OnExpire> for OnExpireDto {
 }
 
 /// What a push does when a live job with its id exists.
-#[derive(Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum OnConflictDto {
     /// Leave it as it is.
@@ -258,7 +258,7 @@ pub struct PushBatchRequest {
 }
 
 /// The answer to a push.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct PushResponse {
     /// The job id (generated or given).
     pub id: String,
@@ -277,7 +277,7 @@ pub struct PushResponse {
 }
 
 /// The answers to a batch push, in order.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct PushBatchResponse {
     /// One answer per job.
     pub results: Vec<PushResponse>,
@@ -303,7 +303,7 @@ pub struct PushBatchFailed {
 }
 
 /// A stored job.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct JobDto {
     /// The topic.
     pub topic: String,
@@ -357,7 +357,7 @@ pub struct JobDto {
 }
 
 /// A delivery mode.
-#[derive(Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ModeDto {
     /// Leased until acked (default).
@@ -368,7 +368,7 @@ pub enum ModeDto {
 }
 
 /// A reserve (long-poll).
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ReserveRequest {
     /// Topics to take from (1 to 64, no repeats).
@@ -393,7 +393,7 @@ pub struct ReserveRequest {
 }
 
 /// What was done with a delivery, reported in a reserve's `settle`.
-#[derive(Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeDto {
     /// Done: the job is removed (default).
@@ -409,7 +409,7 @@ pub enum OutcomeDto {
 
 /// One lease to settle: which delivery (its `receipt`, or its `topic`, `id` and `token`),
 /// and its outcome.
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct SettleItem {
     /// The delivery's receipt; or give `topic`, `id` and `token`.
@@ -434,7 +434,7 @@ pub struct SettleItem {
 }
 
 /// The answer to one settlement of a reserve.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct SettleResult {
     /// True when the outcome was recorded.
     pub ok: bool,
@@ -465,7 +465,7 @@ fn topics_schema() -> utoipa::openapi::schema::Array {
 
 /// A job handed to a reserver. Each fact is in one place: the attempt number is
 /// `job.attempts`, the lease deadline `job.deadline` (and `job.deadline_ms`).
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct DeliveryDto {
     /// The job, reserved: `attempts` counts this delivery, `deadline` is the lease's.
     pub job: JobDto,
@@ -483,7 +483,7 @@ pub struct DeliveryDto {
 }
 
 /// The jobs of a reserve; empty when none came within the wait.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct ReserveResponse {
     /// The deliveries.
     pub jobs: Vec<DeliveryDto>,
@@ -504,7 +504,7 @@ pub struct ReserveResponse {
 }
 
 /// A lease token.
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
     /// The lease token from the reserve; or give `receipt`.
@@ -514,7 +514,7 @@ pub struct TokenRequest {
 }
 
 /// A nack.
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct NackRequest {
     /// The lease token from the reserve; or give `receipt`.
@@ -530,7 +530,7 @@ pub struct NackRequest {
 }
 
 /// What a nack did.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct NackResponse {
     /// `retry` or `dead`.
     pub outcome: String,
@@ -539,7 +539,7 @@ pub struct NackResponse {
 }
 
 /// A touch.
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct TouchRequest {
     /// The lease token from the reserve; or give `receipt`.
@@ -552,7 +552,7 @@ pub struct TouchRequest {
 }
 
 /// The new lease deadline.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct TouchResponse {
     /// RFC 3339.
     pub deadline: String,
@@ -561,7 +561,7 @@ pub struct TouchResponse {
 }
 
 /// A bury.
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct BuryRequest {
     /// The lease token from the reserve; or give `receipt`.
@@ -619,7 +619,7 @@ pub struct AckBatchResponse {
 }
 
 /// A new due time: `{"delay_ms": n}` or `{"ready_at": "<RFC 3339>"}` (exactly one).
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct RescheduleRequest {
     /// Due this many ms from now (0 to 10 years).
@@ -631,7 +631,7 @@ pub struct RescheduleRequest {
 }
 
 /// A due time.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct ReadyAtResponse {
     /// RFC 3339.
     pub ready_at: String,
@@ -640,7 +640,7 @@ pub struct ReadyAtResponse {
 }
 
 /// One page of a listing.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct ListResponse {
     /// The jobs, in the state's order.
     pub jobs: Vec<JobDto>,
@@ -652,7 +652,7 @@ pub struct ListResponse {
 }
 
 /// Counts and health of a topic.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct StatsDto {
     /// The topic.
     pub topic: String,
@@ -682,7 +682,7 @@ pub struct StatsDto {
 }
 
 /// Every topic with its stats.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct TopicsResponse {
     /// The topics, sorted, but for those in `unreachable`.
     pub topics: Vec<StatsDto>,
@@ -695,7 +695,7 @@ pub struct TopicsResponse {
 
 /// How long to pause a topic: at most one of `until` and `for_ms`; neither pauses it until
 /// resumed.
-#[derive(Deserialize, ToSchema, Debug, Default)]
+#[derive(Serialize, Deserialize, ToSchema, Debug, Default)]
 #[serde(deny_unknown_fields)]
 pub struct PauseRequest {
     /// The pause ends at this RFC 3339 time (at most 10 years ahead).
@@ -707,7 +707,7 @@ pub struct PauseRequest {
 }
 
 /// A topic's pause.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct PauseResponse {
     /// True while the topic is paused.
     pub paused: bool,
@@ -721,7 +721,7 @@ pub struct PauseResponse {
 }
 
 /// A count of jobs an operation touched.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct CountResponse {
     /// How many.
     pub count: u64,

@@ -7,11 +7,11 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use delayq_core::Error;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// The JSON body of every error response.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
@@ -19,7 +19,7 @@ pub struct ErrorBody {
 
 /// One error: a stable machine-readable code and a message for people; for a bad field of
 /// the request, which field and (inside a list) which item.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct ErrorDetail {
     /// Stable code: `invalid_topic`, `invalid_id`, `invalid_delay`, `invalid_ttr`,
     /// `invalid_receipt`, `invalid_argument`, `invalid_request`, `body_too_large`,

@@ -18,7 +18,7 @@ use super::scan::{BUDGET, check_prefix, scan};
 use crate::AppState;
 
 /// An archive: why the job goes dead.
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ArchiveRequest {
     /// Why (at most 4 KiB), kept with the job as its last error.

@@ -19,6 +19,10 @@ mod schedules;
 mod series;
 mod topics;
 
+pub use destinations::{DestinationType, DestinationView};
+pub use manage::ArchiveRequest;
+pub use schedules::{MisfireDto, ScheduleDto, ScheduleRequest, SchedulesResponse};
+
 use std::sync::Arc;
 
 use axum::error_handling::HandleErrorLayer;

@@ -48,7 +48,7 @@ pub enum MisfireDto {
 /// servers push one job per fire), due at the fire time (plus a jitter below `jitter_ms`).
 /// Daylight-saving changes follow Vixie cron: a fire in the skipped hour fires when the
 /// clock jumps; a fixed time in the repeated hour fires once.
-#[derive(Deserialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleRequest {
     /// Five fields (minute hour day-of-month month day-of-week), six with seconds first, or
@@ -112,7 +112,7 @@ pub struct ScheduleRequest {
 }
 
 /// A stored schedule, with its state.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct ScheduleDto {
     /// The name.
     pub name: String,
@@ -175,7 +175,7 @@ pub struct ScheduleDto {
 }
 
 /// Every schedule.
-#[derive(Serialize, ToSchema, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 pub struct SchedulesResponse {
     /// The schedules, by name.
     pub schedules: Vec<ScheduleDto>,
