@@ -69,11 +69,7 @@ pub async fn run(a: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn measure(
-    engine: &Arc<dyn Store>,
-    topic: &Topic,
-    a: &BenchArgs,
-) -> anyhow::Result<Figures> {
+async fn measure(engine: &Arc<dyn Store>, topic: &Topic, a: &BenchArgs) -> anyhow::Result<Figures> {
     let pb = bar(a.jobs, "push");
     let pushed = driver::fill(engine, topic, a.jobs, Delays::Ready, a.body, &pb).await?;
     pb.finish();

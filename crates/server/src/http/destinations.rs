@@ -17,7 +17,7 @@ use crate::AppState;
 /// The kinds of destination.
 #[derive(Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-#[allow(dead_code)] // Only read by the OpenAPI document.
+#[allow(dead_code)] // The OpenAPI document and the CLI read it.
 pub enum DestinationType {
     /// An HTTP POST per job, signed as Standard Webhooks says.
     Webhook,
@@ -106,7 +106,7 @@ pub struct DestinationDoc {
 /// A destination as `GET` shows it: no secrets, the values of headers that carry
 /// credentials masked, a password in the URL masked.
 #[derive(Serialize, Deserialize, ToSchema)]
-#[allow(dead_code)] // Only read by the OpenAPI document; the body is `public_view`.
+#[allow(dead_code)] // The OpenAPI document and the CLI read it; the server writes `public_view`.
 pub struct DestinationView {
     /// The kind: `webhook`, `rabbitmq` or `nats`.
     #[serde(rename = "type")]
