@@ -604,12 +604,9 @@ pub trait Engine: Send + Sync + 'static {
     /// single-slot calls (a reserve over one topic fails whole, with
     /// [`Error::Unavailable`]) or that no call tried lately is not listed.
     ///
-    /// The default answers none: one Redis node, the embedded engine and PostgreSQL serve
-    /// every topic from one store, where a failure fails the whole call.
-    fn unreachable(&self, topics: &[Topic]) -> Vec<Topic> {
-        let _ = topics;
-        Vec::new()
-    }
+    /// One Redis node, the embedded engine and PostgreSQL answer none: they serve every
+    /// topic from one store, where a failure fails the whole call.
+    fn unreachable(&self, topics: &[Topic]) -> Vec<Topic>;
 
     /// Whether the store can serve calls now: what a readiness probe (`/readyz`) asks, so
     /// it must stay cheap (one round trip). An error is a store that did not answer, as for

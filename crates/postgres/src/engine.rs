@@ -237,6 +237,11 @@ impl Engine for PostgresEngine {
     async fn now(&self) -> Result<Timestamp> {
         admin::now(&self.client().await?).await
     }
+
+    /// None: every topic lives in one store, where a failure fails the whole call.
+    fn unreachable(&self, _topics: &[Topic]) -> Vec<Topic> {
+        Vec::new()
+    }
 }
 
 #[async_trait]

@@ -562,6 +562,11 @@ impl Engine for SqliteEngine {
         let until = until.as_millis();
         self.write(move |tx| admin::pause(tx, &topic, until)).await
     }
+
+    /// None: every topic lives in one store, where a failure fails the whole call.
+    fn unreachable(&self, _topics: &[Topic]) -> Vec<Topic> {
+        Vec::new()
+    }
 }
 
 #[async_trait]

@@ -337,4 +337,9 @@ impl Engine for FakeEngine {
     async fn pause(&self, _topic: &Topic, _until: Option<Timestamp>) -> Result<()> {
         internal("pause")
     }
+
+    /// None: every topic lives in one store, where a failure fails the whole call.
+    fn unreachable(&self, _topics: &[Topic]) -> Vec<Topic> {
+        Vec::new()
+    }
 }

@@ -283,4 +283,9 @@ impl Engine for SimStore {
     async fn pause(&self, _topic: &Topic, _until: Option<Timestamp>) -> Result<()> {
         unsupported("pause")
     }
+
+    /// None: every topic lives in one store, where a failure fails the whole call.
+    fn unreachable(&self, _topics: &[Topic]) -> Vec<Topic> {
+        Vec::new()
+    }
 }
