@@ -377,6 +377,15 @@ fn ran_postgres(r: &Results) -> bool {
 /// loops rather than `work()`.
 const PGBOSS_CONSUMERS: &str = "pg-boss (its own PostgreSQL; driven by `bench/pgboss.mjs`) polls: every consumer waits pg-boss's polling interval, set to the least it accepts (0.5 s, `pollingIntervalSeconds`), after a fetch that found nothing. Its consumers are C loops of `fetch` (one job, pg-boss's default batch) and `complete`, which fetch again at once after a job: pg-boss's own `work()` waits the polling interval after every batch, even a full one, so C `work()` workers could take no more than C jobs per 0.5 s. Its fetch sorts every ready job of the queue (priority, then creation time, an order no index gives), so its cost grows with the ready backlog; a drain at 0 jobs/s is one in which no consumer's first fetch came back within the cap.";
 
+/// The commit a run measured, as the report names it ("unknown" outside a git checkout).
+fn commit_named(m: &Meta) -> &str {
+    if m.commit.is_empty() {
+        "unknown"
+    } else {
+        &m.commit
+    }
+}
+
 /// The summary: the commit measured, then each goal, met or not, with its ratios. It is
 /// one screen, so the goals' own table lives here and not in the section.
 pub(crate) fn summary(r: &Results) -> String {
@@ -385,16 +394,13 @@ pub(crate) fn summary(r: &Results) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "## Summary\n\nRecorded {} at commit {} with `{}`, on {} cores ({}) shared with other builds. Each figure is the median of {} repetitions; the side-by-side tables below give every figure with its spread, and \"Judging a change\" says how to measure a change of your own.\n",
+        "## Summary\n\nRecorded {} at commit {} with `{}`, on {} cores ({}, load average {} at start). Each figure is the median of {} repetitions; the side-by-side tables below give every figure with its spread, and \"Judging a change\" says how to measure a change of your own.\n",
         m.date,
-        if m.commit.is_empty() {
-            "unknown"
-        } else {
-            &m.commit
-        },
+        commit_named(m),
         m.command,
         m.cores,
         m.cpu,
+        m.load_start,
         r.plan.reps
     );
     let _ = writeln!(s, "| goal | met | measured |\n|---|---|---|");
@@ -445,11 +451,7 @@ pub(crate) fn markdown(r: &Results, root: &Path, plots: &Path) -> String {
         "Command: `{}` (it installs Redis 8.6 into `target/redis86` with `bench/install-redis.sh`, BullMQ and pg-boss from `bench/package-lock.json`, beanstalkd and PostgreSQL from Debian and matplotlib into `target/bench-venv`, then runs `cargo run --release -p delayq-bench -- all`). Recorded {} at commit {}, in {:.0} s ({}).\n",
         m.command,
         m.date,
-        if m.commit.is_empty() {
-            "unknown"
-        } else {
-            &m.commit
-        },
+        commit_named(m),
         m.duration_s,
         r.timings
             .iter()
