@@ -230,6 +230,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_answer_of_another_shape_is_an_error_that_names_the_field_and_the_version() {
+        use delayq_server::http::dto::CountResponse;
+        let ok: CountResponse = read(&serde_json::json!({"count": 3})).expect("a count reads");
+        assert_eq!(ok.count, 3);
+        let Err(f) = read::<CountResponse>(&serde_json::json!({"kicked": 3})) else {
+            panic!("an answer without `count` must not read");
+        };
+        assert_eq!((f.code, f.kind.as_str()), (exit::ERROR, "error"));
+        assert!(f.message.contains("`count`"), "{}", f.message);
+        assert!(
+            f.message.contains(&format!(
+                "is the server the same version as this delayq ({})?",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
     fn segments_are_escaped() {
         assert_eq!(seg("order-42:a"), "order-42:a");
         assert_eq!(seg("a/b?c#d e"), "a%2Fb%3Fc%23d%20e");
